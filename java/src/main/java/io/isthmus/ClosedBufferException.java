@@ -1,0 +1,17 @@
+package io.isthmus;
+
+/**
+ * Use of a {@link DeviceBuffer} (or the Python Buffer behind it) after it was closed; mirrors {@code isthmus.errors.ClosedBufferError}.
+ */
+public class ClosedBufferException extends IsthmusException {
+    private static final long serialVersionUID = 1L;
+
+    /**
+     * @param message what was wrong, what was expected, what to do
+     * @param pythonType qualified name of the Python exception type, or {@code null}
+     * @param pythonTraceback the Python traceback text, or {@code null}
+     */
+    public ClosedBufferException(String message, String pythonType, String pythonTraceback) {
+        super(message, pythonType, pythonTraceback);
+    }
+}

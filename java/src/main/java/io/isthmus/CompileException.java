@@ -1,0 +1,36 @@
+package io.isthmus;
+
+/**
+ * A kernel failed to compile; carries the compiler's build log. Mirrors
+ * {@code isthmus.errors.CompileError}.
+ */
+public class CompileException extends IsthmusException {
+    private static final long serialVersionUID = 1L;
+
+    private final String log;
+    private final String kernelName;
+
+    /**
+     * @param message what was wrong
+     * @param pythonType qualified name of the Python exception type, or {@code null}
+     * @param pythonTraceback the Python traceback text, or {@code null}
+     * @param log the compiler's build log (may be empty, never {@code null})
+     * @param kernelName the kernel that failed, or {@code null}
+     */
+    public CompileException(String message, String pythonType, String pythonTraceback,
+                            String log, String kernelName) {
+        super(message, pythonType, pythonTraceback);
+        this.log = log == null ? "" : log;
+        this.kernelName = kernelName;
+    }
+
+    /** @return the compiler's build log */
+    public String log() {
+        return log;
+    }
+
+    /** @return the name of the kernel that failed to compile, or {@code null} */
+    public String kernelName() {
+        return kernelName;
+    }
+}

@@ -1,0 +1,64 @@
+package io.isthmus;
+
+import io.isthmus.spi.BufferHandle;
+import io.isthmus.spi.Runtime;
+
+/**
+ * Bridge for the runtime provider (the isthmus Python package) and language bindings;
+ * applications do not need it. It attaches the runtime, and converts between the public
+ * types and the {@link io.isthmus.spi} handles.
+ */
+public final class Interop {
+    private Interop() {
+    }
+
+    /**
+     * Attaches the runtime that {@link Isthmus#get()} returns.
+     *
+     * @param runtime the runtime implementation
+     */
+    public static void attach(Runtime runtime) {
+        if (runtime == null) {
+            throw new InvalidArgumentException("runtime must not be null; use detach()", null, null);
+        }
+        Isthmus.attach(runtime);
+    }
+
+    /**
+     * Shuts down the runtime's executors (waiting up to {@code timeoutMillis}), releases queued
+     * buffers and detaches the runtime; later calls get {@link NotAttachedException}.
+     *
+     * @param timeoutMillis how long to wait for executor threads to finish
+     * @return whether every executor thread finished in time
+     */
+    public static boolean detach(long timeoutMillis) {
+        boolean finished = RuntimeExecutor.shutdownAll(timeoutMillis);
+        if (Isthmus.isAttached()) {
+            Releases.drain();
+        }
+        Isthmus.attach(null);
+        return finished;
+    }
+
+    /**
+     * @param handle a buffer handle
+     * @return a new {@link DeviceBuffer} owning {@code handle}
+     */
+    public static DeviceBuffer wrap(BufferHandle handle) {
+        return DeviceBuffer.wrap(handle);
+    }
+
+    /**
+     * @param buffer an open buffer
+     * @return the buffer's handle
+     * @throws ClosedBufferException if the buffer was closed
+     */
+    public static BufferHandle handle(DeviceBuffer buffer) {
+        return buffer.handle();
+    }
+
+    /** @return how many buffers queued by the Cleaner were released now */
+    public static int drainReleases() {
+        return Releases.drain();
+    }
+}

@@ -1,0 +1,88 @@
+package io.isthmus;
+
+import io.isthmus.spi.BufferHandle;
+import io.isthmus.spi.KernelHandle;
+
+/**
+ * A kernel bound to a device: compiled from source with {@link Device#compile} or taken from
+ * the isthmus library with {@link Device#kernel}. Arguments are {@link DeviceBuffer}s and
+ * Java numbers; numbers are converted to the kernel's declared parameter types by the runtime.
+ * Safe to launch from several threads.
+ *
+ * <pre>{@code
+ * Kernel scale = dev.compile(src, "scale", Map.of());
+ * scale.launch(LaunchConfig.of(x.size()), x, 2.0f, (int) x.size());
+ * }</pre>
+ */
+public final class Kernel {
+    private final KernelHandle handle;
+    private final Device device;
+    private final String name;
+
+    Kernel(KernelHandle handle, Device device) {
+        this.handle = handle;
+        this.device = device;
+        this.name = handle.name();
+    }
+
+    /** @return the kernel's name */
+    public String name() {
+        return name;
+    }
+
+    /** @return the device the kernel is bound to */
+    public Device device() {
+        return device;
+    }
+
+    /**
+     * Launches a kernel on an explicit grid.
+     *
+     * @param config global and local size
+     * @param args kernel arguments in declaration order: {@link DeviceBuffer}s and Java numbers
+     */
+    public void launch(LaunchConfig config, Object... args) {
+        if (config == null) {
+            throw new LaunchConfigException("launch config must not be null; library kernels are "
+                    + "launched with launch(args...)", null, null);
+        }
+        handle.launch(config.global(), config.local(), handles(args));
+    }
+
+    /**
+     * Launches a library kernel with its op arguments; the kernel sizes its own grid from the
+     * tuning database.
+     *
+     * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
+     * @return the kernel's result buffer for kernels that return one, else {@code null}
+     */
+    public DeviceBuffer launch(Object... args) {
+        Object result = handle.launch(null, null, handles(args));
+        return result == null ? null : DeviceBuffer.wrap((BufferHandle) result);
+    }
+
+    private static Object[] handles(Object[] args) {
+        if (args == null) {
+            return new Object[0];
+        }
+        Object[] out = new Object[args.length];
+        for (int i = 0; i < args.length; i++) {
+            Object a = args[i];
+            if (a instanceof DeviceBuffer b) {
+                out[i] = b.handle();
+            } else if (a instanceof Number) {
+                out[i] = a;
+            } else {
+                throw new InvalidArgumentException("kernel argument " + i + " is "
+                        + (a == null ? "null" : a.getClass().getName())
+                        + "; expected a DeviceBuffer or a Java number", null, null);
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return "Kernel[" + name + " on " + device.id() + "]";
+    }
+}

@@ -1,0 +1,48 @@
+package io.isthmus.spi;
+
+import java.nio.ByteBuffer;
+
+/** One device of the runtime. */
+public interface DeviceHandle {
+    /** @return id such as {@code "opencl:0"} or {@code "cuda:0"} */
+    String id();
+
+    /** @return device name */
+    String name();
+
+    /** @return vendor name */
+    String vendor();
+
+    /** @return {@code "opencl"} or {@code "cuda"} */
+    String backend();
+
+    /** @return device memory in bytes */
+    long memory();
+
+    /** @return number of compute units */
+    int computeUnits();
+
+    /** @return largest work-group size */
+    long maxWorkGroupSize();
+
+    /** @return uninitialized buffer of the given dtype (NumPy name) and shape */
+    BufferHandle allocate(String dtype, long[] shape);
+
+    /** @return a buffer holding a copy of the primitive array ({@code float[]}, {@code double[]}, {@code int[]}, {@code long[]}) */
+    BufferHandle fromArray(Object array, long[] shape);
+
+    /** @return a buffer holding a copy of the direct, native-order buffer's bytes from its position to its limit */
+    BufferHandle fromBuffer(ByteBuffer data, String dtype, long[] shape);
+
+    /** @return a direct, native-order ByteBuffer over host memory that the runtime allocated (page-locked where offered) */
+    ByteBuffer allocateHost(String dtype, long[] shape);
+
+    /** @return a library kernel, launched with its op arguments */
+    KernelHandle kernel(String libraryName);
+
+    /** @return a compiled kernel; {@code defineNames[i]} is defined to {@code defineValues[i]} */
+    KernelHandle compile(String source, String kernelName, String[] defineNames, String[] defineValues);
+
+    /** Waits until all work queued on this device finished. */
+    void synchronize();
+}

@@ -1,0 +1,17 @@
+package io.isthmus.spi;
+
+/** A kernel bound to a device. */
+public interface KernelHandle {
+    /** @return the kernel's name */
+    String name();
+
+    /**
+     * Launches the kernel. {@code args} holds {@link BufferHandle}s and boxed Java numbers.
+     *
+     * @param global global size, or {@code null} for a library kernel that sizes its own grid
+     * @param local local size, or {@code null} to let the runtime choose
+     * @param args kernel arguments
+     * @return the kernel's result for library kernels that return one (a {@link BufferHandle}), else {@code null}
+     */
+    Object launch(long[] global, long[] local, Object[] args);
+}
