@@ -1,0 +1,26 @@
+"""isthmus: GPU kernels written once in OpenCL C, run through CuPy (CUDA) or PyOpenCL (any
+OpenCL device), called from Python and from Java.
+
+>>> import numpy as np, isthmus
+>>> dev = isthmus.device()                      # ISTHMUS_DEVICE, else the best available
+>>> x = dev.asarray(np.random.rand(1000).astype(np.float32))
+>>> y = dev.zeros(1000, np.float32)
+>>> isthmus.ops.axpy(2.0, x, y)                 # y = 2x + y on the device
+>>> float(isthmus.ops.sum(y).to_numpy()[0])
+"""
+from ._version import __version__
+from .buffer import Buffer, live_buffers
+from .device import Device, device, devices
+from .errors import (BackendUnavailableError, ClosedBufferError, CompileError, DatabaseError, DeviceError,
+                     InvalidArgumentError, IsthmusError, LaunchConfigError, OutOfMemoryError,
+                     UnsupportedDtypeError)
+from .interop import asarray
+from .kernel import Kernel
+from .launch import LaunchConfig
+from . import ops
+
+__all__ = [
+    "__version__", "Buffer", "Device", "Kernel", "LaunchConfig", "asarray", "device", "devices", "live_buffers",
+    "ops", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
+    "DeviceError", "InvalidArgumentError", "LaunchConfigError", "OutOfMemoryError", "UnsupportedDtypeError",
+]

@@ -1,0 +1,248 @@
+"""CUDA backend (CuPy): OpenCL C sources compiled by NVRTC behind ``opencl/cuda_prelude.h``.
+
+Every call names its device and stream explicitly (CuPy keeps per-thread current-device and
+current-stream state, and a thread Java started has neither set).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .. import knobs
+from ..device import Device
+from ..errors import (BackendUnavailableError, CompileError, DeviceError, LaunchConfigError,
+                      OutOfMemoryError)
+
+NAME = "cuda"
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise BackendUnavailableError(f"CuPy is not installed ({exc}); pip install 'isthmus[cuda]'") from exc
+    return cupy
+
+
+def discover() -> list["CudaDevice"]:
+    cupy = _cupy()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver / no device
+        raise BackendUnavailableError(f"CuPy found no CUDA device ({exc})") from exc
+    if count == 0:
+        raise BackendUnavailableError("CuPy found no CUDA device")
+    return [CudaDevice(cupy, i) for i in range(count)]
+
+
+def _local_for(gsize: tuple[int, ...], max_wg: int) -> tuple[int, ...]:
+    """A block shape that divides the grid: per dimension the largest divisor under a cap."""
+    caps = {1: (256,), 2: (32, 8), 3: (16, 8, 4)}[len(gsize)]
+    out = []
+    for g, cap in zip(gsize, caps):
+        best = 1
+        for d in range(min(g, cap), 0, -1):
+            if g % d == 0:
+                best = d
+                break
+        out.append(best)
+    return tuple(out)
+
+
+class CudaDevice(Device):
+    backend = NAME
+
+    def __init__(self, cupy, index: int):
+        self._cp = cupy
+        rt = cupy.cuda.runtime
+        p = rt.getDeviceProperties(index)
+        name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        driver = rt.driverGetVersion()
+        self.compute_capability = f"{p['major']}{p['minor']}"
+        super().__init__(
+            index=index, name=name, vendor="NVIDIA Corporation", kind="gpu", memory=int(p["totalGlobalMem"]),
+            compute_units=int(p["multiProcessorCount"]), max_work_group_size=int(p["maxThreadsPerBlock"]),
+            max_work_item_sizes=tuple(int(x) for x in p["maxThreadsDim"]),
+            local_mem_size=int(p["sharedMemPerBlock"]),
+            driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
+            platform=f"CUDA {rt.runtimeGetVersion()} sm_{self.compute_capability}",
+            dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"))
+        self._cp_device = cupy.cuda.Device(index)
+        self._stream = None
+        self._init_lock = threading.Lock()
+
+    @property
+    def stream(self):
+        """The stream all isthmus work on this device is queued on (blocking with respect to the
+        legacy default stream, so CuPy code on the default stream sees isthmus results in order)."""
+        if self._stream is None:
+            with self._init_lock:
+                if self._stream is None:
+                    with self._cp_device:
+                        self._stream = self._cp.cuda.Stream(non_blocking=False)
+        return self._stream
+
+    def _current(self):
+        return self._cp_device
+
+    # ---- memory ------------------------------------------------------------------------------
+    def _alloc(self, nbytes: int):
+        cp = self._cp
+        try:
+            with self._cp_device, self.stream:
+                return cp.cuda.alloc(nbytes)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
+
+    def _memory_in_use(self) -> int:
+        with self._cp_device:
+            return self._cp.get_default_memory_pool().used_bytes()
+
+    def _pointer(self, mem) -> int:
+        return int(mem.ptr)
+
+    def _guard(self, fn, what: str):
+        cp = self._cp
+        try:
+            with self._cp_device:
+                return fn()
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise OutOfMemoryError(f"{what} on {self.id}: {exc}") from exc
+        except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as exc:
+            raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
+
+    def _upload(self, mem, host):
+        def run():
+            mem.copy_from_host_async(host.ctypes.data, host.nbytes, self.stream)
+            self.stream.synchronize()  # the host array may be freed as soon as we return
+        self._guard(run, "host->device copy")
+
+    def _download(self, mem, host):
+        def run():
+            mem.copy_to_host_async(host.ctypes.data, host.nbytes, self.stream)
+            self.stream.synchronize()
+        self._guard(run, "device->host copy")
+
+    def _copy(self, dst, src, nbytes):
+        self._guard(lambda: dst.copy_from_device_async(src, nbytes, self.stream), "device copy")
+
+    def _peer_copy(self, dst, src_buf, nbytes):
+        """Copy from a buffer on another CUDA device: a peer copy where the GPUs allow it."""
+        src_dev = src_buf.device
+        def run():
+            src_dev.stream.synchronize()  # the source's producer must be done
+            self._cp.cuda.runtime.memcpyPeerAsync(dst.ptr, self.index, src_buf._mem.ptr, src_dev.index, nbytes,
+                                                  self.stream.ptr)
+        self._guard(run, "peer copy")
+
+    def _zero(self, mem, nbytes):
+        self._guard(lambda: mem.memset_async(0, nbytes, self.stream), "fill")
+
+    def _empty_host(self, shape, dtype):
+        import cupyx
+
+        with self._cp_device:
+            return cupyx.empty_pinned(shape, dtype)
+
+    def _synchronize(self):
+        self._guard(self.stream.synchronize, "synchronize")
+
+    def _record(self):
+        with self._cp_device:
+            event = self._cp.cuda.Event()
+            event.record(self.stream)
+        return event
+
+    def _elapsed_ms(self, start, end) -> float:
+        end.synchronize()
+        return self._cp.cuda.get_elapsed_time(start, end)
+
+    def _cupy_view(self, buf):
+        with self._cp_device:
+            return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._mem)
+
+    def _array_interface(self, buf) -> dict:
+        return {"shape": buf.shape, "typestr": buf.dtype.str, "descr": [("", buf.dtype.str)],
+                "data": (buf._ptr, False), "strides": None, "version": 3, "stream": self.stream.ptr or 1}
+
+    # ---- programs ----------------------------------------------------------------------------
+    def _prepare_source(self, source: str) -> str:
+        prelude = (knobs.kernel_dir() / "cuda_prelude.h").read_text()
+        return prelude + "\n#line 1\n" + source
+
+    def _compiler_id(self) -> dict:
+        from cupy_backends.cuda.libs import nvrtc
+
+        return {"cupy": self._cp.__version__, "nvrtc": list(nvrtc.getVersion()), "arch": f"sm_{self.compute_capability}"}
+
+    def _include_dirs(self) -> list[str]:
+        cp = self._cp
+        dirs = []
+        base = os.path.join(os.path.dirname(cp.__file__), "_core", "include")
+        for d in (base, os.path.join(base, "cupy", "_cuda", f"cuda-{cp.cuda.runtime.runtimeGetVersion() // 1000}")):
+            if os.path.isdir(d):
+                dirs.append(d)
+        cuda_path = cp.cuda.get_cuda_path()
+        if cuda_path and os.path.isdir(os.path.join(cuda_path, "include")):
+            dirs.append(os.path.join(cuda_path, "include"))
+        return dirs
+
+    def _build(self, source: str, options: list[str], name: str):
+        from cupy_backends.cuda.libs import nvrtc
+
+        opts = list(options) + [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device"]
+        opts += [f"-I{d}" for d in self._include_dirs()]
+        prog = nvrtc.createProgram(source, f"{name or 'isthmus'}.cu", [], [])
+        try:
+            try:
+                nvrtc.compileProgram(prog, opts)
+            except nvrtc.NVRTCError as exc:
+                log = nvrtc.getProgramLog(prog)
+                raise CompileError(f"kernel {name!r} failed to compile for {self.id} ({self.name}) with NVRTC: {exc}",
+                                   log=log, kernel_name=name) from None
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        return self._load_binary(cubin, options)
+
+    def _binary(self, native) -> bytes | None:
+        return native.isthmus_cubin
+
+    def _load_binary(self, binary: bytes, options: list[str]):
+        cp = self._cp
+        with self._cp_device:
+            module = cp.cuda.function.Module()
+            module.load(bytes(binary))
+        module.isthmus_cubin = bytes(binary)
+        return module
+
+    def _function(self, native, name: str):
+        cp = self._cp
+        try:
+            with self._cp_device:
+                return native.get_function(name)
+        except cp.cuda.driver.CUDADriverError as exc:
+            raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
+
+    def _buffer_arg(self, buf):
+        return np.uint64(buf._ptr)
+
+    def _launch(self, kernel, gsize, lsize, packed):
+        if lsize is None:
+            lsize = _local_for(gsize, self.max_work_group_size)
+        grid = tuple(g // l for g, l in zip(gsize, lsize))
+        for i, n in enumerate(grid):
+            if n > _GRID_LIMITS[i]:
+                raise LaunchConfigError(f"launch of {kernel.name!r}: {n} work-groups in dimension {i} exceed CUDA's "
+                                        f"limit of {_GRID_LIMITS[i]}")
+        try:
+            if self._cp.cuda.runtime.getDevice() != self.index:
+                with self._cp_device:
+                    kernel.native(grid, lsize, packed, stream=self.stream)
+            else:
+                kernel.native(grid, lsize, packed, stream=self.stream)
+        except self._cp.cuda.driver.CUDADriverError as exc:
+            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc

@@ -1,0 +1,233 @@
+"""OpenCL backend (PyOpenCL): any OpenCL device — NVIDIA, AMD, Intel GPUs, PoCL on a CPU.
+
+One context and one in-order, profiling-enabled queue per device; programs are built from source
+with PyOpenCL's low-level ``_Program`` so that isthmus' own recipe-keyed cache is the only one.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..device import Device
+from ..errors import (BackendUnavailableError, CompileError, DeviceError, LaunchConfigError,
+                      OutOfMemoryError)
+
+NAME = "opencl"
+
+
+def _cl():
+    try:
+        import pyopencl
+    except ImportError as exc:
+        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install 'isthmus[opencl]'") from exc
+    return pyopencl
+
+
+def discover() -> list["OpenCLDevice"]:
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:  # no ICD loader entries: PLATFORM_NOT_FOUND_KHR
+        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); pip install pocl-binary-distribution "
+                                      "for a CPU device") from exc
+    found = []
+    for platform in platforms:
+        try:
+            devs = platform.get_devices()
+        except cl.Error:
+            continue
+        for d in devs:
+            found.append(OpenCLDevice(cl, platform, d, len(found)))
+    if not found:
+        raise BackendUnavailableError("OpenCL platforms report no devices")
+    return found
+
+
+class _Mem:
+    """A cl.Buffer with its size; counts the device memory held until the last reference goes."""
+
+    __slots__ = ("cl", "nbytes", "device")
+
+    def __init__(self, mem, nbytes: int, device: "OpenCLDevice"):
+        self.cl = mem
+        self.nbytes = nbytes
+        self.device = device
+        device._account(nbytes)
+
+    def __del__(self):
+        self.device._account(-self.nbytes)
+
+
+def _kind(cl, d) -> str:
+    t = d.type
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+class OpenCLDevice(Device):
+    backend = NAME
+
+    def __init__(self, cl, platform, d, index: int):
+        self._cl = cl
+        self._dev = d
+        dtypes = ["float32", "float16", "int32", "int64", "uint8"]
+        if "cl_khr_fp64" in d.extensions or d.double_fp_config:
+            dtypes.insert(1, "float64")
+        super().__init__(
+            index=index, name=d.name.strip(), vendor=d.vendor.strip(), kind=_kind(cl, d),
+            memory=int(d.global_mem_size), compute_units=int(d.max_compute_units),
+            max_work_group_size=int(d.max_work_group_size), max_work_item_sizes=tuple(d.max_work_item_sizes),
+            local_mem_size=int(d.local_mem_size), driver_version=d.driver_version.strip(),
+            platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes))
+        self.max_alloc = int(d.max_mem_alloc_size)
+        self._ctx = None
+        self._queue = None
+        self._init_lock = threading.Lock()
+        self._in_use = 0
+        self._in_use_lock = threading.Lock()
+
+    # The context is made on first use, not at discovery: listing devices stays cheap.
+    @property
+    def queue(self):
+        if self._queue is None:
+            with self._init_lock:
+                if self._queue is None:
+                    cl = self._cl
+                    self._ctx = cl.Context([self._dev])
+                    self._queue = cl.CommandQueue(self._ctx, self._dev,
+                                                  properties=cl.command_queue_properties.PROFILING_ENABLE)
+        return self._queue
+
+    @property
+    def context(self):
+        self.queue
+        return self._ctx
+
+    # ---- memory ------------------------------------------------------------------------------
+    def _alloc(self, nbytes: int):
+        cl = self._cl
+        if nbytes > self.max_alloc:
+            raise OutOfMemoryError(f"{nbytes} bytes exceed the largest allocation {self.id} allows "
+                                   f"({self.max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
+        try:
+            mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+        except cl.MemoryError as exc:
+            raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
+        except cl.Error as exc:
+            raise DeviceError(f"allocation of {nbytes} bytes on {self.id} failed: {exc}") from exc
+        return _Mem(mem, nbytes, self)
+
+    def _account(self, delta: int) -> None:
+        with self._in_use_lock:
+            self._in_use += delta
+
+    def _memory_in_use(self) -> int:
+        return self._in_use
+
+    def _pointer(self, mem) -> int:
+        return mem.cl.int_ptr
+
+    def _upload(self, mem, host):
+        self._guard(lambda: self._cl.enqueue_copy(self.queue, mem.cl, host, is_blocking=True), "host->device copy")
+
+    def _download(self, mem, host):
+        self._guard(lambda: self._cl.enqueue_copy(self.queue, host, mem.cl, is_blocking=True), "device->host copy")
+
+    def _copy(self, dst, src, nbytes):
+        self._guard(lambda: self._cl.enqueue_copy(self.queue, dst.cl, src.cl, byte_count=nbytes), "device copy")
+
+    def _zero(self, mem, nbytes):
+        self._guard(lambda: self._cl.enqueue_fill_buffer(self.queue, mem.cl, np.uint8(0), 0, nbytes), "fill")
+
+    def _empty_host(self, shape, dtype):
+        cl = self._cl
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if nbytes == 0:
+            return np.empty(shape, dtype)
+        mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
+        # The mapped array keeps its buffer alive; unmapping happens when the array is collected.
+        array, _ = cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
+                                         is_blocking=True)
+        return array
+
+    def _synchronize(self):
+        self._guard(self.queue.finish, "synchronize")
+
+    def _record(self):
+        return self._cl.enqueue_marker(self.queue)
+
+    def _elapsed_ms(self, start, end) -> float:
+        end.wait()
+        return (end.profile.end - start.profile.end) * 1e-6
+
+    def _guard(self, fn, what: str):
+        cl = self._cl
+        try:
+            return fn()
+        except cl.MemoryError as exc:
+            raise OutOfMemoryError(f"{what} on {self.id}: {exc}") from exc
+        except cl.Error as exc:
+            raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
+
+    # ---- programs ----------------------------------------------------------------------------
+    def _prepare_source(self, source: str) -> str:
+        return source
+
+    def _compiler_id(self) -> dict:
+        return {"pyopencl": self._cl.VERSION_TEXT, "device_version": self._dev.version,
+                "opencl_c": getattr(self._dev, "opencl_c_version", "")}
+
+    def _build(self, source: str, options: list[str], name: str):
+        cl = self._cl
+        prg = cl._cl._Program(self.context, source)
+        try:
+            prg.build(" ".join(options).encode(), [self._dev])
+        except cl.Error as exc:
+            try:
+                log = prg.get_build_info(self._dev, cl.program_build_info.LOG)
+            except cl.Error:
+                log = str(exc)
+            raise CompileError(f"kernel {name!r} failed to compile for {self.id} ({self.name})",
+                               log=log or str(exc), kernel_name=name) from None
+        return prg
+
+    def _binary(self, native) -> bytes | None:
+        binaries = native.get_info(self._cl.program_info.BINARIES)
+        return bytes(binaries[0]) if binaries and binaries[0] else None
+
+    def _load_binary(self, binary: bytes, options: list[str]):
+        prg = self._cl._cl._Program(self.context, [self._dev], [binary])
+        prg.build(" ".join(options).encode(), [self._dev])
+        return prg
+
+    def _function(self, native, name: str):
+        cl = self._cl
+        try:
+            return cl.Kernel(native, name)
+        except cl.Error as exc:
+            raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
+
+    def _buffer_arg(self, buf):
+        mem = buf._mem
+        return None if mem is None else mem.cl
+
+    def _launch(self, kernel, gsize, lsize, packed):
+        cl = self._cl
+        native = kernel.native
+        try:
+            with kernel._lock:
+                native.set_args(*packed)
+                cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
+        except cl.MemoryError as exc:
+            raise OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {exc}") from exc
+        except cl.LogicError as exc:
+            if "WORK_GROUP_SIZE" in str(exc) or "WORK_ITEM_SIZE" in str(exc):
+                raise LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
+                                        f"by {self.id}: {exc}") from exc
+            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc
+        except cl.Error as exc:
+            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc

@@ -1,0 +1,205 @@
+"""Buffer: device memory with a dtype, a shape, a device and an owner.
+
+A Buffer owns a reference to backend memory (a ``pyopencl.Buffer`` or CuPy memory). ``close()``
+drops that reference; the memory is freed when its last holder lets go (an exported DLPack view,
+a Java handle, a prepared launch). Any use of a closed Buffer raises ClosedBufferError.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .dtypes import DType
+from .errors import ClosedBufferError, InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .device import Device
+
+_live_lock = threading.Lock()
+_live = 0
+
+
+def live_buffers() -> int:
+    """How many Buffers are open (allocated and not yet closed or collected): for leak checks."""
+    return _live
+
+
+def _count(delta: int) -> None:
+    global _live
+    with _live_lock:
+        _live += delta
+
+
+class Buffer:
+    """Device memory.
+
+    >>> x = dev.asarray(np.arange(5, dtype=np.float32))
+    >>> x.shape, x.dtype, x.nbytes
+    ((5,), dtype('float32'), 20)
+    >>> with dev.zeros((2, 3), np.int32) as y:
+    ...     y.to_numpy()
+    """
+
+    __slots__ = ("_mem", "_ptr", "shape", "dtype", "nbytes", "device", "_dt", "_owner", "__weakref__")
+
+    def __init__(self, device: "Device", mem, shape: tuple[int, ...], dt: DType, nbytes: int, owner=None):
+        self.device = device
+        self._mem = mem
+        self._ptr = device._pointer(mem) if mem is not None else 0
+        self.shape = shape
+        self._dt = dt
+        self.dtype = dt.np
+        self.nbytes = nbytes
+        self._owner = owner  # a foreign object whose memory this buffer views (kept alive)
+        _count(1)
+
+    @classmethod
+    def _allocate(cls, device: "Device", shape, dt: DType, nbytes: int) -> "Buffer":
+        return cls(device, device._alloc(nbytes) if nbytes else None, shape, dt, nbytes)
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.nbytes // self.dtype.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def closed(self) -> bool:
+        return self._dt is None
+
+    @property
+    def ptr(self) -> int:
+        """The device pointer (CUDA) or cl_mem handle (OpenCL): the identity of the allocation."""
+        self._check()
+        return self._ptr
+
+    def _check(self) -> None:
+        if self._dt is None:
+            raise ClosedBufferError("this buffer was closed; allocate a new one (buffers cannot be reopened)")
+
+    def _handle(self):
+        """The backend memory, for launches and copies (raises if closed)."""
+        if self._dt is None:
+            self._check()
+        return self._mem
+
+    def close(self) -> None:
+        """Release this buffer's hold on the memory. Idempotent."""
+        if self._dt is not None:
+            self._dt = None
+            self._mem = None
+            self._owner = None
+            _count(-1)
+
+    def __enter__(self) -> "Buffer":
+        self._check()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        # Backstop only: GPU memory is invisible to the garbage collector, release explicitly.
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.shape} {self.dtype}"
+        return f"<isthmus.Buffer {state} on {self.device.id}>"
+
+    def __len__(self) -> int:
+        self._check()
+        if not self.shape:
+            raise TypeError("len() of a 0-d buffer")
+        return self.shape[0]
+
+    # ---- host transfers ----------------------------------------------------------------------
+    def to_numpy(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Copy to the host (waits for queued work that writes this buffer)."""
+        self._check()
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        else:
+            self._check_host(out, "out")
+        if self.nbytes:
+            self.device._download(self._mem, out)
+        return out
+
+    def copy_from(self, array) -> "Buffer":
+        """Copy a host array of the same shape and dtype into this buffer."""
+        self._check()
+        host = np.ascontiguousarray(array) if not isinstance(array, np.ndarray) or not array.flags.c_contiguous else array
+        self._check_host(host, "array")
+        if self.nbytes:
+            self.device._upload(self._mem, host)
+        return self
+
+    def _check_host(self, host: np.ndarray, what: str) -> None:
+        if host.dtype != self.dtype:
+            raise InvalidArgumentError(f"{what} has dtype {host.dtype}, this buffer holds {self.dtype}")
+        if host.size != self.size:
+            raise InvalidArgumentError(f"{what} has shape {host.shape} ({host.size} elements), "
+                                       f"this buffer has shape {self.shape} ({self.size} elements)")
+        if not host.flags.c_contiguous or (what == "out" and not host.flags.writeable):
+            raise InvalidArgumentError(f"{what} must be a C-contiguous{' writeable' if what == 'out' else ''} array")
+
+    # ---- device copies -----------------------------------------------------------------------
+    def copy(self) -> "Buffer":
+        """A new buffer on the same device with the same contents."""
+        return self.to(self.device)
+
+    def to(self, device) -> "Buffer":
+        """A copy of this buffer on ``device`` (a Device or an id): a device copy on the same device,
+        a peer copy between CUDA devices where possible, through the host otherwise."""
+        from .device import device as lookup_device
+
+        self._check()
+        target = lookup_device(device)
+        out = target.empty(self.shape, self.dtype)
+        if self.nbytes:
+            if target is self.device:
+                target._copy(out._mem, self._mem, self.nbytes)
+            elif target.backend == self.device.backend and hasattr(target, "_peer_copy"):
+                target._peer_copy(out._mem, self, self.nbytes)
+            else:
+                out.copy_from(self.to_numpy())
+        return out
+
+    def reshape(self, *shape) -> "Buffer":
+        """A view of the same memory with another shape (same number of elements)."""
+        from .device import _shape
+
+        self._check()
+        new = _shape(shape[0] if len(shape) == 1 else shape)
+        if int(np.prod(new, dtype=np.int64)) != self.size:
+            raise InvalidArgumentError(f"cannot reshape {self.shape} ({self.size} elements) to {new}")
+        view = Buffer(self.device, self._mem, new, self._dt, self.nbytes, owner=self)
+        return view
+
+    # ---- foreign interop (CUDA) --------------------------------------------------------------
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        self._check()
+        if self.device.backend != "cuda":
+            raise AttributeError("__cuda_array_interface__ exists only for CUDA buffers")
+        return self.device._array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        self._check()
+        if self.device.backend != "cuda":
+            raise BufferError(f"DLPack export needs a CUDA buffer; {self.device.id} is {self.device.backend} "
+                              "(use to_numpy() for host data)")
+        return self.device._cupy_view(self).__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        self._check()
+        if self.device.backend != "cuda":
+            raise BufferError("DLPack export needs a CUDA buffer")
+        return (2, self.device.index)  # kDLCUDA

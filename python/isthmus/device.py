@@ -1,0 +1,242 @@
+"""Devices: the base class every backend fills in, and discovery over all backends.
+
+Public methods live here; a backend (``backends/opencl.py``, ``backends/cuda.py``) provides the
+underscored hooks. Nothing is probed at import: discovery runs on the first call to
+:func:`devices` or :func:`device` and is remembered.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+
+from . import knobs
+from .dtypes import DType, lookup
+from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .buffer import Buffer
+    from .kernel import Kernel
+
+
+class Device:
+    """One compute device of one backend.
+
+    >>> dev = isthmus.device()            # ISTHMUS_DEVICE, else the best available
+    >>> x = dev.asarray(np.arange(8, dtype=np.float32))
+    >>> dev.synchronize()
+    """
+
+    backend: str = ""
+
+    def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
+                 max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
+                 driver_version: str, platform: str, dtypes: tuple[str, ...]):
+        self.index = index
+        self.id = f"{self.backend}:{index}"
+        self.name = name
+        self.vendor = vendor
+        self.kind = kind  # "gpu", "cpu" or "accelerator"
+        self.memory = memory
+        self.compute_units = compute_units
+        self.max_work_group_size = max_work_group_size
+        self.max_work_item_sizes = max_work_item_sizes
+        self.local_mem_size = local_mem_size
+        self.driver_version = driver_version
+        self.platform = platform
+        self.dtypes = dtypes
+        self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
+        self._lock = threading.Lock()
+
+    # ---- description -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"<isthmus.Device {self.id} {self.name!r} ({self.vendor})>"
+
+    def info(self) -> dict:
+        """A JSON-able description (what ``isthmus devices --json`` prints)."""
+        return {
+            "id": self.id, "name": self.name, "vendor": self.vendor, "backend": self.backend, "kind": self.kind,
+            "memory": self.memory, "compute_units": self.compute_units,
+            "max_work_group_size": self.max_work_group_size, "max_work_item_sizes": list(self.max_work_item_sizes),
+            "local_mem_size": self.local_mem_size, "driver_version": self.driver_version,
+            "platform": self.platform, "dtypes": list(self.dtypes),
+        }
+
+    def identity(self) -> dict:
+        """What makes compiled code and tuned configs valid: vendor, name, driver, platform."""
+        return {"backend": self.backend, "vendor": self.vendor, "name": self.name,
+                "driver": self.driver_version, "platform": self.platform}
+
+    def supports(self, dtype) -> bool:
+        return lookup(dtype).name in self.dtypes
+
+    def check_dtype(self, dtype) -> DType:
+        dt = lookup(dtype)
+        if dt.name not in self.dtypes:
+            raise UnsupportedDtypeError(
+                f"{dt.name} is not supported on {self.id} ({self.name}); this device supports {', '.join(self.dtypes)}")
+        return dt
+
+    # ---- memory ------------------------------------------------------------------------------
+    def empty(self, shape, dtype=np.float32) -> "Buffer":
+        """An uninitialized buffer of ``shape`` and ``dtype`` on this device."""
+        from .buffer import Buffer
+
+        shape = _shape(shape)
+        dt = self.check_dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.np.itemsize
+        return Buffer._allocate(self, shape, dt, nbytes)
+
+    def zeros(self, shape, dtype=np.float32) -> "Buffer":
+        buf = self.empty(shape, dtype)
+        if buf.nbytes:
+            self._zero(buf._handle(), buf.nbytes)
+        return buf
+
+    def asarray(self, array) -> "Buffer":
+        """A new device buffer holding a copy of a host array (NumPy or anything array-like)."""
+        host = np.ascontiguousarray(array)
+        buf = self.empty(host.shape, host.dtype)
+        if buf.nbytes:
+            self._upload(buf._handle(), host)
+        return buf
+
+    def empty_host(self, shape, dtype=np.float32) -> np.ndarray:
+        """A NumPy array in page-locked host memory (full-bandwidth transfers) where the backend offers it."""
+        dt = lookup(dtype)
+        return self._empty_host(_shape(shape), dt.np)
+
+    def memory_in_use(self) -> int:
+        """Bytes of device memory this process holds on this device through isthmus."""
+        return self._memory_in_use()
+
+    # ---- kernels -----------------------------------------------------------------------------
+    def compile(self, source: str, name: str, defines: dict | None = None) -> "Kernel":
+        """Compile an OpenCL C kernel (one source for both backends) and return it.
+
+        >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
+        >>> k(x, config=isthmus.LaunchConfig((8,)))
+        """
+        from .kernel import Program
+
+        return Program.build(self, source, defines or {}, name).kernel(name)
+
+    def kernel(self, name: str) -> "Kernel":
+        """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
+        bound to this device; calling it runs the op with the same arguments as ``isthmus.ops``."""
+        from .library import library_kernel
+
+        return library_kernel(self, name)
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this device has finished."""
+        self._synchronize()
+
+    @contextmanager
+    def timer(self) -> Iterator["Timing"]:
+        """Time device work with device events: ``with dev.timer() as t: ...``; then ``t.ms``."""
+        timing = Timing()
+        start = self._record()
+        yield timing
+        end = self._record()
+        timing.ms = self._elapsed_ms(start, end)
+
+    def _check_config(self, config):
+        from .launch import check_config
+
+        return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+
+    # ---- hooks a backend fills in ------------------------------------------------------------
+    # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg:
+    # compiling and launching (see backends/).
+    def _alloc(self, nbytes: int): raise NotImplementedError
+    def _memory_in_use(self) -> int: raise NotImplementedError
+    def _upload(self, mem, host: np.ndarray) -> None: raise NotImplementedError
+    def _download(self, mem, host: np.ndarray) -> None: raise NotImplementedError
+    def _copy(self, dst, src, nbytes: int) -> None: raise NotImplementedError
+    def _zero(self, mem, nbytes: int) -> None: raise NotImplementedError
+    def _empty_host(self, shape, dtype) -> np.ndarray: raise NotImplementedError
+    def _synchronize(self) -> None: raise NotImplementedError
+    def _record(self): raise NotImplementedError
+    def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
+    def _pointer(self, mem) -> int: raise NotImplementedError
+
+
+class Timing:
+    """Filled in when a :meth:`Device.timer` block ends: ``ms`` is the device time in milliseconds."""
+
+    ms: float = float("nan")
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        items = tuple(shape)
+    except TypeError as exc:
+        raise InvalidArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}") from exc
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise InvalidArgumentError(f"shape {shape!r} must hold integers, got {type(s).__name__}")
+        if s < 0:
+            raise InvalidArgumentError(f"shape {shape!r} has a negative dimension")
+    return tuple(int(s) for s in items)
+
+
+# ---- discovery --------------------------------------------------------------------------------
+_registry_lock = threading.Lock()
+_registry: list[Device] | None = None
+_problems: dict[str, str] = {}
+_ORDER = {"gpu": 0, "accelerator": 1, "cpu": 2}
+
+
+def _discover() -> list[Device]:
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            from .backends import cuda, opencl
+
+            found: list[Device] = []
+            for backend in (cuda, opencl):
+                try:
+                    found.extend(backend.discover())
+                except BackendUnavailableError as exc:
+                    _problems[backend.NAME] = str(exc)
+            _registry = found
+        return _registry
+
+
+def devices() -> list[Device]:
+    """Every device of every available backend, CUDA first, then OpenCL in platform order."""
+    return list(_discover())
+
+
+def _install_hint() -> str:
+    why = "; ".join(f"{name}: {msg}" for name, msg in sorted(_problems.items())) or "no devices reported"
+    return (f"no usable isthmus backend ({why}). Install one: pip install 'isthmus[opencl]' "
+            f"(PyOpenCL + PoCL, runs on any CPU) or pip install 'isthmus[cuda]' (CuPy, NVIDIA GPUs)")
+
+
+def device(id: str | None = None) -> Device:
+    """The device with this id (``"cuda:0"``, ``"opencl:1"``); without one, ``ISTHMUS_DEVICE`` when
+    set, else the best available: a CUDA GPU, then an OpenCL GPU, then an OpenCL CPU."""
+    found = _discover()
+    wanted = id if id is not None else knobs.device()
+    if wanted is None:
+        if not found:
+            raise BackendUnavailableError(_install_hint())
+        return min(found, key=lambda d: (d.backend != "cuda", _ORDER.get(d.kind, 3)))
+    if isinstance(wanted, Device):
+        return wanted
+    for d in found:
+        if d.id == wanted:
+            return d
+    backend = str(wanted).split(":", 1)[0]
+    if backend in _problems:
+        raise BackendUnavailableError(f"device {wanted!r} needs the {backend} backend, which is unavailable: "
+                                      f"{_problems[backend]}")
+    if not found:
+        raise BackendUnavailableError(_install_hint())
+    raise InvalidArgumentError(f"no device {wanted!r}; available: {', '.join(d.id for d in found)}")

@@ -1,0 +1,54 @@
+"""The element types isthmus moves between NumPy, OpenCL C and CUDA."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import UnsupportedDtypeError
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    np: np.dtype
+    ctype: str  # OpenCL C spelling of the storage type
+    acc: str  # type arithmetic is done in (float for half)
+    is_float: bool
+
+
+_TABLE = {
+    "float32": DType("float32", np.dtype(np.float32), "float", "float", True),
+    "float64": DType("float64", np.dtype(np.float64), "double", "double", True),
+    "float16": DType("float16", np.dtype(np.float16), "half", "float", True),
+    "int32": DType("int32", np.dtype(np.int32), "int", "int", False),
+    "int64": DType("int64", np.dtype(np.int64), "long", "long", False),
+    "uint8": DType("uint8", np.dtype(np.uint8), "uchar", "uchar", False),
+}
+BUFFER_DTYPES = tuple(_TABLE)
+
+# Scalar parameter types a kernel may declare, by OpenCL C spelling.
+SCALAR_CTYPES = {
+    "char": np.dtype(np.int8), "uchar": np.dtype(np.uint8), "unsigned char": np.dtype(np.uint8),
+    "short": np.dtype(np.int16), "ushort": np.dtype(np.uint16), "unsigned short": np.dtype(np.uint16),
+    "int": np.dtype(np.int32), "uint": np.dtype(np.uint32), "unsigned int": np.dtype(np.uint32),
+    "unsigned": np.dtype(np.uint32),
+    "long": np.dtype(np.int64), "ulong": np.dtype(np.uint64), "unsigned long": np.dtype(np.uint64),
+    "size_t": np.dtype(np.uint64), "ptrdiff_t": np.dtype(np.int64),
+    "float": np.dtype(np.float32), "double": np.dtype(np.float64), "half": np.dtype(np.float16),
+}
+_BY_NP = {d.np: d for d in _TABLE.values()}
+
+
+def lookup(dtype) -> DType:
+    """The isthmus DType for a NumPy dtype, a name ('float32') or a DType."""
+    if isinstance(dtype, DType):
+        return dtype
+    try:
+        key = np.dtype(dtype)
+    except TypeError as exc:
+        raise UnsupportedDtypeError(f"unknown dtype {dtype!r}; supported: {', '.join(BUFFER_DTYPES)}") from exc
+    found = _BY_NP.get(key)
+    if found is None:
+        raise UnsupportedDtypeError(f"dtype {key} is not supported; supported: {', '.join(BUFFER_DTYPES)}")
+    return found

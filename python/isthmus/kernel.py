@@ -1,0 +1,288 @@
+"""Kernels: a source is compiled into a Program (cached in memory and on disk), from which a
+Kernel is taken and launched.
+
+Three objects, three lifetimes: the source text and defines describe a kernel; a Program is
+compiled once per (source, defines, device) and cached under a written recipe; a Kernel binds one
+entry point of a Program with its parsed signature, so arguments are checked and converted to the
+parameter types declared in the source.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import knobs
+from ._version import __version__
+from .buffer import Buffer
+from .dtypes import SCALAR_CTYPES, lookup
+from .errors import CompileError, InvalidArgumentError, LaunchConfigError
+from .launch import LaunchConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .device import Device
+
+CACHE_FORMAT = 1
+stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
+_stats_lock = threading.Lock()
+
+
+def _bump(key: str) -> None:
+    with _stats_lock:
+        stats[key] += 1
+
+
+# ---- signatures ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "buffer" or "scalar"
+    ctype: str
+    dtype: np.dtype | None  # None: a pointer to a type isthmus has no buffer dtype for (any buffer accepted)
+    writes: bool  # False for `const` pointees
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_QUALIFIERS = {"const", "volatile", "restrict", "__restrict__", "__global", "global", "__constant", "constant",
+               "__private", "private", "__read_only", "__write_only", "read_only", "write_only"}
+
+
+def _strip(source: str) -> str:
+    return _COMMENTS.sub(" ", source)
+
+
+def parse_signature(source: str, name: str, defines: dict) -> tuple[Param, ...]:
+    """The parameters of ``__kernel void name(...)`` in ``source``, types resolved through
+    ``defines`` and simple ``#define``/``typedef`` lines of the source."""
+    text = _strip(source)
+    # Anything may stand between `__kernel` and `void` (attributes, macros such as a required work-group size).
+    match = re.search(r"(?:\b__kernel|\bkernel)\b[^;{}]*?\bvoid\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text, re.S)
+    if match is None:
+        raise CompileError(f"no kernel named {name!r} in the source (expected '__kernel void {name}(...)')",
+                           kernel_name=name)
+    aliases = {k: str(v) for k, v in defines.items()}
+    for m in re.finditer(r"^\s*#\s*define\s+(\w+)\s+([\w ]+?)\s*$", text, re.M):
+        aliases.setdefault(m.group(1), m.group(2))
+    for m in re.finditer(r"\btypedef\s+([\w ]+?)\s+(\w+)\s*;", text):
+        aliases.setdefault(m.group(2), m.group(1))
+    body = match.group(1).strip()
+    if not body or body == "void":
+        return ()
+    return tuple(_param(p.strip(), aliases, name) for p in body.split(","))
+
+
+def _resolve(token: str, aliases: dict) -> str:
+    seen = 0
+    while token in aliases and seen < 16:
+        token, seen = aliases[token].strip(), seen + 1
+    return token
+
+
+def _param(text: str, aliases: dict, kernel: str) -> Param:
+    pointer = "*" in text
+    words = re.findall(r"[A-Za-z_]\w*", text)
+    if not words:
+        raise CompileError(f"cannot parse parameter {text!r} of kernel {kernel!r}", kernel_name=kernel)
+    pname = words[-1]
+    if any(w in ("__local", "local") for w in words):
+        raise CompileError(f"kernel {kernel!r}: __local pointer parameter {pname!r} is not supported (it has no "
+                           "CUDA equivalent); declare a fixed-size __local array inside the kernel instead",
+                           kernel_name=kernel)
+    const = "const" in words
+    type_words = [_resolve(w, aliases) for w in words[:-1] if w not in _QUALIFIERS]
+    ctype = " ".join(type_words).replace("unsigned ", "u") if type_words else ""
+    ctype = {"uint": "uint", "uchar": "uchar", "ulong": "ulong", "ushort": "ushort"}.get(ctype, ctype)
+    if pointer:
+        np_type = SCALAR_CTYPES.get(ctype)
+        return Param(pname, "buffer", ctype, np_type, not const)
+    if ctype not in SCALAR_CTYPES:
+        raise CompileError(f"kernel {kernel!r}: parameter {pname!r} has type {ctype!r}, which isthmus cannot pass "
+                           f"(scalar types: {', '.join(sorted(SCALAR_CTYPES))}, or pointers)", kernel_name=kernel)
+    return Param(pname, "scalar", ctype, SCALAR_CTYPES[ctype], False)
+
+
+def convert_scalar(value, param: Param, where: str):
+    """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
+    dt = param.dtype
+    if isinstance(value, Buffer):
+        raise InvalidArgumentError(f"{where}: parameter {param.name!r} is a scalar {param.ctype}, got a Buffer")
+    if isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{where}: parameter {param.name!r} ({param.ctype}) got a bool; pass an int")
+    if dt.kind in "iu":
+        if isinstance(value, (float, np.floating)):
+            if not float(value).is_integer():
+                raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {value!r}")
+            value = int(value)
+        if not isinstance(value, (int, np.integer)):
+            raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, "
+                                       f"got {type(value).__name__}")
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:
+            raise InvalidArgumentError(f"{where}: {value} does not fit parameter {param.name!r} "
+                                       f"({param.ctype}: {info.min}..{info.max})")
+        return dt.type(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {type(value).__name__}")
+    converted = dt.type(value)
+    if np.isinf(converted) and np.isfinite(value):
+        raise InvalidArgumentError(f"{where}: {value} overflows parameter {param.name!r} ({param.ctype})")
+    return converted
+
+
+# ---- programs --------------------------------------------------------------------------------
+def _options(defines: dict) -> list[str]:
+    out = []
+    for key in sorted(defines):
+        if not re.fullmatch(r"[A-Za-z_]\w*", str(key)):
+            raise InvalidArgumentError(f"define name {key!r} is not a C identifier")
+        value = defines[key]
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (int, float, str, np.integer, np.floating)) or (
+                isinstance(value, str) and re.search(r"[\s\"'\\]", value)):
+            raise InvalidArgumentError(f"define {key}={value!r}: values must be numbers or plain identifiers")
+        out.append(f"-D{key}={value}")
+    return out
+
+
+def recipe(device: "Device", source: str, options: list[str]) -> dict:
+    """The written cache recipe: everything a compiled binary depends on."""
+    return {"format": CACHE_FORMAT, "isthmus": __version__, "device": device.identity(),
+            "compiler": device._compiler_id(), "options": options,
+            "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
+
+
+class Program:
+    """A compiled program on one device. Use :meth:`Program.build` (cached), not the constructor."""
+
+    def __init__(self, device: "Device", native, source: str, defines: dict, key: str):
+        self.device = device
+        self.native = native
+        self.source = source
+        self.defines = dict(defines)
+        self.key = key
+        self._kernels: dict[str, Kernel] = {}
+
+    @classmethod
+    def build(cls, device: "Device", source: str, defines: dict, name_hint: str = "") -> "Program":
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidArgumentError("kernel source must be a non-empty string")
+        options = _options(defines)
+        full = device._prepare_source(source)
+        key = hashlib.sha256(json.dumps(recipe(device, full, options), sort_keys=True).encode()).hexdigest()
+        memo = device._kernels
+        found = memo.get(("program", key))
+        if found is not None:
+            _bump("memory_hits")
+            return found
+        with device._lock:
+            found = memo.get(("program", key))
+            if found is None:
+                native = _load_or_compile(device, full, options, key, name_hint)
+                found = cls(device, native, source, defines, key)
+                memo[("program", key)] = found
+        return found
+
+    def kernel(self, name: str) -> "Kernel":
+        found = self._kernels.get(name)
+        if found is None:
+            params = parse_signature(self.source, name, self.defines)
+            found = Kernel(self, name, params, self.device._function(self.native, name))
+            self._kernels[name] = found
+        return found
+
+
+def _cache_path(key: str) -> Path:
+    return knobs.cache_dir() / f"programs-v{CACHE_FORMAT}" / key[:2] / f"{key}.bin"
+
+
+def _load_or_compile(device: "Device", source: str, options: list[str], key: str, name: str):
+    path = _cache_path(key) if knobs.disk_cache() else None
+    if path is not None and path.exists():
+        try:
+            native = device._load_binary(path.read_bytes(), options)
+            _bump("disk_hits")
+            return native
+        except Exception:  # a stale or corrupt cache entry: drop it and rebuild from source
+            path.unlink(missing_ok=True)
+    native = device._build(source, options, name)
+    _bump("compiles")
+    if path is not None:
+        binary = device._binary(native)
+        if binary:
+            _atomic_write(path, binary)
+    return native
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # an unwritable cache only costs a recompile next time
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+class Kernel:
+    """One entry point of a compiled Program, launched as ``kernel(*args, config=LaunchConfig(...))``.
+
+    Buffers must live on the kernel's device and have the pointee type declared in the source;
+    Python numbers are converted to the declared scalar types (an out-of-range value is an error).
+    """
+
+    def __init__(self, program: Program, name: str, params: tuple[Param, ...], native):
+        self.program = program
+        self.device = program.device
+        self.name = name
+        self.params = params
+        self.native = native
+        self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
+
+    def __repr__(self) -> str:
+        return f"<isthmus.Kernel {self.name}({', '.join(p.ctype + ('*' if p.kind == 'buffer' else '') + ' ' + p.name for p in self.params)}) on {self.device.id}>"
+
+    def __call__(self, *args, config: LaunchConfig | None = None):
+        if config is None:
+            raise LaunchConfigError(f"kernel {self.name!r} needs a launch config: "
+                                    f"{self.name}(..., config=isthmus.LaunchConfig(global_size, local_size))")
+        packed = self.pack(args)
+        gsize, lsize = self.device._check_config(config)
+        self._enqueue(gsize, lsize, packed)
+
+    def pack(self, args) -> list:
+        """Check ``args`` against the signature and convert them for the backend."""
+        if len(args) != len(self.params):
+            raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
+                                       f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+        dev = self.device
+        out = []
+        for i, (param, value) in enumerate(zip(self.params, args)):
+            where = f"kernel {self.name!r} argument {i} ({param.name})"
+            if param.kind == "buffer":
+                if not isinstance(value, Buffer):
+                    raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")
+                value._check()
+                if value.device is not dev:
+                    raise InvalidArgumentError(f"{where}: buffer lives on {value.device.id}, the kernel on {dev.id}; "
+                                               f"copy it with buf.to({dev.id!r})")
+                if param.dtype is not None and value.dtype != param.dtype:
+                    raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
+                                               f"got {value.dtype}")
+                out.append(dev._buffer_arg(value))
+            else:
+                out.append(convert_scalar(value, param, where))
+        return out
+
+    def _enqueue(self, gsize: tuple, lsize: tuple | None, packed: list) -> None:
+        self.device._launch(self, gsize, lsize, packed)

@@ -1,0 +1,74 @@
+"""Every environment variable isthmus reads, typed, with its default.
+
+Nothing else in the package reads ``os.environ``: call these functions instead. They read the
+environment on every call (cheaply), so a test or a long-running service can change a setting
+without re-importing anything.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    default: str
+    doc: str
+
+
+KNOBS = (
+    Knob("ISTHMUS_DEVICE", "", "device id to use by default (e.g. 'cuda:0', 'opencl:1'); empty: the best available"),
+    Knob("ISTHMUS_CACHE_DIR", "<user cache>/isthmus", "where compiled programs and the tuning database live"),
+    Knob("ISTHMUS_DISK_CACHE", "1", "0 disables the on-disk program cache (programs are still cached in memory)"),
+    Knob("ISTHMUS_TUNING_DB", "<cache dir>/tuning.sqlite", "path of the user's tuning database"),
+    Knob("ISTHMUS_CLASSPATH", "", "extra jars/folders for the hosted JVM, separated by os.pathsep"),
+    Knob("ISTHMUS_JVM", "", "path of libjvm to host; empty: JPype's default (JAVA_HOME)"),
+    Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
+)
+
+
+def _get(name: str) -> str:
+    return os.environ.get(name, "")
+
+
+def device() -> str | None:
+    return _get("ISTHMUS_DEVICE").strip() or None
+
+
+def cache_dir() -> Path:
+    value = _get("ISTHMUS_CACHE_DIR")
+    if value:
+        return Path(value).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("isthmus", appauthor=False))
+
+
+def disk_cache() -> bool:
+    return _get("ISTHMUS_DISK_CACHE").strip().lower() not in ("0", "false", "no", "off")
+
+
+def tuning_db() -> Path:
+    value = _get("ISTHMUS_TUNING_DB")
+    return Path(value).expanduser() if value else cache_dir() / "tuning.sqlite"
+
+
+def classpath() -> list[str]:
+    return [p for p in _get("ISTHMUS_CLASSPATH").split(os.pathsep) if p]
+
+
+def jvm_path() -> str | None:
+    return _get("ISTHMUS_JVM").strip() or None
+
+
+def kernel_dir() -> Path:
+    value = _get("ISTHMUS_KERNEL_DIR")
+    if value:
+        return Path(value).expanduser()
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "opencl", here.parent.parent / "opencl"):
+        if (candidate / "dtype.h").exists():
+            return candidate
+    return here.parent.parent / "opencl"

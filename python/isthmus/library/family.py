@@ -1,0 +1,155 @@
+"""A kernel family: its OpenCL source, entry points, dtypes, tunable parameters (compile-time
+``-D`` macros with values, a default and restrictions) and the names of its problem sizes.
+
+Launch configurations are resolved per (device, dtype, problem bucket) and memoized, so a library
+call spends microseconds on it; tuned configurations come from the tuning database when one holds
+a matching entry, else the family's defaults.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .. import knobs
+from ..dtypes import DType
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
+from ..kernel import Kernel, Program
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str
+    values: tuple
+    default: Any
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    source: str  # file in opencl/
+    entries: tuple[str, ...]  # kernel functions the op launches
+    dtypes: tuple[str, ...]
+    tunables: tuple[Tunable, ...]
+    problem: tuple[str, ...]  # names of the problem sizes (n; rows, cols; m, n, k)
+    restrictions: tuple[str, ...] = ()  # Python expressions over tunables, problem sizes and device limits
+    defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
+    storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
+    cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
+    _compiled: list = field(default_factory=list, compare=False, repr=False)
+
+    # ---- parameters --------------------------------------------------------------------------
+    def defaults(self, device) -> dict:
+        params = {t.name: t.default for t in self.tunables}
+        if device.kind == "cpu":
+            params.update(dict(self.cpu_defaults))
+        return params
+
+    def _restriction_code(self):
+        if not self._compiled:
+            self._compiled.extend(compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions)
+        return self._compiled
+
+    def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
+        for t in self.tunables:
+            if params.get(t.name) not in t.values:
+                return False
+        ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
+        ns.update(problem or {})
+        ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
+                   "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+                   "min": min, "max": max})
+        ns.update(params)
+        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code())
+
+    def space(self, device, problem: dict | None = None, dtype: DType | None = None) -> Iterator[dict]:
+        """Every valid combination of tunable values (the search space)."""
+        names = [t.name for t in self.tunables]
+
+        def walk(i, acc):
+            if i == len(names):
+                if self.is_valid(acc, device, problem, dtype):
+                    yield dict(acc)
+                return
+            for v in self.tunables[i].values:
+                acc[names[i]] = v
+                yield from walk(i + 1, acc)
+        yield from walk(0, {})
+
+    # ---- compiled kernels --------------------------------------------------------------------
+    def check_dtype(self, device, dt: DType) -> None:
+        if dt.name not in self.dtypes:
+            raise UnsupportedDtypeError(f"{self.name} does not support {dt.name}; it supports {', '.join(self.dtypes)}")
+        device.check_dtype(dt)
+
+    def source_text(self) -> str:
+        kdir = knobs.kernel_dir()
+        return (kdir / "dtype.h").read_text() + "\n" + (kdir / self.source).read_text()
+
+    def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
+        """The family's entry points compiled for ``dt`` with ``params`` (memoized per device)."""
+        key = ("family", self.name, dt.name, tuple(sorted(params.items())))
+        found = device._kernels.get(key)
+        if found is None:
+            ctype = dict(self.storage).get(dt.name, dt.ctype)
+            acc = dt.acc if ctype == dt.ctype else ctype
+            defines = {"T": ctype, "ACC": acc, "IS_HALF": int(ctype == "half"), **dict(self.defines), **params}
+            program = Program.build(device, self.source_text(), defines, self.entries[0])
+            found = {name: program.kernel(name) for name in self.entries}
+            device._kernels[key] = found
+        return found
+
+
+def bucket(value: int) -> int:
+    """Problem sizes are looked up by bucket: the next power of two."""
+    return 1 if value <= 1 else 1 << math.ceil(math.log2(value))
+
+
+_resolve_lock = threading.Lock()
+_resolved: dict = {}
+# Set by isthmus.tune.db when it is importable: (family, device, dtype, problem) -> params or None.
+config_source: list[Callable] = []
+
+
+def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dict[str, Kernel]]:
+    """The launch parameters and compiled kernels for this problem (memoized by bucket)."""
+    key = (family.name, device.id, dt.name, tuple(bucket(problem[p]) for p in family.problem))
+    found = _resolved.get(key)
+    if found is None:
+        family.check_dtype(device, dt)
+        params = None
+        for source in config_source:
+            params = source(family, device, dt, problem)
+            if params is not None and family.is_valid(params, device, problem, dt):
+                break
+            params = None
+        if params is None:
+            params = family.defaults(device)
+            if not family.is_valid(params, device, problem, dt):
+                params = _first_valid(family, device, problem, dt)
+        found = (params, family.kernels(device, dt, params))
+        with _resolve_lock:
+            _resolved[key] = found
+    return found
+
+
+def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
+    """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
+    default = family.defaults(device)
+    best = None
+    for params in family.space(device, problem, dt):
+        dist = sum(abs(math.log2(max(params[k], 1)) - math.log2(max(default[k], 1))) if isinstance(default[k], int)
+                   else params[k] != default[k] for k in params)
+        if best is None or dist < best[0]:
+            best = (dist, params)
+    if best is None:
+        raise InvalidArgumentError(f"{family.name}: no configuration fits {device.id} (limits: work-group "
+                                   f"{device.max_work_group_size}, local memory {device.local_mem_size} bytes)")
+    return best[1]
+
+
+def forget_resolved() -> None:
+    """Drop memoized configs (after the tuning database changed)."""
+    with _resolve_lock:
+        _resolved.clear()

@@ -1,0 +1,66 @@
+"""gemm: row-major C = alpha*A@B + beta*C for any M, N, K, tiled with register blocking.
+
+When beta == 0, C is not read (it may hold garbage, NaN included), as in BLAS.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..kernel import convert_scalar
+from . import checks
+from .family import Family, Tunable, resolve
+
+FAMILY = Family(
+    name="gemm", source="gemm.cl", entries=("gemm",), dtypes=("float32", "float64", "float16"),
+    tunables=(Tunable("TM", (16, 32, 64, 128), 128), Tunable("TN", (16, 32, 64, 128), 128),
+              Tunable("TK", (8, 16, 32), 16), Tunable("WPTM", (1, 2, 4, 8), 8), Tunable("WPTN", (1, 2, 4, 8), 8)),
+    problem=("m", "n", "k"),
+    restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
+                  "TM % WPTM == 0 and TN % WPTN == 0",
+                  "TK * (TM + TN) * acc_size <= local_mem_size",
+                  "(TM * TK) % ((TM // WPTM) * (TN // WPTN)) == 0",
+                  "(TK * TN) % ((TM // WPTM) * (TN // WPTN)) == 0"),
+    cpu_defaults=(("TM", 32), ("TN", 32), ("TK", 16), ("WPTM", 4), ("WPTN", 4)),
+)
+
+
+def grid(m: int, n: int, p: dict):
+    lx, ly = p["TN"] // p["WPTN"], p["TM"] // p["WPTM"]
+    return (-(-n // p["TN"]) * lx, -(-m // p["TM"]) * ly), (lx, ly)
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0):
+    a = checks.buffer("gemm", "a", a, ndim=2)
+    b = checks.buffer("gemm", "b", b, ndim=2)
+    dev, dt = checks.same("gemm", a, b=b)
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; a's columns ({k}) must equal "
+                                   f"b's rows ({k2})")
+    if c is None:
+        if beta != 0:
+            raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
+    else:
+        c = checks.buffer("gemm", "c", c, ndim=2)
+        checks.same("gemm", a, c=c)
+        if c.shape != (m, n):
+            raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected ({m}, {n}) for a {a.shape} @ b {b.shape}")
+    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+    if c is None:
+        c = dev.empty((m, n), a.dtype)
+    if m and n:
+        kern = kernels["gemm"]
+        g, loc = grid(m, n, params)
+        kern._enqueue(g, loc, [np.int32(m), np.int32(n), np.int32(k),
+                               convert_scalar(alpha, kern.params[3], "gemm: alpha"),
+                               convert_scalar(beta, kern.params[4], "gemm: beta"),
+                               dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)])
+    return c
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0) -> np.ndarray:
+    out = alpha * (a.astype(np.float64) @ b.astype(np.float64))
+    if c is not None and beta != 0:
+        out = out + beta * c.astype(np.float64)
+    return out.astype(a.dtype)
