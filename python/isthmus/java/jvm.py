@@ -1,0 +1,115 @@
+"""Hosting the JVM: find the classpath, start once, attach the runtime, shut down at exit.
+
+Rules (../shared/DESIGN.md, measured): the JVM starts once, lazily, with the whole classpath
+(a jar added later is invisible to ``Class.forName``/``ServiceLoader``) and cannot be
+restarted; it is shut down explicitly at interpreter exit after the runtime's Java threads
+have stopped (a live non-daemon thread would hang the exit).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from pathlib import Path
+
+from isthmus import knobs
+from isthmus.errors import BackendUnavailableError, InvalidArgumentError
+
+_LIB = Path(__file__).resolve().parent / "lib"
+_REPO = Path(__file__).resolve().parents[3]
+
+_lock = threading.Lock()
+_runtime = None  # provider.Runtime once attached
+_classpath: list[str] = []
+
+
+def isthmus_classpath() -> list[str]:
+    """Where the io.isthmus classes are: the jar shipped in the package (``make jar`` puts it in
+    ``isthmus/java/lib``), else a source checkout's Maven output."""
+    jars = sorted(str(p) for p in _LIB.glob("isthmus-*.jar") if not p.name.endswith(("-sources.jar", "-javadoc.jar")))
+    if jars:
+        return jars[-1:]
+    classes = _REPO / "target" / "classes"
+    if (classes / "io" / "isthmus" / "Isthmus.class").exists():
+        return [str(classes)]
+    raise BackendUnavailableError(
+        f"the isthmus Java classes are missing: no isthmus-*.jar in {_LIB} and no Maven build in {classes}; "
+        "build them with `make jar` (or `mvn -q install` and copy target/isthmus-0.1.0.jar there)")
+
+
+def classpath(extra=None) -> list[str]:
+    """The JVM's classpath: isthmus itself, ``ISTHMUS_CLASSPATH``, then ``extra``."""
+    if isinstance(extra, str):
+        extra = extra.split(os.pathsep)
+    out: list[str] = []
+    for entry in [*isthmus_classpath(), *knobs.classpath(), *(extra or ())]:
+        entry = str(entry)
+        if entry and entry not in out:
+            out.append(entry)
+    return out
+
+
+def started() -> bool:
+    return _runtime is not None
+
+
+def start(classpath_entries=None, jvm_args=()) -> None:
+    """Start the JVM (once) and attach the runtime; later calls with no new classpath return at once."""
+    global _runtime, _classpath
+    import jpype
+
+    with _lock:
+        wanted = classpath(classpath_entries)
+        if _runtime is not None:
+            missing = [e for e in wanted if e not in _classpath]
+            if missing:
+                raise InvalidArgumentError(
+                    f"the JVM is already running and its classpath cannot change; missing {missing}. "
+                    "Pass every jar to the first isthmus.java.start() (or set ISTHMUS_CLASSPATH)")
+            return
+        if jpype.isJVMStarted():
+            raise BackendUnavailableError("a JVM was started outside isthmus.java.start(); isthmus must start it "
+                                          "(with its own classpath) to attach the runtime")
+        jpype.startJVM(*jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(), classpath=wanted,
+                       convertStrings=False)
+        from . import provider
+
+        _register_conversion()
+        runtime = provider.Runtime()
+        jpype.JClass("io.isthmus.Interop").attach(runtime)
+        _runtime, _classpath = runtime, wanted
+        atexit.register(shutdown)
+
+
+def _register_conversion() -> None:
+    """A Python Buffer passed where Java expects an io.isthmus.DeviceBuffer converts implicitly."""
+    import jpype
+
+    from isthmus.buffer import Buffer
+
+    @jpype.JConversion("io.isthmus.DeviceBuffer", instanceof=Buffer)
+    def _buffer_to_java(jcls, buffer):  # noqa: ANN001 - JPype's conversion signature
+        from . import to_java
+
+        return to_java(buffer)
+
+
+def runtime():
+    if _runtime is None:
+        raise BackendUnavailableError("the JVM is not started: call isthmus.java.start() first")
+    return _runtime
+
+
+def shutdown() -> None:
+    """Stop the runtime's Java threads, detach, and shut the JVM down (main thread only; the
+    JVM cannot be started again in this process)."""
+    global _runtime
+    import jpype
+
+    if _runtime is None or not jpype.isJVMStarted():
+        return
+    jpype.JClass("io.isthmus.Interop").detach(5000)
+    _runtime.join_threads(5.0)
+    if threading.current_thread() is threading.main_thread():
+        _runtime = None
+        jpype.shutdownJVM()
