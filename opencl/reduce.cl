@@ -1,0 +1,122 @@
+/* isthmus: reduce.cl -- sum or max of a vector, multi-stage
+ *
+ * Select the operation with -DOP_SUM=1 or -DOP_MAX=1 (exactly one).
+ * Kernels (all 1-D, local = (WG,)):
+ *   __kernel void reduce_first(const long n, __global const T* x,   __global ACC* partial)
+ *   __kernel void reduce_next (const long n, __global const ACC* x, __global ACC* partial)
+ *   __kernel void reduce_final(const long n, __global const ACC* x, __global T* out)
+ * Each work-group reduces a grid-strided share of x[0..n) and writes one value:
+ *   reduce_first/next: partial[get_group_id(0)];  reduce_final: out[0] (cast to T; one group).
+ * dtypes: float double half int long uchar.  Sums accumulate in ACC (float for float/half,
+ *   double for double); integer sums wrap modulo 2^bits of T (NumPy's x.sum(dtype=T)).
+ *   Max: identity -INFINITY (floats), INT_MIN, LONG_MIN, 0 (uchar); NaN propagates.
+ *   n == 0 gives the identity (0 or the lowest value).
+ * Tunables (-D):
+ *   WG      work-group size            64,128,256,512,1024   default 256
+ *           restriction: WG <= max_work_group_size and WG*sizeof(ACC) <= local_mem_size
+ *   VPT     elements per item per pass 1,2,4,8,16            default 8
+ *   GROUPS  cap on stage-1 groups      64..2048 (pow2)       default 1024
+ *           (GROUPS is a host-side number: the kernels do not read it)
+ * Launch (the runtime chains the stages):
+ *   G = max(1, min(GROUPS, (n + WG*VPT - 1) // (WG*VPT)))
+ *   stage 1: reduce_first(n, x, partial)   global = (G*WG,) local = (WG,)   -> G partials
+ *   stage 2: reduce_final(G, partial, out) global = (WG,)   local = (WG,)   -> out[0]
+ *   reduce_final grid-strides, so any G works with one group; reduce_next (same grid rule
+ *   as reduce_first, with n = number of partials) is there to shrink very long partial
+ *   vectors in more than one group when G is large: G2 = max(1, min(GROUPS, ceil(G/(WG*VPT)))).
+ */
+#ifndef WG
+#define WG 256
+#endif
+#ifndef VPT
+#define VPT 8
+#endif
+#if defined(OP_SUM) && OP_SUM
+#  define ISTHMUS_SUM 1
+#elif defined(OP_MAX) && OP_MAX
+#  define ISTHMUS_SUM 0
+#else
+#  error "reduce.cl: compile with -DOP_SUM=1 or -DOP_MAX=1"
+#endif
+
+/* R: the type partial results live in (wrap-around unsigned twin for integer sums) */
+#if ISTHMUS_SUM
+#  define R UACC
+#  define R_IDENTITY ((R)0)
+#  define COMBINE(acc, v) ((acc) + (v))
+#else
+#  define R ACC
+#  define R_IDENTITY ((R)ACC_LOWEST)
+#  if ACC_IS_FLOAT
+     /* NaN-propagating max (NumPy semantics) */
+#    define COMBINE(acc, v) ((((v) > (acc)) || ((v) != (v))) ? (v) : (acc))
+#  else
+#    define COMBINE(acc, v) (((v) > (acc)) ? (v) : (acc))
+#  endif
+#endif
+
+/* tree over the work-group in local memory; result valid in work-item 0 */
+#define GROUP_TREE(sh, lid, acc)                                   \
+    do {                                                           \
+        sh[lid] = acc;                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                              \
+        for (int s_ = WG / 2; s_ > 0; s_ >>= 1) {                  \
+            if ((int)(lid) < s_) sh[lid] = COMBINE(sh[lid], sh[lid + s_]); \
+            barrier(CLK_LOCAL_MEM_FENCE);                          \
+        }                                                          \
+    } while (0)
+
+/* grid-strided accumulation of GET(i) over i in [0, n): each pass of the group covers
+ * WG*VPT consecutive elements, item j taking base + j + k*WG (coalesced) */
+#define GRID_ACCUMULATE(acc, n, GET)                                           \
+    do {                                                                       \
+        const long stride_ = (long)get_num_groups(0) * (long)(WG * VPT);       \
+        long base_ = (long)get_group_id(0) * (long)(WG * VPT) + (long)get_local_id(0); \
+        for (; base_ + (long)(VPT - 1) * WG < (n); base_ += stride_) {         \
+            R v_[VPT];                                                         \
+            _Pragma("unroll")                                                  \
+            for (int k_ = 0; k_ < VPT; ++k_) v_[k_] = (R)GET(base_ + k_ * WG); \
+            _Pragma("unroll")                                                  \
+            for (int k_ = 0; k_ < VPT; ++k_) acc = COMBINE(acc, v_[k_]);      \
+        }                                                                      \
+        for (int k_ = 0; k_ < VPT; ++k_) {                                     \
+            const long i_ = base_ + k_ * WG;                                   \
+            if (i_ < (n)) acc = COMBINE(acc, (R)GET(i_));                      \
+        }                                                                      \
+    } while (0)
+
+#define GET_T(i) LOAD(x, i)
+#define GET_ACC(i) (x[i])
+
+__kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
+void reduce_first(const long n, __global const T* x, __global ACC* partial)
+{
+    __local R sh[WG];
+    const int lid = (int)get_local_id(0);
+    R acc = R_IDENTITY;
+    GRID_ACCUMULATE(acc, n, GET_T);
+    GROUP_TREE(sh, lid, acc);
+    if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
+}
+
+__kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
+void reduce_next(const long n, __global const ACC* x, __global ACC* partial)
+{
+    __local R sh[WG];
+    const int lid = (int)get_local_id(0);
+    R acc = R_IDENTITY;
+    GRID_ACCUMULATE(acc, n, GET_ACC);
+    GROUP_TREE(sh, lid, acc);
+    if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
+}
+
+__kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
+void reduce_final(const long n, __global const ACC* x, __global T* out)
+{
+    __local R sh[WG];
+    const int lid = (int)get_local_id(0);
+    R acc = R_IDENTITY;
+    GRID_ACCUMULATE(acc, n, GET_ACC);
+    GROUP_TREE(sh, lid, acc);
+    if (lid == 0) STORE(out, 0, sh[0]);
+}
