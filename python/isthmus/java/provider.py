@@ -112,6 +112,9 @@ class KernelHandle:
                                                 "call launch(args...) without a LaunchConfig")
             result = self.kernel(*args)
             return _result(result, args, jargs)
+        if jglobal is None:
+            raise isthmus.LaunchConfigError(f"kernel {self.kernel.name!r} needs a grid: "
+                                            "launch(LaunchConfig.of(globalSize), args...)")
         key = (tuple(jglobal), None if jlocal is None else tuple(jlocal))
         config = self._configs.get(key)
         if config is None:

@@ -1,0 +1,92 @@
+package io.isthmus;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Compiling and launching from Java, and the errors that come back from Python. */
+class KernelTest {
+    @BeforeAll
+    static void attached() {
+        Attached.requireAttached();
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void javaNumbersConvertToDeclaredTypes(Device dev) {
+        Kernel scale = dev.compile(Attached.SCALE, "scale", Map.of());
+        assertEquals("scale", scale.name());
+        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3, 4, 5})) {
+            scale.launch(LaunchConfig.of(8), x, 2.0, 5L);      // double -> float, long -> int
+            scale.launch(LaunchConfig.of(5), x, 0.5f, (short) 5);
+            scale.launch(new LaunchConfig(new long[] {5}, new long[] {1}), x, 3, 5);
+            assertArrayEquals(new float[] {3, 6, 9, 12, 15}, x.toFloatArray());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void definesReachTheCompiler(Device dev) {
+        String src = "__kernel void fill(__global int* x) { x[get_global_id(0)] = VALUE * 2; }";
+        Kernel fill = dev.compile(src, "fill", Map.of("VALUE", 21));
+        try (DeviceBuffer x = dev.allocate(DType.INT32, 3)) {
+            fill.launch(LaunchConfig.of(3), x);
+            assertArrayEquals(new int[] {42, 42, 42}, x.toIntArray());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void compileErrorCarriesTheBuildLog(Device dev) {
+        CompileException e = assertThrows(CompileException.class,
+                () -> dev.compile("__kernel void broken(__global float* x) { x[0] = ; }", "broken", null));
+        assertTrue(e.log().contains("error"), e.log());
+        assertEquals("broken", e.kernelName());
+        assertEquals("isthmus.errors.CompileError", e.pythonType());
+        assertTrue(e.pythonTraceback().contains("Traceback"), e.pythonTraceback());
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void badLaunchesGetTheRightException(Device dev) {
+        Kernel scale = dev.compile(Attached.SCALE, "scale", null);
+        try (DeviceBuffer x = dev.allocate(DType.FLOAT32, 4);
+             DeviceBuffer ints = dev.allocate(DType.INT32, 4)) {
+            InvalidArgumentException count = assertThrows(InvalidArgumentException.class,
+                    () -> scale.launch(LaunchConfig.of(4), x, 1.0f));
+            assertTrue(count.getMessage().contains("takes 3 arguments"), count.getMessage());
+            assertNotNull(count.pythonTraceback());
+            assertThrows(InvalidArgumentException.class, () -> scale.launch(LaunchConfig.of(4), ints, 1.0f, 4));
+            assertThrows(InvalidArgumentException.class, () -> scale.launch(LaunchConfig.of(4), x, "2", 4));
+            assertThrows(InvalidArgumentException.class, () -> scale.launch(LaunchConfig.of(4), x, x, 4));
+            assertThrows(LaunchConfigException.class,
+                    () -> scale.launch(new LaunchConfig(new long[] {4}, new long[] {3}), x, 1.0f, 4));
+            assertThrows(LaunchConfigException.class, () -> scale.launch(x, 1.0f, 4)); // no grid
+            assertThrows(LaunchConfigException.class, () -> scale.launch((LaunchConfig) null, x));
+            assertThrows(InvalidArgumentException.class, () -> dev.kernel("no_such_kernel"));
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void libraryKernelsTakeOpArguments(Device dev) {
+        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3});
+             DeviceBuffer y = dev.fromArray(new float[] {1, 1, 1})) {
+            DeviceBuffer same = dev.kernel("axpy").launch(2.0, x, y);
+            assertArrayEquals(new float[] {3, 5, 7}, y.toFloatArray());
+            assertTrue(same == null || same.pointer() == y.pointer());
+            try (DeviceBuffer s = dev.kernel("sum").launch(x)) {
+                assertArrayEquals(new float[] {6}, s.toFloatArray());
+            }
+            assertThrows(LaunchConfigException.class, () -> dev.kernel("sum").launch(LaunchConfig.of(3), x));
+        }
+    }
+}

@@ -1,0 +1,48 @@
+package io.isthmus;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Handles are released by close() and, as a backstop, by the Cleaner; nothing leaks. */
+class LifetimeTest {
+    @BeforeAll
+    static void attached() {
+        Attached.requireAttached();
+    }
+
+    @Test
+    void hundredThousandAllocateCloseCyclesLeakNothing() {
+        Isthmus rt = Isthmus.get();
+        Device dev = rt.device();
+        long before = rt.liveBuffers();
+        for (int i = 0; i < 100_000; i++) {
+            try (DeviceBuffer b = dev.allocate(DType.FLOAT32, 256)) {
+                if (i % 25_000 == 0) {
+                    assertEquals(before + 1, rt.liveBuffers());
+                }
+            }
+        }
+        assertEquals(before, rt.liveBuffers());
+    }
+
+    @Test
+    void cleanerReleasesBuffersNeverClosed() throws InterruptedException {
+        Isthmus rt = Isthmus.get();
+        Device dev = rt.device();
+        long before = rt.liveBuffers();
+        for (int i = 0; i < 1000; i++) {
+            dev.allocate(DType.UINT8, 64); // dropped without close()
+        }
+        assertTrue(rt.liveBuffers() >= before + 1000);
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (rt.liveBuffers() > before && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+            Interop.drainReleases();
+        }
+        assertEquals(before, rt.liveBuffers());
+    }
+}

@@ -1,0 +1,109 @@
+package io.isthmus;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.Random;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Ops mirror isthmus.ops; checked against plain Java references on odd sizes. */
+class OpsTest {
+    @BeforeAll
+    static void attached() {
+        Attached.requireAttached();
+    }
+
+    private static float[] random(Random r, int n) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = r.nextFloat() * 2 - 1;
+        }
+        return a;
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void reductionsAndAxpy(Device dev) {
+        Random r = new Random(7);
+        float[] xs = random(r, 1009);
+        float[] ys = random(r, 1009);
+        float sum = 0;
+        float max = Float.NEGATIVE_INFINITY;
+        float[] want = new float[xs.length];
+        for (int i = 0; i < xs.length; i++) {
+            sum += xs[i];
+            max = Math.max(max, xs[i]);
+            want[i] = 0.5f * xs[i] + ys[i];
+        }
+        try (DeviceBuffer x = dev.fromArray(xs); DeviceBuffer y = dev.fromArray(ys);
+             DeviceBuffer s = Ops.sum(x); DeviceBuffer m = Ops.max(x)) {
+            assertEquals(sum, s.toFloatArray()[0], 1e-3);
+            assertEquals(max, m.toFloatArray()[0]);
+            Ops.axpy(0.5, x, y);
+            assertArrayEquals(want, y.toFloatArray(), 1e-6f);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void matricesSoftmaxAndTranspose(Device dev) {
+        Random r = new Random(11);
+        int m = 7;
+        int k = 13;
+        int n = 5;
+        float[] a = random(r, m * k);
+        float[] b = random(r, k * n);
+        float[] c0 = random(r, m * n);
+        float[] ab = new float[m * n];
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                float acc = 0;
+                for (int q = 0; q < k; q++) {
+                    acc += a[i * k + q] * b[q * n + j];
+                }
+                ab[i * n + j] = acc;
+            }
+        }
+        try (DeviceBuffer da = dev.fromArray(a, m, k); DeviceBuffer db = dev.fromArray(b, k, n);
+             DeviceBuffer dc = dev.fromArray(c0, m, n);
+             DeviceBuffer prod = Ops.gemm(da, db); DeviceBuffer t = Ops.transpose(prod);
+             DeviceBuffer sm = Ops.softmax(prod)) {
+            assertArrayEquals(ab, prod.toFloatArray(), 1e-4f);
+            assertArrayEquals(new long[] {n, m}, t.shape());
+            float[] tt = t.toFloatArray();
+            for (int i = 0; i < m; i++) {
+                for (int j = 0; j < n; j++) {
+                    assertEquals(ab[i * n + j], tt[j * m + i], 1e-4f);
+                }
+            }
+            float[] p = sm.toFloatArray();
+            for (int i = 0; i < m; i++) {
+                float rowMax = Float.NEGATIVE_INFINITY;
+                for (int j = 0; j < n; j++) {
+                    rowMax = Math.max(rowMax, ab[i * n + j]);
+                }
+                double z = 0;
+                for (int j = 0; j < n; j++) {
+                    z += Math.exp(ab[i * n + j] - rowMax);
+                }
+                for (int j = 0; j < n; j++) {
+                    assertEquals(Math.exp(ab[i * n + j] - rowMax) / z, p[i * n + j], 1e-5);
+                }
+            }
+            DeviceBuffer out = Ops.gemm(da, db, dc, 2.0, -1.0);
+            float[] got = out.toFloatArray();
+            for (int i = 0; i < m * n; i++) {
+                assertEquals(2 * ab[i] - c0[i], got[i], 1e-4f);
+            }
+            assertSame(dc, out);
+            assertThrows(InvalidArgumentException.class, () -> Ops.gemm(db, db));
+            assertThrows(InvalidArgumentException.class, () -> Ops.axpy(1, da, db));
+            assertThrows(InvalidArgumentException.class, () -> Ops.sum(null));
+        }
+    }
+}

@@ -1,0 +1,191 @@
+"""``isthmus java``: run a Java application's ``main`` in a JVM hosted by this Python process,
+with the isthmus runtime attached.
+
+    isthmus java [JVM_OPTIONS] [-cp CLASSPATH] MAIN_CLASS [ARGS...]
+    isthmus java [JVM_OPTIONS] -jar APP.jar [ARGS...]
+
+JVM options (``-Xmx2g``, ``-Dkey=value``, ``-XX:...``, ``-ea``, ``--add-opens X``, ``@argfile``) are
+accepted like ``java`` does, so build tools can use this as their ``java`` (surefire's ``<jvm>``).
+stdout and stderr are the process's own. The exit code is ``main``'s: 0 when it returns,
+1 when it throws, and the status passed to ``System.exit``, which the JVM applies itself after
+a shutdown hook has flushed Python's streams and run Python's exit handlers (System.exit would
+otherwise skip them; a SecurityManager could intercept it, but is deprecated for removal in 17).
+"""
+from __future__ import annotations
+
+import atexit
+import shlex
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+USAGE = ("usage: isthmus java [JVM_OPTIONS] [-cp CLASSPATH] MAIN_CLASS [ARGS...]\n"
+         "       isthmus java [JVM_OPTIONS] -jar APP.jar [ARGS...]")
+
+# java options that take their value as the next argument
+_TWO_TOKEN = {"--add-opens", "--add-exports", "--add-reads", "--add-modules", "--limit-modules",
+              "--patch-module", "--module-path", "-p", "--upgrade-module-path", "--enable-native-access"}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed ``isthmus java`` command line."""
+    main_class: str
+    args: tuple[str, ...] = ()
+    classpath: tuple[str, ...] = ()
+    jvm_args: tuple[str, ...] = field(default=())
+
+
+class UsageError(Exception):
+    """A command line ``isthmus java`` cannot run."""
+
+
+def _manifest(jar: Path) -> dict[str, str]:
+    try:
+        with zipfile.ZipFile(jar) as z:
+            text = z.read("META-INF/MANIFEST.MF").decode("utf-8")
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"Error: Invalid or corrupt jarfile {jar} ({exc})") from None
+    entries: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith(" ") and key:  # continuation line (72-byte wrapping)
+            entries[key] += line[1:]
+        elif ":" in line:
+            key, value = line.split(":", 1)
+            entries[key.strip()] = value.strip()
+    return entries
+
+
+def _jar_command(jar: Path, args: list[str], jvm_args: list[str]) -> Command:
+    if not jar.is_file():
+        raise UsageError(f"Error: Unable to access jarfile {jar}")
+    manifest = _manifest(jar)
+    main = manifest.get("Main-Class")
+    if not main:
+        raise UsageError(f"no main manifest attribute, in {jar}")
+    cp = [str(jar)]
+    for url in manifest.get("Class-Path", "").split():
+        path = Path(url.removeprefix("file:"))
+        cp.append(str(path if path.is_absolute() else jar.parent / path))
+    return Command(main, tuple(args), tuple(cp), tuple(jvm_args))
+
+
+def parse(argv: list[str]) -> Command:
+    """Split a ``java``-style command line into JVM options, classpath, main class and args."""
+    argv = list(argv)
+    jvm_args: list[str] = []
+    cp: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-cp", "-classpath", "--class-path"):
+            if i + 1 >= len(argv):
+                raise UsageError(f"Error: {a} requires class path specification")
+            cp.extend(p for p in argv[i + 1].split(":") if p)
+            i += 2
+        elif a.startswith("--class-path="):
+            cp.extend(p for p in a.split("=", 1)[1].split(":") if p)
+            i += 1
+        elif a == "-jar":
+            if i + 1 >= len(argv):
+                raise UsageError("Error: -jar requires jar file specification")
+            command = _jar_command(Path(argv[i + 1]), argv[i + 2:], jvm_args)
+            return Command(command.main_class, command.args, tuple(cp) + command.classpath, command.jvm_args)
+        elif a.startswith("@") and len(a) > 1:  # java's argument files, among the options only
+            argv[i:i + 1] = shlex.split(Path(a[1:]).read_text())
+        elif a in _TWO_TOKEN:
+            jvm_args.extend(argv[i:i + 2])
+            i += 2
+        elif a.startswith("-"):
+            jvm_args.append(a)
+            i += 1
+        else:
+            return Command(a, tuple(argv[i + 1:]), tuple(cp), tuple(jvm_args))
+    raise UsageError(USAGE)
+
+
+def _install_exit_hook():
+    """A JVM shutdown hook that runs only when Java calls System.exit (a normal return removes
+    it): flush Python's streams and run Python's exit handlers, which the JVM's exit skips."""
+    import jpype
+
+    from . import jvm
+
+    @jpype.JImplements("java.lang.Runnable")
+    class ExitHook:
+        @jpype.JOverride
+        def run(self):
+            try:
+                atexit.unregister(jvm.shutdown)  # the JVM is exiting by itself
+                atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
+                atexit._run_exitfuncs()  # noqa: SLF001
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:  # noqa: BLE001 - a closed stream must not block the exit
+                        pass
+
+    thread = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
+    jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(thread)
+    return thread
+
+
+def run(command: Command) -> int:
+    """Run ``command``'s main with the runtime attached; returns the exit code."""
+    import jpype
+
+    from . import jvm
+
+    jvm.start(list(command.classpath), command.jvm_args)
+    hook = _install_exit_hook()
+    code = 0
+    try:
+        try:
+            main_class = jpype.JClass(command.main_class)
+        except (TypeError, ImportError, jpype.JException) as exc:
+            print(f"Error: Could not find or load main class {command.main_class}\n"
+                  f"Caused by: {exc}", file=sys.stderr)
+            return 1
+        try:
+            main_class.main(jpype.JArray(jpype.JString)(list(command.args)))
+        except jpype.JException as exc:
+            # what java prints for an exception escaping main
+            err = jpype.JClass("java.lang.System").err
+            err.print_('Exception in thread "main" ')
+            exc.printStackTrace()
+            err.flush()
+            code = 1
+        except AttributeError:
+            print(f"Error: Main method not found in class {command.main_class}, please define the main method as:\n"
+                  "   public static void main(String[] args)", file=sys.stderr)
+            code = 1
+    finally:
+        jpype.JClass("java.lang.Runtime").getRuntime().removeShutdownHook(hook)
+        jpype.JClass("java.lang.System").out.flush()
+    return code
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``isthmus java`` (dispatched by ``isthmus.cli``)."""
+    if not argv or argv[0] in ("-h", "--help", "-help"):
+        print(USAGE)
+        return 0 if argv else 2
+    try:
+        command = parse(argv)
+    except (UsageError, OSError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    code = run(command)
+    sys.stdout.flush()
+    # like `java`: the process ends when non-daemon Java threads have finished (shutdown waits)
+    from . import jvm
+
+    jvm.shutdown()
+    return code
+
+
+if __name__ == "__main__":  # python -m isthmus.java.launcher ...
+    sys.exit(main(sys.argv[1:]))
