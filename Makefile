@@ -9,7 +9,16 @@ JAR_DIR := python/isthmus/java/lib
 JAVA_SRC := $(shell find java/src/main -type f 2>/dev/null) pom.xml
 MVN    := mvn -q -B -ntp
 
-.PHONY: demo test test-python test-java venv jar bench clean
+.PHONY: demo test venv jar bench clean opencl-driver
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# An OpenCL CPU device for machines without a GPU: the distribution's PoCL. (PyPI's PoCL build,
+# the `pocl` extra, fails on CPUs its LLVM 14 cannot name: "unknown target CPU 'generic'".)
+opencl-driver:
+	@if ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then \
+	  echo "no OpenCL driver found: installing PoCL (pocl-opencl-icd) from the distribution"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pocl-opencl-icd; \
+	fi
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -27,10 +36,10 @@ $(JAR_DIR)/.built: $(JAVA_SRC)
 	cp target/isthmus-*[0-9T].jar $(JAR_DIR)/ 2>/dev/null || cp $$(ls target/isthmus-*.jar | grep -v -E 'sources|javadoc') $(JAR_DIR)/
 	touch $@
 
-demo: venv jar
+demo: opencl-driver venv jar
 	$(PY) examples/python/demo.py
 
-test: venv jar
+test: opencl-driver venv jar
 	$(PY) -m pytest tests
 
 bench: venv jar

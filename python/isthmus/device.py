@@ -18,6 +18,8 @@ from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDt
 
 if TYPE_CHECKING:  # pragma: no cover
     from .buffer import Buffer
+    from .fuse import Fused
+    from .graph import Graph
     from .kernel import Kernel
 
 
@@ -30,6 +32,7 @@ class Device:
     """
 
     backend: str = ""
+    _capture = None  # the Graph being captured on this device (graph.py), else None
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
@@ -129,6 +132,19 @@ class Device:
         from .library import library_kernel
 
         return library_kernel(self, name)
+
+    def capture(self) -> "Graph":
+        """Record launches and device copies into a graph replayed with one call:
+        ``with dev.capture() as graph: ...`` then ``graph.launch()`` (see :mod:`isthmus.graph`)."""
+        from .graph import Graph
+
+        return Graph(self)
+
+    def fuse(self, expression: str) -> "Fused":
+        """An elementwise expression compiled into one kernel for this device (see :func:`isthmus.fuse`)."""
+        from .fuse import fuse
+
+        return fuse(expression, device=self)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this device has finished."""

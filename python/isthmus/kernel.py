@@ -29,6 +29,7 @@ from .launch import LaunchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
+    from .plan import Plan
 
 CACHE_FORMAT = 1
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
@@ -131,7 +132,8 @@ def convert_scalar(value, param: Param, where: str):
         return dt.type(value)
     if not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {type(value).__name__}")
-    converted = dt.type(value)
+    with np.errstate(over="ignore"):
+        converted = dt.type(value)
     if np.isinf(converted) and np.isfinite(value):
         raise InvalidArgumentError(f"{where}: {value} overflows parameter {param.name!r} ({param.ctype})")
     return converted
@@ -265,24 +267,34 @@ class Kernel:
         if len(args) != len(self.params):
             raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
                                        f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+        return [self._pack_arg(i, param, value) for i, (param, value) in enumerate(zip(self.params, args))]
+
+    def _pack_arg(self, i: int, param: Param, value, what: str = "kernel"):
+        """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``)."""
         dev = self.device
-        out = []
-        for i, (param, value) in enumerate(zip(self.params, args)):
-            where = f"kernel {self.name!r} argument {i} ({param.name})"
-            if param.kind == "buffer":
-                if not isinstance(value, Buffer):
-                    raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")
-                value._check()
-                if value.device is not dev:
-                    raise InvalidArgumentError(f"{where}: buffer lives on {value.device.id}, the kernel on {dev.id}; "
-                                               f"copy it with buf.to({dev.id!r})")
-                if param.dtype is not None and value.dtype != param.dtype:
-                    raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
-                                               f"got {value.dtype}")
-                out.append(dev._buffer_arg(value))
-            else:
-                out.append(convert_scalar(value, param, where))
-        return out
+        where = f"{what} {self.name!r} argument {i} ({param.name})"
+        if param.kind == "buffer":
+            if not isinstance(value, Buffer):
+                raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")
+            value._check()
+            if value.device is not dev:
+                raise InvalidArgumentError(f"{where}: buffer lives on {value.device.id}, the kernel on {dev.id}; "
+                                           f"copy it with buf.to({dev.id!r})")
+            if param.dtype is not None and value.dtype != param.dtype:
+                raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
+                                           f"got {value.dtype}")
+            return dev._buffer_arg(value)
+        return convert_scalar(value, param, where)
+
+    def prepare(self, *args, config: LaunchConfig | None = None) -> "Plan":
+        """A prepared launch: ``args`` checked and packed once, ``plan.launch()`` only enqueues.
+
+        >>> plan = k.prepare(x, 2.0, config=isthmus.LaunchConfig((1024,)))
+        >>> plan.launch(); plan.bind("a", 3.0); plan.launch()
+        """
+        from .plan import Plan
+
+        return Plan(self, args, config)
 
     def _enqueue(self, gsize: tuple, lsize: tuple | None, packed: list) -> None:
         self.device._launch(self, gsize, lsize, packed)

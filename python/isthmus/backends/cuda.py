@@ -5,6 +5,7 @@ current-stream state, and a thread Java started has neither set).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 
@@ -230,7 +231,8 @@ class CudaDevice(Device):
     def _buffer_arg(self, buf):
         return np.uint64(buf._ptr)
 
-    def _launch(self, kernel, gsize, lsize, packed):
+    def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
         if lsize is None:
             lsize = _local_for(gsize, self.max_work_group_size)
         grid = tuple(g // l for g, l in zip(gsize, lsize))
@@ -238,6 +240,14 @@ class CudaDevice(Device):
             if n > _GRID_LIMITS[i]:
                 raise LaunchConfigError(f"launch of {kernel.name!r}: {n} work-groups in dimension {i} exceed CUDA's "
                                         f"limit of {_GRID_LIMITS[i]}")
+        return grid, tuple(lsize)
+
+    def _prepare(self, kernel, gsize, lsize, packed):
+        """A prepared launch (plan.py): the driver's parameter block packed once."""
+        return _PreparedLaunch(self, kernel, gsize, lsize, packed)
+
+    def _launch(self, kernel, gsize, lsize, packed):
+        grid, lsize = self._grid(kernel, gsize, lsize)
         try:
             if self._cp.cuda.runtime.getDevice() != self.index:
                 with self._cp_device:
@@ -246,3 +256,37 @@ class CudaDevice(Device):
                 kernel.native(grid, lsize, packed, stream=self.stream)
         except self._cp.cuda.driver.CUDADriverError as exc:
             raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc
+
+
+class _PreparedLaunch:
+    """cuLaunchKernel with a parameter block packed once: ``kernelParams`` is an array of pointers,
+    one per argument, each to a one-element NumPy array holding the value (a device pointer as
+    uint64 or the scalar in its declared type). Rebinding writes into that array in place, so the
+    pointer block never changes; both live as long as this object."""
+
+    __slots__ = ("_dev", "_kernel", "_cells", "_params", "_args", "_call", "_get_device", "_index")
+
+    def __init__(self, dev: CudaDevice, kernel, gsize, lsize, packed):
+        grid, block = dev._grid(kernel, gsize, lsize)
+        grid, block = (grid + (1, 1))[:3], (block + (1, 1))[:3]
+        self._dev = dev
+        self._kernel = kernel
+        self._cells = [np.array([v], dtype=np.asarray(v).dtype) for v in packed]
+        self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
+        self._args = (kernel.native.ptr, *grid, *block, 0, dev.stream.ptr, ctypes.addressof(self._params), 0)
+        self._call = dev._cp.cuda.driver.launchKernel
+        self._get_device = dev._cp.cuda.runtime.getDevice
+        self._index = dev.index
+
+    def launch(self) -> None:
+        try:
+            if self._get_device() != self._index:
+                with self._dev._cp_device:
+                    self._call(*self._args)
+            else:
+                self._call(*self._args)
+        except self._dev._cp.cuda.driver.CUDADriverError as exc:
+            raise DeviceError(f"launch of {self._kernel.name!r} on {self._dev.id} failed: {exc}") from exc
+
+    def set(self, index: int, value) -> None:
+        self._cells[index][0] = value

@@ -222,12 +222,45 @@ class OpenCLDevice(Device):
             with kernel._lock:
                 native.set_args(*packed)
                 cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
-        except cl.MemoryError as exc:
-            raise OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {exc}") from exc
-        except cl.LogicError as exc:
-            if "WORK_GROUP_SIZE" in str(exc) or "WORK_ITEM_SIZE" in str(exc):
-                raise LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
-                                        f"by {self.id}: {exc}") from exc
-            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc
         except cl.Error as exc:
-            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc
+            raise self._launch_error(kernel, gsize, lsize, exc) from exc
+
+    def _launch_error(self, kernel, gsize, lsize, exc):
+        cl = self._cl
+        if isinstance(exc, cl.MemoryError):
+            return OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {exc}")
+        if isinstance(exc, cl.LogicError) and ("WORK_GROUP_SIZE" in str(exc) or "WORK_ITEM_SIZE" in str(exc)):
+            return LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
+                                     f"by {self.id}: {exc}")
+        return DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}")
+
+    def _prepare(self, kernel, gsize, lsize, packed):
+        """A prepared launch (plan.py): a private kernel object with its arguments set once."""
+        return _PreparedLaunch(self, kernel, gsize, lsize, packed)
+
+
+class _PreparedLaunch:
+    """One kernel object per plan, so setting its arguments once is safe: launches only enqueue."""
+
+    __slots__ = ("_dev", "_kernel", "_native", "_args", "_enqueue")
+
+    def __init__(self, dev: OpenCLDevice, kernel, gsize, lsize, packed):
+        cl = dev._cl
+        self._dev = dev
+        self._kernel = kernel
+        self._native = dev._function(kernel.program.native, kernel.name)
+        try:
+            self._native.set_args(*packed)
+        except cl.Error as exc:
+            raise dev._launch_error(kernel, gsize, lsize, exc) from exc
+        self._args = (dev.queue, self._native, tuple(gsize), None if lsize is None else tuple(lsize))
+        self._enqueue = cl.enqueue_nd_range_kernel
+
+    def launch(self) -> None:
+        try:
+            self._enqueue(*self._args)
+        except self._dev._cl.Error as exc:
+            raise self._dev._launch_error(self._kernel, self._args[2], self._args[3], exc) from exc
+
+    def set(self, index: int, value) -> None:
+        self._native.set_arg(index, value)

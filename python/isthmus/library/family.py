@@ -7,8 +7,10 @@ a matching entry, else the family's defaults.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -114,6 +116,10 @@ config_source: list[Callable] = []
 
 def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dict[str, Kernel]]:
     """The launch parameters and compiled kernels for this problem (memoized by bucket)."""
+    forced = _forced.get()
+    if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
+        family.check_dtype(device, dt)
+        return forced[1], family.kernels(device, dt, forced[1])
     key = (family.name, device.id, dt.name, tuple(bucket(problem[p]) for p in family.problem))
     found = _resolved.get(key)
     if found is None:
@@ -132,6 +138,20 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
         with _resolve_lock:
             _resolved[key] = found
     return found
+
+
+# (family, params) that resolve() returns unmemoized in this context: how the tuner launches a
+# candidate config through the op's own run() without touching what other threads resolve.
+_forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
+
+
+@contextmanager
+def forced(family: Family, params: dict):
+    token = _forced.set((family, dict(params)))
+    try:
+        yield
+    finally:
+        _forced.reset(token)
 
 
 def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
@@ -153,3 +173,12 @@ def forget_resolved() -> None:
     """Drop memoized configs (after the tuning database changed)."""
     with _resolve_lock:
         _resolved.clear()
+
+
+def _tuning_database(family: Family, device, dt: DType, problem: dict) -> dict | None:
+    from ..tune import db  # imported on the first unresolved launch, never at import time
+
+    return db.lookup(family, device, dt, problem)
+
+
+config_source.append(_tuning_database)

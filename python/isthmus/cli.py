@@ -1,0 +1,83 @@
+"""``isthmus devices | demo | bench | tune | db | java``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _devices(args) -> int:
+    from .device import devices, _problems
+
+    found = devices()
+    if args.json:
+        print(json.dumps([d.info() for d in found], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="isthmus devices")
+    for col in ("id", "name", "vendor", "kind", "memory", "CUs", "max WG", "driver", "dtypes"):
+        table.add_column(col)
+    for d in found:
+        table.add_row(d.id, d.name, d.vendor, d.kind, f"{d.memory / 2**30:.1f} GiB", str(d.compute_units),
+                      str(d.max_work_group_size), d.driver_version, " ".join(d.dtypes))
+    console = Console()
+    console.print(table)
+    for name, why in sorted(_problems.items()):
+        console.print(f"[dim]{name}: {why}[/dim]")
+    return 0 if found else 1
+
+
+def _demo(args) -> int:
+    from .demo import main as demo
+
+    return demo(args.device)
+
+
+def _bench(args) -> int:
+    from .bench import main as bench
+
+    return bench(args.device, quick=args.quick, out=args.out)
+
+
+def _forward(module: str, argv: list[str]) -> int:
+    import importlib
+
+    return importlib.import_module(module).main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Verbs whose arguments belong to another parser (the JVM launcher, the tuner) are forwarded whole.
+    forwarded = {"java": "isthmus.java.launcher", "tune": "isthmus.tune.cli", "db": "isthmus.tune.dbcli"}
+    if argv and argv[0] in forwarded:
+        return _forward(forwarded[argv[0]], argv[1:])
+    parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels for Python and Java")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("devices", help="list every device of every backend")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=_devices)
+    p = sub.add_parser("demo", help="run every library kernel on a device, checked against NumPy")
+    p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
+    p.set_defaults(run=_demo)
+    p = sub.add_parser("bench", help="benchmark the library against PyOpenCL, CuPy and NumPy")
+    p.add_argument("--device", default=None)
+    p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    p.add_argument("--out", default="benchmarks/results", help="folder for the JSON and markdown results")
+    p.set_defaults(run=_bench)
+    for verb, help_ in (("java", "run a Java main class or jar with the runtime attached"),
+                        ("tune", "tune a library kernel on a device"), ("db", "show/export/import the tuning database")):
+        sub.add_parser(verb, help=help_, add_help=False)
+    args = parser.parse_args(argv)
+    from .errors import IsthmusError
+
+    try:
+        return args.run(args)
+    except IsthmusError as exc:
+        print(f"isthmus: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The main job: show the devices, run every library kernel on one device, check each against
+NumPy and print time and throughput next to NumPy's."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def main(device_id: str | None = None, quick: bool = False) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import device, devices
+    from .cli import main as cli
+    from .measure import device_ms, host_ms
+    from .workloads import rel_error, sizes_for, standard, tolerance
+
+    console = Console()
+    cli(["devices"])
+    dev = device(device_id)
+    console.print(f"\nRunning the kernel library on [bold]{dev.id}[/bold] ({dev.name})")
+    table = Table(title=f"isthmus on {dev.id} vs NumPy on the host (float32)")
+    for col in ("kernel", "check (rel. err)", "isthmus ms", "isthmus", "NumPy ms", "NumPy", "speedup"):
+        table.add_column(col, justify="right" if col != "kernel" else "left")
+    failed = 0
+    for w in standard(sizes_for(dev, quick)):
+        args = w.make(dev)
+        result = w.call(*args).to_numpy()
+        err = rel_error(result, w.expect())
+        ok = err <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
+        failed += not ok
+        ms = device_ms(dev, lambda: w.call(*args), repeat=5, warmup=1)
+        np_ms = host_ms(w.numpy, repeat=3)
+        value, unit = w.metric(ms)
+        np_value, _ = w.metric(np_ms)
+        table.add_row(w.label, f"{'[green]ok' if ok else '[red]FAIL'} {err:.1e}", f"{ms:.3f}", f"{value:.1f} {unit}",
+                      f"{np_ms:.3f}", f"{np_value:.1f} {unit}", f"{np_ms / ms:.2f}x")
+        for a in args:
+            a.close()
+    console.print(table)
+    if failed:
+        console.print(f"[red]{failed} kernel(s) disagreed with NumPy[/red]")
+    return 1 if failed else 0

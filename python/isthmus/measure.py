@@ -1,0 +1,50 @@
+"""Timing: device time with device events (median of repeats, after warm-up) and host time."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def device_ms(dev, fn: Callable[[], object], repeat: int = 10, warmup: int = 2) -> float:
+    """Median device time of ``fn()`` in milliseconds, each repeat between two device events."""
+    for _ in range(warmup):
+        fn()
+    dev.synchronize()
+    times = []
+    for _ in range(repeat):
+        with dev.timer() as t:
+            fn()
+        times.append(t.ms)
+    return statistics.median(times)
+
+
+def host_ms(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, sync: Callable[[], object] | None = None) -> float:
+    """Median wall time of ``fn()`` (then ``sync()``) in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def per_call_us(fn: Callable[[], object], calls: int, sync: Callable[[], object], rounds: int = 5) -> float:
+    """Median host time per call of ``calls`` back-to-back calls, in microseconds (the launch overhead)."""
+    fn()
+    sync()
+    best = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        sync()
+        best.append((t1 - t0) / calls * 1e6)
+    return statistics.median(best)

@@ -1,0 +1,126 @@
+import gc
+
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.dtypes import BUFFER_DTYPES
+
+
+def _data(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(0, 100, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", BUFFER_DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5), (2, 3, 4), (0,), (4, 0)])
+def test_round_trip(dev, rng, dtype, shape):
+    if not dev.supports(dtype):
+        with pytest.raises(isthmus.UnsupportedDtypeError):
+            dev.empty(shape, dtype)
+        return
+    host = _data(rng, shape, dtype)
+    buf = dev.asarray(host)
+    assert buf.shape == shape and buf.dtype == np.dtype(dtype) and buf.nbytes == host.nbytes
+    assert buf.device is dev
+    np.testing.assert_array_equal(buf.to_numpy(), host)
+    other = _data(rng, shape, dtype)
+    buf.copy_from(other)
+    np.testing.assert_array_equal(buf.to_numpy(), other)
+    np.testing.assert_array_equal(dev.zeros(shape, dtype).to_numpy(), np.zeros(shape, dtype))
+    copy = buf.to(dev)
+    assert copy.ptr != buf.ptr or buf.nbytes == 0
+    np.testing.assert_array_equal(copy.to_numpy(), other)
+
+
+def test_non_contiguous_host_input_is_copied_in_order(dev, rng):
+    host = rng.standard_normal((6, 8)).astype(np.float32)
+    np.testing.assert_array_equal(dev.asarray(host.T).to_numpy(), host.T)
+
+
+def test_copy_from_checks_dtype_and_shape(dev):
+    buf = dev.empty((4, 4), np.float32)
+    with pytest.raises(isthmus.InvalidArgumentError, match="dtype"):
+        buf.copy_from(np.zeros((4, 4), np.float64))
+    with pytest.raises(isthmus.InvalidArgumentError, match="elements"):
+        buf.copy_from(np.zeros(15, np.float32))
+    with pytest.raises(isthmus.InvalidArgumentError, match="dtype"):
+        buf.to_numpy(out=np.empty(16, np.int32))
+
+
+@pytest.mark.parametrize("shape", [(-1,), (2.5,), ("a",), None, (True,)])
+def test_bad_shapes(dev, shape):
+    with pytest.raises(isthmus.InvalidArgumentError):
+        dev.empty(shape, np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.bool_, np.int16, "float128x"])
+def test_unsupported_dtype(dev, dtype):
+    with pytest.raises(isthmus.UnsupportedDtypeError):
+        dev.empty(3, dtype)
+    with pytest.raises(isthmus.UnsupportedDtypeError):
+        dev.asarray(np.zeros(3, dtype=np.complex64))
+
+
+def test_closed_buffer_raises_everywhere(dev):
+    buf = dev.asarray(np.arange(4, dtype=np.float32))
+    with buf as b:
+        assert b is buf
+    assert buf.closed
+    for use in (buf.to_numpy, lambda: buf.copy_from(np.zeros(4, np.float32)), lambda: buf.to(dev),
+                lambda: buf.ptr, lambda: isthmus.ops.sum(buf), lambda: buf.reshape(2, 2)):
+        with pytest.raises(isthmus.ClosedBufferError):
+            use()
+    buf.close()  # idempotent
+
+
+def test_live_buffers_and_memory_return_to_start(dev):
+    gc.collect()
+    live, used = isthmus.live_buffers(), dev.memory_in_use()
+    bufs = [dev.empty(1000, np.float32) for _ in range(50)]
+    assert isthmus.live_buffers() == live + 50
+    assert dev.memory_in_use() >= used + 50 * 4000 or dev.backend == "cuda"
+    for b in bufs:
+        b.close()
+    del bufs
+    for _ in range(1000):
+        dev.empty(257, np.int32).close()
+    gc.collect()
+    assert isthmus.live_buffers() == live
+    assert dev.memory_in_use() == used
+
+
+def test_reshape_is_a_view(dev, rng):
+    host = rng.standard_normal(12).astype(np.float32)
+    buf = dev.asarray(host)
+    view = buf.reshape(3, 4)
+    assert view.ptr == buf.ptr and view.shape == (3, 4)
+    np.testing.assert_array_equal(view.to_numpy(), host.reshape(3, 4))
+    with pytest.raises(isthmus.InvalidArgumentError):
+        buf.reshape(5, 3)
+
+
+def test_empty_host_is_usable_for_transfers(dev, rng):
+    host = dev.empty_host((1000,), np.float32)
+    assert isinstance(host, np.ndarray) and host.shape == (1000,) and host.dtype == np.float32
+    host[:] = rng.standard_normal(1000)
+    buf = dev.asarray(host)
+    out = dev.empty_host((1000,), np.float32)
+    buf.to_numpy(out=out)
+    np.testing.assert_array_equal(out, host)
+
+
+def test_opencl_buffers_refuse_cuda_exports(dev):
+    buf = dev.zeros(3, np.float32)
+    if dev.backend == "opencl":
+        assert not hasattr(buf, "__cuda_array_interface__")
+        with pytest.raises(BufferError):
+            buf.__dlpack__()
+
+
+def test_asarray_of_host_data_and_buffers(dev, rng):
+    host = rng.standard_normal(9).astype(np.float32)
+    buf = isthmus.asarray(host, device=dev)
+    np.testing.assert_array_equal(buf.to_numpy(), host)
+    assert isthmus.asarray(buf) is buf

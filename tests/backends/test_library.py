@@ -1,0 +1,162 @@
+"""Every library kernel on every device, every supported dtype, odd sizes, poisoned outputs,
+NumPy references."""
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.library import FAMILIES, REFERENCES
+from isthmus.workloads import rel_error
+
+FLOATS = ("float32", "float64", "float16")
+ALL = FLOATS + ("int32", "int64", "uint8")
+
+
+def _data(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    hi = 100 if dtype != np.uint8 else 256
+    return rng.integers(0 if dtype == np.uint8 else -hi, hi, shape).astype(dtype)
+
+
+def _tol(dtype, k=1):
+    return {np.float16: 4e-3, np.float32: 2e-6 * max(1, np.sqrt(k)), np.float64: 1e-13 * max(1, np.sqrt(k))}.get(
+        np.dtype(dtype).type, 0.0)
+
+
+def _need(dev, dtype):
+    if not dev.supports(dtype):
+        pytest.skip(f"{dev.id} has no {dtype}")
+
+
+def _close(out, ref, dtype, k=1):
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    if np.dtype(dtype).kind == "f":
+        assert not np.isnan(out).any(), "unwritten (poisoned) or NaN elements"
+        assert rel_error(out, ref) <= _tol(dtype, k), rel_error(out, ref)
+    else:
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("n", [1, 2, 97, 1009, 65537, 300007])
+def test_axpy(dev, rng, dtype, n):
+    _need(dev, dtype)
+    x, y = _data(rng, n, dtype), _data(rng, n, dtype)
+    a = 3 if np.dtype(dtype).kind in "iu" else -1.75
+    by = dev.asarray(y)
+    assert isthmus.ops.axpy(a, dev.asarray(x), by) is by
+    _close(by.to_numpy(), REFERENCES["axpy"](a, x, y), dtype)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("n", [1, 2, 7, 257, 1009, 65537, 1 << 20 | 3])
+def test_reductions(dev, rng, op, dtype, n):
+    _need(dev, dtype)
+    x = _data(rng, n, dtype)
+    out = getattr(isthmus.ops, op)(dev.asarray(x))
+    assert out.shape == (1,) and out.dtype == x.dtype
+    ref = REFERENCES[op](x)
+    if op == "sum" and np.dtype(dtype).kind == "f":
+        scale = np.abs(x.astype(np.float64)).sum() or 1.0  # relative to the sum of magnitudes
+        tol = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-14}[np.dtype(dtype).type]
+        assert abs(float(out.to_numpy()[0]) - float(ref[0])) <= tol * scale + abs(float(ref[0])) * tol
+    else:
+        _close(out.to_numpy(), ref, dtype)
+
+
+def test_reductions_of_empty(dev):
+    assert isthmus.ops.sum(dev.empty(0, np.float32)).to_numpy().tolist() == [0.0]
+    with pytest.raises(isthmus.InvalidArgumentError, match="empty"):
+        isthmus.ops.max(dev.empty(0, np.float32))
+
+
+def test_max_finds_extremes_anywhere(dev, rng):
+    n = 100003
+    for pos in (0, n // 2, n - 1):
+        x = rng.standard_normal(n).astype(np.float32) - 10
+        x[pos] = 5.0
+        assert isthmus.ops.max(dev.asarray(x)).to_numpy()[0] == 5.0
+    x = -rng.random(777).astype(np.float32) - 1  # all negative: the identity must not leak in
+    assert isthmus.ops.max(dev.asarray(x)).to_numpy()[0] == x.max()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (5, 4097), (64, 33)])
+def test_softmax(dev, rng, dtype, shape):
+    _need(dev, dtype)
+    x = (_data(rng, shape, dtype) * 4).astype(dtype)
+    x[0, 0] = 60 if dtype != "float16" else 11  # large logits must not overflow
+    out = isthmus.ops.softmax(dev.asarray(x)).to_numpy()
+    _close(out, REFERENCES["softmax"](x), dtype, k=1 if dtype != "float16" else 1)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 13), (13, 1), (31, 67), (257, 129), (64, 64)])
+def test_transpose(dev, rng, dtype, shape):
+    _need(dev, dtype)
+    x = _data(rng, shape, dtype)
+    out = isthmus.ops.transpose(dev.asarray(x))
+    assert out.shape == shape[::-1]
+    np.testing.assert_array_equal(out.to_numpy(), x.T)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (7, 5, 3), (33, 65, 17), (130, 67, 129), (64, 128, 256)])
+def test_gemm(dev, rng, dtype, mnk):
+    _need(dev, dtype)
+    m, n, k = mnk
+    a, b = _data(rng, (m, k), dtype), _data(rng, (k, n), dtype)
+    c = isthmus.ops.gemm(dev.asarray(a), dev.asarray(b))
+    _close(c.to_numpy(), REFERENCES["gemm"](a, b), dtype, k)
+    # beta == 0 ignores whatever C held (NaN poison); beta != 0 scales it
+    poisoned = dev.asarray(np.full((m, n), np.nan, dtype))
+    out = isthmus.ops.gemm(dev.asarray(a), dev.asarray(b), poisoned, alpha=0.5, beta=0.0)
+    _close(out.to_numpy(), REFERENCES["gemm"](a, b, alpha=0.5), dtype, k)
+    c0 = _data(rng, (m, n), dtype)
+    out = isthmus.ops.gemm(dev.asarray(a), dev.asarray(b), dev.asarray(c0), alpha=2.0, beta=-1.5)
+    _close(out.to_numpy(), REFERENCES["gemm"](a, b, c0, alpha=2.0, beta=-1.5), dtype, k)
+
+
+def test_gemm_empty_inner_dimension(dev, rng):
+    c0 = rng.standard_normal((3, 4)).astype(np.float32)
+    out = isthmus.ops.gemm(dev.empty((3, 0), np.float32), dev.empty((0, 4), np.float32), dev.asarray(c0), beta=2.0)
+    np.testing.assert_allclose(out.to_numpy(), 2 * c0, rtol=1e-6)
+
+
+def test_bad_inputs_get_clear_errors(dev, rng):
+    f = dev.asarray(rng.standard_normal(10).astype(np.float32))
+    i = dev.asarray(np.arange(10, dtype=np.int32))
+    m = dev.asarray(rng.standard_normal((4, 5)).astype(np.float32))
+    cases = [
+        (lambda: isthmus.ops.axpy(1.0, f, i), "dtype"),
+        (lambda: isthmus.ops.axpy(1.0, f, dev.zeros(11, np.float32)), "elements"),
+        (lambda: isthmus.ops.axpy(1.0, np.zeros(10, np.float32), f), "Buffer"),
+        (lambda: isthmus.ops.axpy(2.5, i, i), "int"),
+        (lambda: isthmus.ops.softmax(f), "2-D"),
+        (lambda: isthmus.ops.softmax(dev.zeros((2, 2), np.int32)), "does not support int32"),
+        (lambda: isthmus.ops.transpose(f), "2-D"),
+        (lambda: isthmus.ops.gemm(m, m), "columns"),
+        (lambda: isthmus.ops.gemm(m, dev.zeros((5, 3), np.float32), dev.zeros((3, 3), np.float32)), "shape"),
+        (lambda: isthmus.ops.gemm(m, dev.zeros((5, 3), np.float32), beta=1.0), "beta"),
+        (lambda: isthmus.ops.gemm(dev.zeros((2, 2), np.int32), dev.zeros((2, 2), np.int32)), "int32"),
+        (lambda: dev.kernel("nope"), "no library kernel"),
+    ]
+    for call, match in cases:
+        with pytest.raises(isthmus.InvalidArgumentError, match=match):
+            call()
+
+
+def test_library_kernels_by_name(dev, rng):
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    np.testing.assert_allclose(dev.kernel("softmax")(dev.asarray(x)).to_numpy(), REFERENCES["softmax"](x), rtol=1e-5)
+    assert set(FAMILIES) == {"axpy", "sum", "max", "softmax", "transpose", "gemm"}
+
+
+def test_every_family_declares_a_valid_default_and_space(dev):
+    for fam in FAMILIES.values():
+        for t in fam.tunables:
+            assert t.default in t.values, (fam.name, t.name)
+        space = list(fam.space(dev))
+        assert space, fam.name

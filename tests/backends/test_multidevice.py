@@ -1,0 +1,52 @@
+"""Several devices in one process: PoCL exposes two CPU devices with POCL_DEVICES."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = r"""
+import numpy as np, isthmus
+rng = np.random.default_rng()
+devs = [d for d in isthmus.devices() if d.backend == "opencl"]
+by_platform = {}
+for d in devs:
+    by_platform.setdefault(d.platform, []).append(d)
+d1, d2 = max(by_platform.values(), key=len)[:2]
+assert d1 is not d2 and d1.id != d2.id
+x = rng.standard_normal(100003).astype(np.float32)
+a, b = d1.asarray(x), d2.asarray(2 * x)
+s1, s2 = isthmus.ops.sum(a), isthmus.ops.sum(b)        # queued on both devices at once
+ya, yb = d1.zeros(x.size, np.float32), d2.zeros(x.size, np.float32)
+isthmus.ops.axpy(1.0, a, ya); isthmus.ops.axpy(1.0, b, yb)
+assert np.allclose(s1.to_numpy()[0], x.sum(dtype=np.float64), rtol=1e-4)
+assert np.allclose(s2.to_numpy()[0], 2 * x.sum(dtype=np.float64), rtol=1e-4)
+assert np.array_equal(ya.to_numpy(), x) and np.array_equal(yb.to_numpy(), 2 * x)
+# an argument from the wrong device is an error, and nothing runs
+try:
+    isthmus.ops.axpy(1.0, a, yb)
+    raise SystemExit("mixing devices did not raise")
+except isthmus.InvalidArgumentError as e:
+    assert d1.id in str(e) or d2.id in str(e), e
+k = d1.compile("__kernel void inc(__global float* v) { v[get_global_id(0)] += 1.0f; }", "inc")
+try:
+    k(b, config=isthmus.LaunchConfig((x.size,)))
+    raise SystemExit("kernel accepted a buffer of another device")
+except isthmus.InvalidArgumentError as e:
+    assert "copy it" in str(e)
+moved = b.to(d1)                                       # a copy across devices
+assert moved.device is d1 and np.array_equal(moved.to_numpy(), 2 * x)
+assert np.array_equal(b.to(d2.id).to_numpy(), 2 * x)
+try:
+    d1.kernel("sum")(b)
+    raise SystemExit("library kernel accepted a buffer of another device")
+except isthmus.InvalidArgumentError:
+    pass
+print("OK", d1.id, d2.id)
+"""
+
+
+def test_two_pocl_devices_in_one_process():
+    env = {**os.environ, "POCL_DEVICES": "pthread pthread"}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stdout + proc.stderr

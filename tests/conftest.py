@@ -1,0 +1,55 @@
+"""Shared fixtures: every device-needing test runs on every available device, with fresh random
+inputs each run and a private program cache."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+
+def pytest_configure(config):
+    # A private cache per test session: no test sees programs another run compiled.
+    import tempfile
+
+    os.environ.setdefault("ISTHMUS_CACHE_DIR", tempfile.mkdtemp(prefix="isthmus-test-cache-"))
+    os.environ.setdefault("ISTHMUS_TUNING_DB", os.path.join(os.environ["ISTHMUS_CACHE_DIR"], "tuning.sqlite"))
+
+
+def _device_ids() -> list[str]:
+    import isthmus
+
+    try:
+        return [d.id for d in isthmus.devices()]
+    except isthmus.BackendUnavailableError:
+        return []
+
+
+DEVICE_IDS = _device_ids()
+GPU_IDS = []
+if DEVICE_IDS:
+    import isthmus
+
+    GPU_IDS = [d.id for d in isthmus.devices() if d.kind == "gpu"]
+
+
+@pytest.fixture(params=DEVICE_IDS or [pytest.param(None, marks=pytest.mark.skip(reason="no device"))])
+def dev(request):
+    import isthmus
+
+    return isthmus.device(request.param)
+
+
+@pytest.fixture
+def rng():
+    # Fresh inputs on every run; the seed is printed on failure so a case can be replayed.
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"rng seed {seed}")
+    return np.random.default_rng(seed)
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a GPU (CUDA or GPU OpenCL); none present")
+    for item in items:
+        if "gpu" in item.keywords and not GPU_IDS:
+            item.add_marker(skip_gpu)
