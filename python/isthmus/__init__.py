@@ -18,9 +18,10 @@ from .interop import asarray
 from .kernel import Kernel
 from .launch import LaunchConfig
 from . import ops
+from . import tune  # callable: isthmus.tune(kernel, ...); isthmus.tune.db is the tuning database
 
 __all__ = [
     "__version__", "Buffer", "Device", "Kernel", "LaunchConfig", "asarray", "device", "devices", "live_buffers",
-    "ops", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
+    "ops", "tune", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
     "DeviceError", "InvalidArgumentError", "LaunchConfigError", "OutOfMemoryError", "UnsupportedDtypeError",
 ]

@@ -1,0 +1,149 @@
+"""Autotuning: search a kernel's launch parameters on a device and store the best in the tuning
+database, which every later launch (from Python or Java, in any process) consults.
+
+>>> r = isthmus.tune("gemm", device="opencl:0", problem={"m": 256, "n": 256, "k": 256}, budget=40)
+>>> r.best, r.best_ms, r.speedup, r.by_status
+>>> isthmus.ops.gemm(a, b)        # now launched with r.best (for this device, dtype and size bucket)
+
+The module is callable: ``isthmus.tune(...)`` is :func:`tune`; ``isthmus.tune.declare`` declares a
+kernel of your own tunable, ``isthmus.tune.db`` is the database.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+import types
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What a tuning run found. ``best``/``default`` are params dicts; times are medians in ms."""
+
+    kernel: str
+    device: str
+    problem: dict
+    dtype: str
+    strategy: str
+    seed: int
+    space_size: int
+    best: dict
+    best_ms: float
+    default: dict
+    default_ms: float | None
+    evaluations: list = field(repr=False)
+    seconds: float = 0.0
+
+    @property
+    def speedup(self) -> float:
+        """Default time over best time (1.0 when the default is the best or did not run)."""
+        if self.default_ms is None or not math.isfinite(self.best_ms) or self.best_ms <= 0:
+            return 1.0
+        return self.default_ms / self.best_ms
+
+    @property
+    def by_status(self) -> dict:
+        out: dict = {}
+        for ev in self.evaluations:
+            out[ev.status] = out.get(ev.status, 0) + 1
+        return out
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "problem": self.problem, "dtype": self.dtype,
+                "strategy": self.strategy, "seed": self.seed, "space_size": self.space_size, "best": self.best,
+                "best_ms": self.best_ms, "default": self.default, "default_ms": self.default_ms,
+                "speedup": self.speedup, "by_status": self.by_status, "seconds": self.seconds,
+                "evaluations": [{"params": e.params, "status": e.status, "time_ms": e.time_ms, "error": e.error}
+                                for e in self.evaluations]}
+
+
+def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
+         seconds: float | None = None, seed: int = 0, dtype="float32", measure=None, options: dict | None = None,
+         database=True, on_evaluation=None) -> TuneResult:
+    """Tune ``kernel`` (a library kernel name such as ``"gemm"``, or a kernel from :func:`declare`)
+    for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``) on ``device``.
+
+    ``budget``: distinct configs to evaluate (default: a fifth of the space, at least 10);
+    ``seconds``: a time limit as well. Every evaluation is stored in the tuning database
+    (``database=False``: none; or a :class:`db.Database`), the best per key kept for launches.
+    """
+    from ..device import device as get_device
+    from ..dtypes import lookup as dtype_lookup
+    from ..errors import InvalidArgumentError
+    from . import db as dbmod
+    from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
+    from .space import Space
+    from .targets import target as get_target
+
+    tgt = get_target(kernel)
+    fam = tgt.family
+    dev = get_device(device) if not hasattr(device, "identity") else device
+    dt = dtype_lookup(dtype)
+    fam.check_dtype(dev, dt)
+    if problem is None or set(problem) != set(fam.problem):
+        raise InvalidArgumentError(f"tune {fam.name}: problem must name the sizes {', '.join(fam.problem)} "
+                                   f"(e.g. problem={{{', '.join(repr(p) + ': 1024' for p in fam.problem)}}}), "
+                                   f"got {problem!r}")
+    problem = {p: int(problem[p]) for p in fam.problem}
+    space = Space.of(fam, dev, problem, dt)
+    if not len(space):
+        raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at {problem}")
+    if isinstance(budget, Budget):
+        limits = budget
+    else:
+        evals = budget if budget is not None else min(len(space), max(10, math.ceil(0.2 * len(space))))
+        limits = Budget(int(evals), seconds)
+    measure = measure or Measure()
+    store = dbmod.user() if database is True else (database or None)
+    key = dbmod.key_for(fam, dev, dt.name, problem)
+    t0 = time.monotonic()
+    bench = Bench(tgt, dev, problem, dt.np, measure, seed)
+    try:
+        default = default_params(fam, dev, problem, dt)
+        base = bench.evaluate(default, None)
+        default_ms = base.time_ms if base.status == "ok" else None
+        timeout = measure.timeout_ms if measure.timeout_ms is not None else (
+            10 * default_ms + 20 if default_ms is not None else None)
+        if store is not None:
+            store.record(key, problem, default, base.time_ms, base.status, error=base.error, strategy="default",
+                         default_ms=default_ms)
+
+        def evaluate(config) -> Evaluation:
+            ev = base if config == default else bench.evaluate(config, timeout)
+            if store is not None and ev is not base:
+                store.record(key, problem, config, ev.time_ms, ev.status, error=ev.error, strategy=strategy,
+                             default_ms=default_ms)
+            return ev
+
+        cost = Cost(evaluate, limits, len(space), on_evaluation)
+        history = search(space, cost, strategy, seed, options)
+    finally:
+        bench.close()
+        if store is not None:
+            dbmod.forget()
+    ok = [e for e in history + [base] if e.status == "ok"]
+    best = min(ok, key=lambda e: e.time_ms) if ok else None
+    return TuneResult(fam.name, dev.id, problem, dt.name, strategy, seed, len(space),
+                      best.params if best else {}, best.time_ms if best else math.inf, default, default_ms, history,
+                      time.monotonic() - t0)
+
+
+def declare(*args, **kwargs):
+    from .targets import declare as _declare
+
+    return _declare(*args, **kwargs)
+
+
+declare.__doc__ = "Declare a kernel of your own tunable: see :func:`isthmus.tune.targets.declare`."
+
+
+class _CallableModule(types.ModuleType):
+    """``isthmus.tune(...)`` calls :func:`tune` while ``isthmus.tune.db`` stays the submodule."""
+
+    def __call__(self, *args, **kwargs) -> TuneResult:
+        return tune(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+__all__ = ["TuneResult", "declare", "tune"]

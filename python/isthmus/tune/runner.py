@@ -1,0 +1,206 @@
+"""Measuring configs and running a strategy under a budget.
+
+One evaluation: compile (failure: ``compile_error``); run once on fresh inputs and compare with the
+reference (exception: ``launch_error``; mismatch: ``wrong``); warm up; then ``repeat`` timings with
+device events, each on the next of several input sets so that no config is flattered by data left
+in a cache; a launch slower than the time limit stops it (``timeout``). The time is the median.
+Every evaluation is stored in the database as it happens, so a killed run keeps what it measured.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..buffer import Buffer
+from ..dtypes import lookup as dtype_lookup
+from ..errors import CompileError
+from ..library import family as family_mod
+from . import strategies
+from .space import Space
+from .strategies import BudgetExhausted
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class Measure:
+    """How one config is timed."""
+
+    warmup: int = 2
+    repeat: int = 7
+    input_sets: int = 3
+    timeout_ms: float | None = None  # per launch; None: 10x the default config's time + 20 ms
+    check: bool = True
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a search stops: after ``evaluations`` distinct configs and/or ``seconds`` (None: no limit)."""
+
+    evaluations: int | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    params: dict
+    status: str  # ok, compile_error, launch_error, timeout, wrong
+    time_ms: float | None
+    error: str = ""
+
+    @property
+    def cost(self) -> float:
+        return self.time_ms if self.status == "ok" and self.time_ms is not None else math.inf
+
+
+@dataclass
+class Bench:
+    """The inputs of one tuning run on a device: several input sets, their references, the check."""
+
+    target: Target
+    device: object
+    problem: dict
+    dtype: np.dtype
+    measure: Measure
+    seed: int = 0
+    host: list = field(default_factory=list)
+    expected: list = field(default_factory=list)
+    sets: list = field(default_factory=list)
+
+    def __post_init__(self):
+        rng = np.random.default_rng(self.seed)
+        for _ in range(max(1, self.measure.input_sets)):
+            inputs = self.target.inputs(self.problem, self.dtype, rng)
+            self.host.append(inputs)
+            self.sets.append(tuple(self.device.asarray(a) for a in inputs))
+        self.expected = [None] * len(self.host)
+
+    def close(self) -> None:
+        for args in self.sets:
+            for b in args:
+                b.close()
+        self.sets = []
+
+    def _expected(self, i: int) -> np.ndarray:
+        if self.expected[i] is None:
+            self.expected[i] = np.asarray(self.target.expect(*self.host[i]))
+        return self.expected[i]
+
+    def _run(self, params: dict, args: tuple):
+        out = self.target.run(params, args)
+        if isinstance(out, Buffer) and all(out is not a for a in args):
+            out.close()  # released once the queued work is done
+        return out
+
+    def evaluate(self, params: dict, timeout_ms: float | None) -> Evaluation:
+        dev, dt = self.device, dtype_lookup(self.dtype)
+        try:
+            self.target.family.kernels(dev, dt, params)
+        except CompileError as exc:
+            return Evaluation(params, "compile_error", None, _short(exc))
+        except Exception as exc:  # a backend that reports build failures its own way
+            return Evaluation(params, "compile_error", None, _short(exc))
+        try:
+            if self.measure.check and not self._check(params):
+                return Evaluation(params, "wrong", None, "output differs from the reference")
+            for w in range(self.measure.warmup):
+                self._run(params, self.sets[w % len(self.sets)])
+            dev.synchronize()
+            times = []
+            for r in range(max(1, self.measure.repeat)):
+                with dev.timer() as t:
+                    self._run(params, self.sets[r % len(self.sets)])
+                times.append(t.ms)
+                if timeout_ms is not None and t.ms > timeout_ms:
+                    return Evaluation(params, "timeout", t.ms, f"one launch took {t.ms:.3g} ms > {timeout_ms:.3g} ms")
+            return Evaluation(params, "ok", statistics.median(times))
+        except Exception as exc:
+            try:
+                dev.synchronize()
+            except Exception:  # the device may be unusable after a failed launch; the next config says so
+                pass
+            return Evaluation(params, "launch_error", None, _short(exc))
+
+    def _check(self, params: dict) -> bool:
+        host = self.host[0]
+        fresh = tuple(self.device.asarray(a) for a in host)  # in-place kernels need untouched inputs
+        try:
+            out = self.target.run(params, fresh)
+            got = out.to_numpy()
+            if all(out is not a for a in fresh):
+                out.close()
+        finally:
+            for b in fresh:
+                b.close()
+        return self.target.check(got, self._expected(0), self.dtype, int(self.problem.get("k", 1)))
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 600 else text[:600] + " ..."
+
+
+def default_params(family, device, problem: dict, dtype) -> dict:
+    dt = dtype_lookup(dtype)
+    params = family.defaults(device)
+    if not family.is_valid(params, device, problem, dt):
+        params = family_mod._first_valid(family, device, problem, dt)
+    return params
+
+
+class Cost:
+    """The cost function strategies call: each distinct config is measured (or replayed) once,
+    counted against the budget, recorded, and reported to ``on_evaluation``."""
+
+    def __init__(self, evaluate: Callable[[dict], Evaluation], budget: Budget, space_size: int,
+                 on_evaluation: Callable[[Evaluation], None] | None = None, clock=time.monotonic):
+        self.evaluate_fn = evaluate
+        self.budget = budget
+        self.space_size = space_size
+        self.on_evaluation = on_evaluation
+        self.clock = clock
+        self.start = clock()
+        self.history: list[Evaluation] = []
+        self.seen: dict = {}
+
+    def __call__(self, config: dict) -> float:
+        k = Space.key(config)
+        if k in self.seen:
+            return self.seen[k]
+        b = self.budget
+        if (b.evaluations is not None and len(self.history) >= b.evaluations) or \
+                (b.seconds is not None and self.clock() - self.start >= b.seconds) or len(self.seen) >= self.space_size:
+            raise BudgetExhausted
+        ev = self.evaluate_fn(dict(config))
+        self.history.append(ev)
+        self.seen[k] = ev.cost
+        if self.on_evaluation is not None:
+            self.on_evaluation(ev)
+        return ev.cost
+
+
+def search(space: Space, cost: Cost, strategy: str, seed: int, options: dict | None = None) -> list[Evaluation]:
+    """Run ``strategy`` over ``space`` until it finishes or the budget is spent; the evaluations."""
+    module = strategies.get(strategy)
+    opts = strategies.options(module, options)
+    try:
+        module.tune(space, cost, random.Random(seed), opts)
+    except BudgetExhausted:
+        pass
+    return cost.history
+
+
+def replay(space: Space, times: dict, strategy: str, budget: Budget, seed: int,
+           options: dict | None = None) -> list[Evaluation]:
+    """Run a strategy over recorded times (``{Space.key(config): ms or inf}``) without a device:
+    Kernel Tuner's simulation mode, which makes comparing strategies over many seeds cheap."""
+    def evaluate(config):
+        t = times[Space.key(config)]
+        return Evaluation(config, "ok", t) if math.isfinite(t) else Evaluation(config, "launch_error", None)
+
+    return search(space, Cost(evaluate, budget, len(space)), strategy, seed, options)

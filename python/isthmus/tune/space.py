@@ -1,0 +1,81 @@
+"""Search spaces: the product of a kernel's tunable values, cut by its restrictions (expressions over
+the parameters, the problem sizes and the device limits), enumerated once per tuning run.
+
+Strategies see a :class:`Space` as a list of configs (dicts) with indices, plus the neighbourhood
+structure of the grid (change one parameter to an adjacent value), which is what lets a learning
+strategy move through it.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..library.family import Family
+
+# Kernels users declared (isthmus.tune.declare): tunable and importable like the library's.
+_user_families: dict[str, Family] = {}
+
+
+def register(family: Family) -> None:
+    from ..library import FAMILIES
+
+    if family.name in FAMILIES:
+        raise ValueError(f"{family.name!r} is a library kernel; give your kernel another name")
+    _user_families[family.name] = family
+
+
+def kernel_family(name: str) -> Family | None:
+    from ..library import FAMILIES
+
+    return FAMILIES.get(name) or _user_families.get(name)
+
+
+def known_kernels() -> list[str]:
+    from ..library import FAMILIES
+
+    return list(FAMILIES) + sorted(_user_families)
+
+
+@dataclass
+class Space:
+    """The valid configs of ``family`` for one device, problem and dtype."""
+
+    family: Family
+    configs: list[dict]
+    _index: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, family: Family, device, problem: dict, dtype) -> "Space":
+        configs = list(family.space(device, problem, dtype))
+        return cls(family, configs, {cls.key(c): i for i, c in enumerate(configs)})
+
+    @staticmethod
+    def key(config: dict) -> tuple:
+        return tuple(sorted(config.items()))
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def __contains__(self, config: dict) -> bool:
+        return self.key(config) in self._index
+
+    def index(self, config: dict) -> int:
+        return self._index[self.key(config)]
+
+    def neighbours(self, config: dict, *, jump: bool = False) -> list[dict]:
+        """Valid configs that differ from ``config`` in one parameter: by one step of its value list,
+        or (``jump``) by any value."""
+        out = []
+        for t in self.family.tunables:
+            pos = t.values.index(config[t.name])
+            steps = [s - pos for s in range(len(t.values)) if s != pos] if jump else (-1, 1)
+            for step in steps:
+                if 0 <= pos + step < len(t.values):
+                    cand = dict(config)
+                    cand[t.name] = t.values[pos + step]
+                    if cand in self:
+                        out.append(cand)
+        return out
+
+    def random(self, rng: random.Random) -> dict:
+        return dict(rng.choice(self.configs))

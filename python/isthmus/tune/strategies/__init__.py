@@ -1,0 +1,35 @@
+"""Search strategies. Each is a module with an ``OPTIONS`` table ``{name: (default, doc)}`` and one
+entry point ``tune(space, cost, rng, options)``: it asks ``cost(config)`` for the time of configs
+(``inf`` for a config that failed) until the cost raises :class:`BudgetExhausted`, or returns when
+it has nothing left to try. Seen configs are the strategy's own business; the cost function
+counts each distinct config once against the budget.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# name -> module (imported on first use)
+NAMES = {"exhaustive": "exhaustive", "random": "random_sample", "anneal": "anneal"}
+
+
+class BudgetExhausted(Exception):
+    """Raised by the cost function when the evaluation or time budget is spent (ends the search)."""
+
+
+def get(name: str) -> ModuleType:
+    try:
+        module = NAMES[name]
+    except KeyError:
+        raise ValueError(f"no tuning strategy {name!r}; choose one of {', '.join(NAMES)}") from None
+    return importlib.import_module(f"{__name__}.{module}")
+
+
+def options(module: ModuleType, given: dict | None) -> dict:
+    """The strategy's options with ``given`` applied; an unknown option is an error."""
+    given = dict(given or {})
+    unknown = set(given) - set(module.OPTIONS)
+    if unknown:
+        raise ValueError(f"strategy {module.__name__.rsplit('.', 1)[-1]} has no option(s) {sorted(unknown)}; "
+                         f"it has {sorted(module.OPTIONS)}")
+    return {k: given.get(k, default) for k, (default, _doc) in module.OPTIONS.items()}

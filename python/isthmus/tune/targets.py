@@ -1,0 +1,166 @@
+"""What the tuner measures: a kernel with its inputs, its call and its reference.
+
+Library kernels are measured through their own ``run`` (the op users call) with the candidate
+config forced for the call, so tuning measures exactly the launches users get. Users' own
+kernels are declared with :func:`declare` (source, tunables, restrictions, problem sizes, grid
+rule, inputs, reference) and are tuned, stored and looked up like the library's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..library import FAMILIES, REFERENCES, family as library_family
+from ..library.family import Family, Tunable, forced, resolve
+from ..workloads import rel_error, tolerance
+from .space import register
+
+
+@dataclass
+class Target:
+    """A tunable kernel: ``inputs(problem, dtype, rng)`` -> host arrays; ``call(device args)`` -> the
+    result Buffer (run with the config in force); ``expect(host arrays)`` -> the reference."""
+
+    family: Family
+    inputs: Callable
+    call: Callable
+    expect: Callable
+    in_place: tuple[int, ...] = ()  # indices of inputs the call overwrites (re-uploaded before checking)
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    def run(self, params: dict, args: tuple):
+        with forced(self.family, params):
+            return self.call(*args)
+
+    def check(self, out: np.ndarray, expected: np.ndarray, dtype, k: int = 1) -> bool:
+        if out.shape != expected.shape:
+            return False
+        if np.dtype(dtype).kind in "iub":
+            return bool(np.array_equal(out, expected))
+        if not np.all(np.isfinite(out)):
+            return False
+        return rel_error(out, expected) <= tolerance(self.name, dtype, k) * 4
+
+
+def _rand(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, 100, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _library(name: str) -> Target:
+    from .. import ops
+
+    fam = library_family(name)
+    ref = REFERENCES[name]
+    if name == "axpy":
+        return Target(fam, lambda p, dt, rng: (_rand(rng, p["n"], dt), _rand(rng, p["n"], dt)),
+                      lambda x, y: ops.axpy(2.0, x, y), lambda x, y: ref(2.0, x, y), in_place=(1,))
+    if name in ("sum", "max"):
+        return Target(fam, lambda p, dt, rng: (_rand(rng, p["n"], dt),), getattr(ops, name), ref)
+    if name in ("softmax", "transpose"):
+        return Target(fam, lambda p, dt, rng: (_rand(rng, (p["rows"], p["cols"]), dt),), getattr(ops, name), ref)
+    if name == "gemm":
+        return Target(fam, lambda p, dt, rng: (_rand(rng, (p["m"], p["k"]), dt), _rand(rng, (p["k"], p["n"]), dt)),
+                      ops.gemm, ref)
+    raise KeyError(name)
+
+
+_user_targets: dict[str, Target] = {}
+
+
+def target(kernel) -> Target:
+    """The Target for a library kernel name, a declared kernel's name, or a Target itself."""
+    if isinstance(kernel, Target):
+        return kernel
+    if isinstance(kernel, UserKernel):
+        return kernel.target
+    if kernel in _user_targets:
+        return _user_targets[kernel]
+    return _library(library_family(kernel).name)
+
+
+# ---- users' own kernels -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UserFamily(Family):
+    """A Family whose source text is given, not a file of the library."""
+
+    text: str = ""
+
+    def source_text(self) -> str:
+        return self.text
+
+
+@dataclass
+class UserKernel:
+    """A user kernel declared tunable (see :func:`declare`). ``config(device, problem, dtype)`` gives
+    the tuned params (tuning database, else the defaults); ``launch(device, problem, *args)`` runs it."""
+
+    family: Family
+    entry: str
+    grid: Callable  # (problem, params) -> (global_size, local_size)
+    target: Target
+
+    def config(self, device, problem: dict, dtype=np.float32) -> dict:
+        from ..dtypes import lookup
+
+        return resolve(self.family, device, lookup(dtype), problem)[0]
+
+    def launch(self, device, problem: dict, *args, dtype=np.float32):
+        from ..dtypes import lookup
+        from ..launch import LaunchConfig
+
+        params, kernels = resolve(self.family, device, lookup(dtype), problem)
+        g, loc = self.grid(problem, params)
+        kernels[self.entry](*args, config=LaunchConfig(tuple(g), tuple(loc)))
+
+
+def declare(name: str, source: str, *, entry: str | None = None, tunables: dict, problem: tuple[str, ...],
+            grid: Callable, inputs: Callable, reference: Callable, output: int, scalars: Callable | None = None,
+            restrictions: tuple[str, ...] = (), dtypes: tuple[str, ...] = ("float32",)) -> UserKernel:
+    """Declare a tunable kernel of your own.
+
+    ``tunables``: ``{"WG": ((32, 64, 128), 64), ...}`` (values, default), passed as ``-D`` macros;
+    ``restrictions``: Python expressions over them, the problem sizes and ``max_work_group_size``,
+    ``local_mem_size``; ``grid(problem, params) -> (global, local)``; ``inputs(problem, dtype, rng)``
+    -> host arrays (the kernel's buffer arguments, in order); ``scalars(problem)`` -> the scalar
+    arguments that precede them; ``output``: index of the input the kernel writes;
+    ``reference(*inputs)`` -> what that output must hold.
+
+    >>> k = isthmus.tune.declare("scale", SRC, tunables={"WG": ((32, 64, 128), 64)}, problem=("n",),
+    ...     grid=lambda p, c: ((-(-p["n"] // c["WG"]) * c["WG"],), (c["WG"],)),
+    ...     inputs=lambda p, dt, rng: (rng.random(p["n"]).astype(dt), np.zeros(p["n"], dt)),
+    ...     scalars=lambda p: (p["n"],), output=1, reference=lambda x, y: 2 * x)
+    >>> isthmus.tune(k, problem={"n": 4096}, budget=3)
+    """
+    family = UserFamily(name=name, source=f"<{name}>", entries=(entry or name,), dtypes=tuple(dtypes),
+                        tunables=tuple(Tunable(k, tuple(v), d) for k, (v, d) in tunables.items()),
+                        problem=tuple(problem), restrictions=tuple(restrictions), text=source)
+    holder: dict = {}
+
+    def call(*bufs):
+        dev = bufs[0].device
+        problem_now = holder["problem"]
+        holder["kernel"].launch(dev, problem_now, *(scalars(problem_now) if scalars else ()), *bufs,
+                                dtype=bufs[0].dtype)
+        return bufs[output]
+
+    def make_inputs(p, dt, rng):
+        holder["problem"] = dict(p)
+        return inputs(p, dt, rng)
+
+    tgt = Target(family, make_inputs, call, lambda *host: reference(*host), in_place=(output,))
+    kernel = UserKernel(family, entry or name, grid, tgt)
+    holder["kernel"] = kernel
+    register(family)
+    _user_targets[name] = tgt
+    return kernel
+
+
+__all__ = ["FAMILIES", "Target", "UserKernel", "declare", "target"]
