@@ -42,14 +42,3 @@ def J(jvm):
             return jvm.JClass(pkg + name)
 
     return Classes()
-
-
-def pytest_generate_tests(metafunc):
-    if "dev" in metafunc.fixturenames:
-        import isthmus
-
-        try:
-            devs = isthmus.devices()
-        except Exception:  # noqa: BLE001 - no backend: nothing to parametrize over
-            devs = []
-        metafunc.parametrize("dev", devs, ids=[d.id for d in devs])

@@ -1,0 +1,105 @@
+"""What Java did, checked from Python: shared buffers by pointer and data, errors both ways,
+implicit conversion, zero-copy host memory."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def test_python_buffer_written_by_java_kernel_is_read_in_place(jvm, J, dev):
+    import isthmus.java
+
+    data = np.random.rand(37).astype(np.float32)
+    x = dev.asarray(data)
+    jx = isthmus.java.to_java(x)
+    assert int(J.CrossLang.pointerOf(jx)) == x.ptr
+    J.CrossLang.scaleInPlace(jx, 3.0)
+    np.testing.assert_allclose(x.to_numpy(), data * 3, rtol=1e-6)
+    assert isthmus.java.from_java(jx) is x
+    jx.close()
+    assert not x.closed  # closing the Java handle leaves Python's buffer open
+    x.close()
+
+
+def test_java_buffer_read_by_python_and_back(jvm, J, dev):
+    import isthmus
+    import isthmus.java
+
+    jdev = J.Isthmus.get().device(dev.id)
+    jb = J.CrossLang.iota(jdev, 19)
+    b = isthmus.java.from_java(jb)
+    assert b.ptr == int(jb.pointer())
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(19, dtype=np.float32))
+    isthmus.ops.axpy(1.0, b, b)  # Python writes, Java reads the same allocation
+    assert list(jb.toFloatArray()) == [2.0 * i for i in range(19)]
+    jb.close()
+    assert not b.closed  # Python holds it now (from_java)
+    b.close()
+    with pytest.raises(J.ClosedBufferException):
+        jb.toFloatArray()
+
+
+def test_python_buffer_converts_implicitly(jvm, J, dev):
+    x = dev.asarray(np.arange(10, dtype=np.float32))
+    assert float(J.CrossLang.sum(x)) == 45.0  # Buffer passed where Java takes a DeviceBuffer
+    x.close()
+    with pytest.raises(Exception):
+        J.CrossLang.sum(x)
+
+
+def test_python_errors_reach_java_with_message_and_traceback(jvm, J, dev):
+    jdev = J.Isthmus.get().device(dev.id)
+    with pytest.raises(J.InvalidArgumentException) as info:
+        J.CrossLang.compileWithBadDefine(jdev)
+    e = info.value
+    assert "not a C identifier" in str(e.getMessage())
+    assert str(e.pythonType()) == "isthmus.errors.InvalidArgumentError"
+    assert "Traceback (most recent call last)" in str(e.pythonTraceback())
+    assert "kernel.py" in str(e.pythonTraceback())
+
+
+def test_java_exceptions_keep_their_class_in_python(jvm, J):
+    with pytest.raises(J.IllegalStateException) as info:
+        J.CrossLang.fail("from java")
+    assert "from java" in str(info.value.getMessage())
+
+
+def test_direct_buffers_are_zero_copy_arrays_are_one(jvm, J, dev):
+    import isthmus.java.provider as provider
+
+    ByteBuffer = jvm.JClass("java.nio.ByteBuffer")
+    ByteOrder = jvm.JClass("java.nio.ByteOrder")
+    bb = ByteBuffer.allocateDirect(40).order(ByteOrder.nativeOrder())
+    view = provider._host_view(bb, np.float32, (10,))
+    view[:] = np.arange(10)
+    assert float(bb.getFloat(36)) == 9.0  # Java sees NumPy's write: same memory
+    assert view.ctypes.data == int(J.CrossLang.hostAddress(bb))
+    pinned = J.Isthmus.get().device(dev.id).allocateHost(J.DType.FLOAT32, 4)
+    pv = provider._host_view(pinned, np.float32, (4,))
+    pv[:] = 7
+    assert float(pinned.getFloat(12)) == 7.0
+    arr = jvm.JArray(jvm.JFloat)([1, 2, 3])
+    host = np.asarray(arr)  # what fromArray/copyFrom read: JPype's one bulk copy
+    arr[0] = 5
+    assert host[0] == 1.0  # a snapshot, not a view of the Java heap
+
+
+def test_runtime_threads_are_python_threads(jvm, J):
+    import threading
+
+    ex = J.Isthmus.get().executor(2)
+    names = []
+    Callable = jvm.JClass("java.util.concurrent.Callable")
+
+    @jvm.JImplements(Callable)
+    class Name:
+        @jvm.JOverride
+        def call(self):
+            names.append(threading.current_thread().name)
+            return None
+
+    for f in ex.invokeAll(jvm.JClass("java.util.Arrays").asList(jvm.JArray(Callable)([Name(), Name()]))):
+        f.get()
+    ex.shutdown()
+    assert ex.awaitTermination(10, jvm.JClass("java.util.concurrent.TimeUnit").SECONDS)
+    assert all(n.startswith("isthmus-java-") for n in names), names
