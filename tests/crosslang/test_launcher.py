@@ -1,0 +1,72 @@
+"""`isthmus java`: run in a subprocess like a user would; stdout/stderr pass through and the
+exit code is main's, also after System.exit."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isthmus.java.launcher import Command, UsageError, parse
+
+APPS = Path(__file__).resolve().parent / "apps"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    import isthmus.java
+
+    out = tmp_path_factory.mktemp("app")
+    cp = os.pathsep.join(isthmus.java.classpath())
+    subprocess.run(["javac", "--release", "17", "-cp", cp, "-d", str(out / "classes"),
+                    str(APPS / "demo" / "Exits.java")], check=True)
+    (out / "manifest.txt").write_text("Main-Class: demo.Exits\n")
+    subprocess.run(["jar", "cfm", str(out / "app.jar"), str(out / "manifest.txt"), "-C", str(out / "classes"), "."],
+                   check=True)
+    return out
+
+
+def java(*argv, atexit_marker=False):
+    code = "import sys; from isthmus.java.launcher import main; sys.exit(main(sys.argv[1:]))"
+    if atexit_marker:
+        code = "import atexit; atexit.register(lambda: print('python-atexit-ran', flush=True)); " + code
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+
+
+def test_main_returns(app):
+    r = java("-cp", str(app / "classes"), "demo.Exits", "return", "x")
+    assert r.returncode == 0, r.stderr
+    assert "sum=6.0 args=return,x" in r.stdout
+    assert "to stderr" in r.stderr
+
+
+@pytest.mark.parametrize("status", ["0", "3", "42"])
+def test_system_exit_status_and_python_exit_handlers(app, status):
+    r = java("-Dsome.prop=1", "-jar", str(app / "app.jar"), status, atexit_marker=True)
+    assert r.returncode == int(status), r.stderr
+    assert "sum=6.0" in r.stdout
+    assert "python-atexit-ran" in r.stdout  # System.exit did not skip Python's handlers
+
+
+def test_exception_in_main(app):
+    r = java("-cp", str(app / "classes"), "demo.Exits", "throw")
+    assert r.returncode == 1
+    assert 'Exception in thread "main" java.lang.IllegalStateException: boom' in r.stderr
+
+
+def test_missing_class_and_bad_usage(app):
+    r = java("-cp", str(app / "classes"), "demo.Nope")
+    assert r.returncode == 1 and "Could not find or load main class demo.Nope" in r.stderr
+    assert java().returncode == 2
+    assert java("-jar", str(app / "missing.jar")).returncode == 2
+
+
+def test_parse_accepts_java_options(tmp_path):
+    argfile = tmp_path / "args"
+    argfile.write_text("-Xmx256m -cp a:b")
+    cmd = parse([f"@{argfile}", "--add-opens", "java.base/java.lang=ALL-UNNAMED", "-ea", "M", "-cp", "x"])
+    assert cmd == Command("M", ("-cp", "x"), ("a", "b"), ("-Xmx256m", "--add-opens", "java.base/java.lang=ALL-UNNAMED", "-ea"))
+    with pytest.raises(UsageError):
+        parse(["-Xmx1g"])
