@@ -30,7 +30,7 @@ class Plan:
     """
 
     __slots__ = ("kernel", "device", "config", "_values", "_mems", "_live", "_native", "_go", "_closed",
-                 "__weakref__")
+                 "result", "__weakref__")
 
     def __init__(self, kernel: "Kernel", args, config: LaunchConfig | None):
         if config is None:
@@ -59,6 +59,7 @@ class Plan:
         self._native = self.device._prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch
         self._closed = False
+        self.result = None  # a library op's output buffer (library kernels' prepare)
         self._refresh()
 
     def _refresh(self) -> None:

@@ -41,6 +41,13 @@ class LibraryKernel:
                 raise InvalidArgumentError(f"{self.name} on {self.device.id}: argument {i} lives on {a.device.id}")
         return self._run(*args, **kwargs)
 
+    def prepare(self, *args, **kwargs):
+        """The op with these arguments, checked and recorded once: a Plan (one launch) or a Graph;
+        ``.launch()`` replays it, ``.result`` is the op's return value."""
+        from ..graph import prepare_call
+
+        return prepare_call(self.device, lambda: self(*args, **kwargs), self.name)
+
     def __repr__(self) -> str:
         return f"<isthmus library kernel {self.name} on {self.device.id}>"
 
