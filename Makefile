@@ -9,7 +9,7 @@ JAR_DIR := python/isthmus/java/lib
 JAVA_SRC := $(shell find java/src/main -type f 2>/dev/null) pom.xml
 MVN    := mvn -q -B -ntp
 
-.PHONY: demo test venv jar bench clean opencl-driver
+.PHONY: demo test venv jar java-demo bench clean opencl-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # An OpenCL CPU device for machines without a GPU: the distribution's PoCL. (PyPI's PoCL build,
@@ -28,16 +28,25 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # ---- Java artifact (io.isthmus:isthmus), shipped inside the Python package ----
-jar: $(JAR_DIR)/.built
-$(JAR_DIR)/.built: $(JAVA_SRC)
+# `mvn install` also compiles the Java test classes and writes target/test-classpath.txt,
+# which tests/crosslang puts on the hosted JVM's classpath.
+JAVA_ALL := $(JAVA_SRC) $(shell find java/src/test -type f 2>/dev/null)
+JAR_STAMP := target/.jar-installed
+jar: $(JAR_STAMP)
+$(JAR_STAMP): $(JAVA_ALL)
 	$(MVN) install -DskipTests
 	mkdir -p $(JAR_DIR)
 	rm -f $(JAR_DIR)/*.jar
-	cp target/isthmus-*[0-9T].jar $(JAR_DIR)/ 2>/dev/null || cp $$(ls target/isthmus-*.jar | grep -v -E 'sources|javadoc') $(JAR_DIR)/
+	cp target/isthmus-0.1.0.jar $(JAR_DIR)/
 	touch $@
+
+# the Java example: a standalone Maven app on the installed artifact, run through the launcher
+java-demo: venv jar
+	cd examples/java && $(MVN) compile && ../../$(PY) -m isthmus.java -cp target/classes example.Scoring
 
 demo: opencl-driver venv jar
 	$(PY) examples/python/demo.py
+	$(MAKE) --no-print-directory java-demo
 
 test: opencl-driver venv jar
 	$(PY) -m pytest tests
@@ -46,4 +55,4 @@ bench: venv jar
 	$(PY) -m isthmus.cli bench
 
 clean:
-	rm -rf $(VENV) target $(JAR_DIR)
+	rm -rf $(VENV) target $(JAR_DIR) examples/java/target
