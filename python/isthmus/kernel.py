@@ -110,9 +110,20 @@ def _param(text: str, aliases: dict, kernel: str) -> Param:
     return Param(pname, "scalar", ctype, SCALAR_CTYPES[ctype], False)
 
 
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)}
+
+
 def convert_scalar(value, param: Param, where: str):
     """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
     dt = param.dtype
+    kind = dt.kind
+    # Fast paths for the common cases (a Python float for a float, a Python int for an int in range).
+    t = type(value)
+    if t is float and kind == "f" and dt.itemsize >= 4 and (dt.itemsize == 8 or -3.4e38 < value < 3.4e38):
+        return dt.type(value)
+    if t is int and kind in "iu" and _INT_RANGE[dt][0] <= value <= _INT_RANGE[dt][1]:
+        return dt.type(value)
     if isinstance(value, Buffer):
         raise InvalidArgumentError(f"{where}: parameter {param.name!r} is a scalar {param.ctype}, got a Buffer")
     if isinstance(value, (bool, np.bool_)):

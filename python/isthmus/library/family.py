@@ -105,7 +105,7 @@ class Family:
 
 def bucket(value: int) -> int:
     """Problem sizes are looked up by bucket: the next power of two."""
-    return 1 if value <= 1 else 1 << math.ceil(math.log2(value))
+    return 1 if value <= 1 else 1 << (int(value) - 1).bit_length()
 
 
 _resolve_lock = threading.Lock()
@@ -120,7 +120,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
     if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
         family.check_dtype(device, dt)
         return forced[1], family.kernels(device, dt, forced[1])
-    key = (family.name, device.id, dt.name, tuple(bucket(problem[p]) for p in family.problem))
+    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
     found = _resolved.get(key)
     if found is None:
         family.check_dtype(device, dt)
