@@ -1,0 +1,146 @@
+"""Strategies compared: the learning one (anneal) against random sampling and exhaustive search.
+
+Two steps (Kernel Tuner's simulation runner idea): ``--record`` measures a whole space once on a
+device (exhaustive, every config checked against the reference) and writes the times; the
+replay (default) runs each strategy over those recorded times for many seeds at a budget of a
+fraction of the space, so a comparison over 10 seeds costs seconds and no device.
+
+    python benchmarks/tune_strategies.py --record --device opencl:0 --kernel sum --size n=1048576
+    python benchmarks/tune_strategies.py --record --device opencl:0 --kernel gemm --size m=128 n=128 k=128
+    python benchmarks/tune_strategies.py            # replay every recorded space in benchmarks/results/
+
+Writes benchmarks/results/tune_strategies.{json,md}. Target: on spaces of >= 200 configs, anneal
+within 5% of the exhaustive best using <= 20% of the evaluations, averaged over >= 5 seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def record(args) -> Path:
+    import isthmus
+    from isthmus.tune import runner
+
+    dev = isthmus.device(args.device)
+    problem = dict(_size(s) for s in args.size)
+    t0 = time.time()
+    done = [0]
+
+    def progress(ev):
+        done[0] += 1
+        if done[0] % 20 == 0:
+            print(f"  {done[0]} configs, {time.time() - t0:.0f} s", file=sys.stderr)
+
+    r = isthmus.tune(args.kernel, device=dev, problem=problem, strategy="exhaustive", budget=10 ** 9,
+                     seed=0, dtype=args.dtype, database=False, on_evaluation=progress,
+                     measure=runner.Measure(warmup=1, repeat=args.repeat))
+    doc = {"kernel": args.kernel, "problem": problem, "dtype": args.dtype, "device": dev.identity(),
+           "device_id": dev.id, "space_size": r.space_size, "seconds": r.seconds, "default": r.default,
+           "default_ms": r.default_ms,
+           "configs": [{"params": e.params, "status": e.status, "time_ms": e.time_ms} for e in r.evaluations]}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{args.kernel}-{dev.backend}-{dev.kind}-" + "-".join(map(str, problem.values())))
+    out = RESULTS / f"tune_space_{tag}.json"
+    out.write_text(json.dumps(doc, indent=1))
+    print(f"recorded {len(doc['configs'])} configs of {args.kernel} in {r.seconds:.0f} s -> {out}")
+    return out
+
+
+def _size(text: str):
+    name, value = text.split("=", 1)
+    return name, int(value)
+
+
+def replay_file(path: Path, seeds: int, fraction: float) -> dict:
+    from isthmus.tune.runner import Budget, replay
+    from isthmus.tune.space import Space, kernel_family
+
+    doc = json.loads(path.read_text())
+    family = kernel_family(doc["kernel"])
+    configs = [c["params"] for c in doc["configs"]]
+    times = {Space.key(c["params"]): (c["time_ms"] if c["status"] == "ok" else math.inf) for c in doc["configs"]}
+    space = Space(family, configs, {Space.key(c): i for i, c in enumerate(configs)})
+    best = min(times.values())
+    budget = max(1, math.floor(fraction * len(space)))
+    row = {"file": path.name, "kernel": doc["kernel"], "problem": doc["problem"], "device": doc["device"]["name"],
+           "backend": doc["device"]["backend"], "space": len(space), "budget": budget, "exhaustive_best_ms": best,
+           "default_ms": doc.get("default_ms"), "strategies": {}}
+    for strategy in ("anneal", "random"):
+        ratios, hits, reach = [], 0, []
+        for seed in range(seeds):
+            hist = replay(space, times, strategy, Budget(budget), seed)
+            curve = _best_so_far(hist)
+            ratios.append(curve[-1] / best)
+            hits += curve[-1] <= 1.05 * best
+            reach.append(next((i + 1 for i, t in enumerate(curve) if t <= 1.05 * best), math.inf))
+        row["strategies"][strategy] = {
+            "mean_best_over_exhaustive": statistics.mean(ratios), "worst": max(ratios),
+            "seeds_within_5pct": hits, "seeds": seeds,
+            "median_evals_to_5pct": statistics.median(reach)}
+    hist = replay(space, times, "exhaustive", Budget(len(space)), 0)
+    row["strategies"]["exhaustive"] = {"mean_best_over_exhaustive": _best_so_far(hist)[-1] / best,
+                                       "evaluations": len(hist)}
+    return row
+
+
+def _best_so_far(history) -> list[float]:
+    out, best = [], math.inf
+    for e in history:
+        best = min(best, e.cost)
+        out.append(best)
+    return out
+
+
+def markdown(rows: list[dict], fraction: float) -> str:
+    lines = [f"# Tuning strategies (replayed over recorded spaces; budget {fraction:.0%} of the space)", "",
+             "| kernel | device | problem | space | budget | strategy | mean best / exhaustive | worst | "
+             "seeds within 5% | median evals to 5% |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for s in ("anneal", "random"):
+            v = r["strategies"][s]
+            lines.append(f"| {r['kernel']} | {r['backend']} {r['device']} | {r['problem']} | {r['space']} | "
+                         f"{r['budget']} | {s} | {v['mean_best_over_exhaustive']:.3f} | {v['worst']:.3f} | "
+                         f"{v['seeds_within_5pct']}/{v['seeds']} | {v['median_evals_to_5pct']} |")
+        lines.append(f"| {r['kernel']} | {r['backend']} {r['device']} | {r['problem']} | {r['space']} | "
+                     f"{r['space']} | exhaustive | 1.000 (best {r['exhaustive_best_ms']:.4g} ms) | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--record", action="store_true", help="measure a whole space on a device")
+    p.add_argument("--device", default=None)
+    p.add_argument("--kernel", default="sum")
+    p.add_argument("--size", nargs="*", default=["n=1048576"])
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--fraction", type=float, default=0.2, help="budget as a share of the space")
+    p.add_argument("--out", default=str(RESULTS))
+    args = p.parse_args(argv)
+    if args.record:
+        record(args)
+        return 0
+    rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.out).glob("tune_space_*.json"))]
+    rows = [r for r in rows if r["space"] >= 200]
+    if not rows:
+        print("no recorded spaces of >= 200 configs; run with --record first", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    (out / "tune_strategies.json").write_text(json.dumps(rows, indent=1))
+    (out / "tune_strategies.md").write_text(markdown(rows, args.fraction))
+    print(markdown(rows, args.fraction))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""``isthmus db show | export FILE | import FILE | clear``: the user's tuning database."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="isthmus db", description="the tuning database (ISTHMUS_TUNING_DB)")
+    sub = p.add_subparsers(dest="verb", required=True)
+    s = sub.add_parser("show", help="list the best config per kernel, device, dtype and size bucket")
+    s.add_argument("--bundled", action="store_true", help="show the configs shipped with isthmus instead")
+    s.add_argument("--json", action="store_true", help="print the export document instead of a table")
+    e = sub.add_parser("export", help="write the best configs as JSON")
+    e.add_argument("file", help="output file ('-': standard output)")
+    i = sub.add_parser("import", help="merge configs from a JSON export (validated; all or nothing)")
+    i.add_argument("file")
+    c = sub.add_parser("clear", help="delete every run and best config")
+    c.add_argument("--yes", action="store_true", help="do not ask")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from ..errors import IsthmusError
+
+    try:
+        return _VERBS[args.verb](args)
+    except (IsthmusError, OSError) as exc:
+        print(f"isthmus db: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _show(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import db
+
+    store = db.bundled() if args.bundled else db.user()
+    doc = store.export()
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    where = "bundled with isthmus" if args.bundled else str(store.path)
+    counts = store.counts()
+    t = Table(title=f"tuning database {where}: {counts['best']} best configs, {counts['runs']} runs")
+    for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default"):
+        t.add_column(col)
+    for e in doc["entries"]:
+        dev = e["device"]
+        speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") else "-"
+        t.add_row(e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
+                  " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
+                  " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed)
+    Console().print(t)
+    return 0
+
+
+def _export(args) -> int:
+    from . import db
+
+    doc = db.user().export()
+    text = json.dumps(doc, indent=1, sort_keys=True)
+    if args.file == "-":
+        print(text)
+    else:
+        with open(args.file, "w") as f:
+            f.write(text + "\n")
+        print(f"exported {len(doc['entries'])} configs to {args.file}", file=sys.stderr)
+    return 0
+
+
+def _import(args) -> int:
+    from ..errors import DatabaseError
+    from . import db
+
+    with open(args.file) as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise DatabaseError(f"{args.file} is not JSON: {exc}") from None
+    count = db.user().import_document(doc, source=args.file)
+    db.forget()
+    print(f"imported {count} configs from {args.file} into {db.user().path}", file=sys.stderr)
+    return 0
+
+
+def _clear(args) -> int:
+    from . import db
+
+    store = db.user()
+    if not args.yes and sys.stdin.isatty():
+        if input(f"delete every tuned config in {store.path}? [y/N] ").strip().lower() not in ("y", "yes"):
+            return 1
+    count = store.clear()
+    db.forget()
+    print(f"cleared {count} configs from {store.path}", file=sys.stderr)
+    return 0
+
+
+_VERBS = {"show": _show, "export": _export, "import": _import, "clear": _clear}
+
+if __name__ == "__main__":
+    sys.exit(main())
