@@ -202,7 +202,9 @@ class BufferHandle:
         host = self.live().to_numpy().reshape(-1)
         if host.dtype != np_type:
             host = host.astype(np_type)
-        return jpype.JArray(jtype)(host)  # the one copy: JPype's bulk write
+        out = jpype.JArray(jtype)(host.size)
+        out[:] = host  # the one copy: JPype's bulk write (faster than the JArray(host) constructor)
+        return out
 
     @_spi
     def to(self, device):

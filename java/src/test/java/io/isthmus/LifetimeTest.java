@@ -1,7 +1,6 @@
 package io.isthmus;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -36,7 +35,7 @@ class LifetimeTest {
         for (int i = 0; i < 1000; i++) {
             dev.allocate(DType.UINT8, 64); // dropped without close()
         }
-        assertTrue(rt.liveBuffers() >= before + 1000);
+        // (some may already be released: allocate() drains what the Cleaner queued)
         long deadline = System.nanoTime() + 20_000_000_000L;
         while (rt.liveBuffers() > before && System.nanoTime() < deadline) {
             System.gc();
