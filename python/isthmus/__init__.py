@@ -17,6 +17,7 @@ from .errors import (BackendUnavailableError, ClosedBufferError, CompileError, D
 from .interop import asarray
 from .kernel import Kernel
 from .launch import LaunchConfig
+from .fuse import fuse
 from . import ops
 from . import tune  # callable: isthmus.tune(kernel, ...); isthmus.tune.db is the tuning database
 
