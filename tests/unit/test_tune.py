@@ -1,0 +1,130 @@
+"""Tuning on a real device (PoCL here): failures recorded and skipped, results stored and used by
+later launches in this process and in others, the CLI and its plot, the db CLI."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.library import FAMILIES, REFERENCES
+from isthmus.library.family import resolve
+from isthmus.dtypes import lookup as dtype
+from isthmus.tune import db as dbmod
+from isthmus.tune.runner import Measure
+
+SCALE = r"""
+__kernel void scale(const int n, __global const float* x, __global float* y) {
+#if WG == 16
+#error "this config does not compile"
+#endif
+    const int i = get_global_id(0);
+    float acc = 0.0f;
+#if WG == 256
+    for (int r = 0; r < 400000; ++r) acc = acc * 0.999f + (float)r;   /* far too slow */
+#endif
+    if (i < n) {
+#if WG == 32
+        y[i] = 3.0f * x[i];                                            /* wrong answer */
+#else
+        y[i] = 2.0f * x[i] + (acc == 1.5f ? 1.0f : 0.0f);
+#endif
+    }
+}
+"""
+
+
+@pytest.fixture
+def tuning_db(tmp_path, monkeypatch):
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    dbmod.reset()
+    yield tmp_path / "tuning.sqlite"
+    dbmod.reset()
+
+
+def _scale():
+    def grid(p, c):
+        wg = c["WG"] if c["WG"] != 1000 else 8192  # WG=1000 launches a work-group larger than any device allows
+        return ((-(-p["n"] // wg)) * wg,), (wg,)
+
+    return isthmus.tune.declare(
+        "scale_test", SCALE, entry="scale", tunables={"WG": ((16, 32, 64, 128, 256, 1000), 64)}, problem=("n",),
+        grid=grid, inputs=lambda p, dt, rng: (rng.standard_normal(p["n"]).astype(dt), np.zeros(p["n"], dt)),
+        scalars=lambda p: (p["n"],), output=1, reference=lambda x, y: 2 * x)
+
+
+def test_failures_are_recorded_with_their_status_and_skipped(dev, tuning_db):
+    kernel = _scale()
+    r = isthmus.tune(kernel, device=dev, problem={"n": 1024}, strategy="exhaustive",
+                     measure=Measure(warmup=0, repeat=3, timeout_ms=50))
+    status = {e.params["WG"]: e.status for e in r.evaluations}
+    assert status == {16: "compile_error", 32: "wrong", 64: "ok", 128: "ok", 256: "timeout", 1000: "launch_error"}
+    assert r.best["WG"] in (64, 128) and r.best_ms > 0
+    assert r.by_status == {"compile_error": 1, "wrong": 1, "ok": 2, "timeout": 1, "launch_error": 1}
+    assert "this config does not compile" in next(e.error for e in r.evaluations if e.status == "compile_error")
+    runs = dbmod.user().runs("scale_test")
+    # One run per config: the default's measurement is the one the search reuses.
+    assert sorted(x["status"] for x in runs) == sorted(["ok"] * 2 + ["compile_error", "wrong", "timeout",
+                                                                    "launch_error"])
+    # A launch of the declared kernel now uses the tuned config.
+    assert kernel.config(dev, {"n": 1000}) == r.best
+    x = dev.asarray(np.arange(1000, dtype=np.float32))
+    y = dev.zeros(1000, np.float32)
+    kernel.launch(dev, {"n": 1000}, 1000, x, y)
+    np.testing.assert_allclose(y.to_numpy(), 2 * np.arange(1000, dtype=np.float32))
+
+
+def test_tuned_library_config_is_used_by_later_launches(dev, tuning_db, rng):
+    problem = {"rows": 6, "cols": 100}
+    r = isthmus.tune("softmax", device=dev, problem=problem, strategy="exhaustive", measure=Measure(repeat=3))
+    assert r.space_size == len(r.evaluations) and r.by_status == {"ok": r.space_size}
+    assert r.speedup >= 1.0 and r.default == FAMILIES["softmax"].defaults(dev)
+    params, _ = resolve(FAMILIES["softmax"], dev, dtype("float32"), {"rows": 7, "cols": 90})  # same bucket
+    assert params == r.best
+    x = rng.standard_normal((7, 90)).astype(np.float32)
+    out = isthmus.ops.softmax(dev.asarray(x)).to_numpy()
+    np.testing.assert_allclose(out, REFERENCES["softmax"](x), rtol=1e-5, atol=1e-6)
+
+
+def test_problem_must_be_named(dev, tuning_db):
+    with pytest.raises(isthmus.InvalidArgumentError, match="m, n, k"):
+        isthmus.tune("gemm", device=dev, problem={"n": 64})
+
+
+def _cli(*args, env):
+    return subprocess.run([sys.executable, "-m", "isthmus.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_cli_tunes_in_another_process_and_this_one_uses_it(dev, tuning_db, tmp_path):
+    env = dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db), ISTHMUS_DEVICE=dev.id, COLUMNS="200")
+    png, out = tmp_path / "tune.png", tmp_path / "result.json"
+    p = _cli("tune", "axpy", "--size", "n=3000", "--strategy", "random", "--budget", "3", "--seed", "2",
+             "--repeat", "3", "--plot", str(png), "--json", str(out), env=env)
+    assert p.returncode == 0, p.stderr
+    assert "best" in p.stdout and "default" in p.stdout and "speedup over default" in p.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    result = json.loads(out.read_text())
+    assert len(result["evaluations"]) == 3
+    dbmod.reset()
+    params, _ = resolve(FAMILIES["axpy"], dev, dtype("float32"), {"n": 4000})
+    assert params == result["best"]
+
+    # db CLI: export, clear, import (validated), show.
+    exported = tmp_path / "export.json"
+    assert _cli("db", "export", str(exported), env=env).returncode == 0
+    doc = json.loads(exported.read_text())
+    assert [e["kernel"] for e in doc["entries"]] == ["axpy"]
+    assert _cli("db", "clear", "--yes", env=env).returncode == 0
+    bad = json.loads(exported.read_text())
+    bad["entries"][0]["params"]["WG"] = 48
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    p = _cli("db", "import", str(tmp_path / "bad.json"), env=env)
+    assert p.returncode == 2 and "entry 0 (axpy)" in p.stderr and "WG = 48" in p.stderr
+    assert _cli("db", "import", str(exported), env=env).returncode == 0
+    shown = _cli("db", "show", "--json", env=env)
+    assert json.loads(shown.stdout)["entries"] == doc["entries"]
