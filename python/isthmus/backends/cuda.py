@@ -194,7 +194,10 @@ class CudaDevice(Device):
     def _build(self, source: str, options: list[str], name: str):
         from cupy_backends.cuda.libs import nvrtc
 
-        opts = list(options) + [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device"]
+        # NVRTC applies -D before its built-in header, whose templates use names like T:
+        # the defines go into the source as #define lines instead.
+        source = "".join(f"#define {o[2:].split('=', 1)[0]} {o[2:].split('=', 1)[1]}\n" for o in options) + source
+        opts = [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device"]
         opts += [f"-I{d}" for d in self._include_dirs()]
         prog = nvrtc.createProgram(source, f"{name or 'isthmus'}.cu", [], [])
         try:
@@ -210,21 +213,20 @@ class CudaDevice(Device):
         return self._load_binary(cubin, options)
 
     def _binary(self, native) -> bytes | None:
-        return native.isthmus_cubin
+        return native[1]
 
     def _load_binary(self, binary: bytes, options: list[str]):
         cp = self._cp
         with self._cp_device:
             module = cp.cuda.function.Module()
             module.load(bytes(binary))
-        module.isthmus_cubin = bytes(binary)
-        return module
+        return module, bytes(binary)
 
     def _function(self, native, name: str):
         cp = self._cp
         try:
             with self._cp_device:
-                return native.get_function(name)
+                return native[0].get_function(name)
         except cp.cuda.driver.CUDADriverError as exc:
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 

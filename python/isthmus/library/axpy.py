@@ -11,10 +11,10 @@ from .family import Family, Tunable, resolve
 FAMILY = Family(
     name="axpy", source="axpy.cl", entries=("axpy",),
     dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"),
-    tunables=(Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 4)),
+    tunables=(Tunable("WG", (64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8), 4)),
     problem=("n",),
     restrictions=("WG <= max_work_group_size",),
-    cpu_defaults=(("WG", 64), ("VPT", 16)),
+    cpu_defaults=(("WG", 64), ("VPT", 8)),
 )
 
 

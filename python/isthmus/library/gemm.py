@@ -18,10 +18,9 @@ FAMILY = Family(
     problem=("m", "n", "k"),
     restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
                   "TM % WPTM == 0 and TN % WPTN == 0",
-                  "TK * (TM + TN) * acc_size <= local_mem_size",
-                  "(TM * TK) % ((TM // WPTM) * (TN // WPTN)) == 0",
-                  "(TK * TN) % ((TM // WPTM) * (TN // WPTN)) == 0"),
-    cpu_defaults=(("TM", 32), ("TN", 32), ("TK", 16), ("WPTM", 4), ("WPTN", 4)),
+                  "(TK * (TM + 4) + TK * TN) * acc_size <= local_mem_size",
+                  "m // TM < 65535"),
+    cpu_defaults=(("TM", 64), ("TN", 64), ("TK", 16), ("WPTM", 4), ("WPTN", 4)),
 )
 
 

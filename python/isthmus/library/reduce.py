@@ -12,11 +12,11 @@ from ..errors import InvalidArgumentError
 from . import checks
 from .family import Family, Tunable, resolve
 
-_TUNABLES = (Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 4),
+_TUNABLES = (Tunable("WG", (64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
              Tunable("GROUPS", (32, 64, 128, 256, 512, 1024, 2048), 1024))
 _COMMON = dict(source="reduce.cl", entries=("reduce_first", "reduce_final"),
                dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"), tunables=_TUNABLES,
-               problem=("n",), restrictions=("WG <= max_work_group_size",),
+               problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size"),
                cpu_defaults=(("WG", 64), ("VPT", 16), ("GROUPS", 64)))
 SUM = Family(name="sum", defines=(("OP_SUM", 1),), **_COMMON)
 MAX = Family(name="max", defines=(("OP_MAX", 1),), **_COMMON)
@@ -33,7 +33,7 @@ def _run(family: Family, x):
         return dev.zeros((1,), x.dtype)
     params, kernels = resolve(family, dev, dt, {"n": n})
     wg, vpt = params["WG"], params["VPT"]
-    groups = min(-(-n // (wg * vpt)), params["GROUPS"])
+    groups = max(1, min(-(-n // (wg * vpt)), params["GROUPS"]))
     acc = np.dtype({"float": np.float32, "double": np.float64}.get(dt.acc, x.dtype))
     partial = dev.empty((groups,), acc)
     out = dev.empty((1,), x.dtype)

@@ -8,8 +8,9 @@ from .family import Family, Tunable, resolve
 
 FAMILY = Family(
     name="softmax", source="softmax.cl", entries=("softmax",), dtypes=("float32", "float64", "float16"),
-    tunables=(Tunable("WG", (32, 64, 128, 256, 512, 1024), 256),),
-    problem=("rows", "cols"), restrictions=("WG <= max_work_group_size",),
+    tunables=(Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8), 4)),
+    problem=("rows", "cols"),
+    restrictions=("WG <= max_work_group_size", "2 * WG * acc_size <= local_mem_size", "cols + WG * VPT < 2**31"),
     cpu_defaults=(("WG", 64),),
 )
 

@@ -12,7 +12,7 @@ FAMILY = Family(
     tunables=(Tunable("TILE", (8, 16, 32, 64), 32), Tunable("BLOCK_ROWS", (1, 2, 4, 8, 16, 32), 8)),
     problem=("rows", "cols"),
     restrictions=("TILE % BLOCK_ROWS == 0", "TILE * BLOCK_ROWS <= max_work_group_size",
-                  "TILE * (TILE + 1) * 8 <= local_mem_size"),
+                  "TILE * (TILE + 1) * 8 <= local_mem_size", "rows // TILE < 65535"),
     storage=(("float16", "ushort"),),  # a transpose only moves bits
     cpu_defaults=(("TILE", 16), ("BLOCK_ROWS", 4)),
 )

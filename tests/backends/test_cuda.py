@@ -1,0 +1,92 @@
+"""CUDA-only behaviour: zero-copy interop with CuPy/PyTorch/DLPack, pinned host memory, peer copies."""
+import numpy as np
+import pytest
+
+import isthmus
+
+pytestmark = pytest.mark.gpu
+
+
+def _cuda():
+    try:
+        return isthmus.device("cuda:0")
+    except isthmus.IsthmusError:
+        pytest.skip("no CUDA device")
+
+
+def test_cupy_array_is_wrapped_without_copy_and_kept_alive():
+    dev = _cuda()
+    import cupy
+
+    arr = cupy.arange(1000, dtype=cupy.float32)
+    buf = isthmus.asarray(arr)
+    assert buf.ptr == arr.data.ptr and buf.device is dev and buf.shape == (1000,)
+    y = dev.zeros(1000, np.float32)
+    isthmus.ops.axpy(2.0, buf, y)
+    np.testing.assert_array_equal(y.to_numpy(), 2 * np.arange(1000, dtype=np.float32))
+    ptr = arr.data.ptr
+    del arr  # the buffer keeps the CuPy allocation alive
+    assert buf.ptr == ptr
+    np.testing.assert_array_equal(buf.to_numpy(), np.arange(1000, dtype=np.float32))
+
+
+def test_export_through_cuda_array_interface_and_dlpack():
+    dev = _cuda()
+    import cupy
+
+    host = np.random.default_rng().standard_normal((17, 33)).astype(np.float32)
+    buf = dev.asarray(host)
+    view = cupy.asarray(buf)
+    assert view.data.ptr == buf.ptr
+    dev.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(view), host)
+    dl = cupy.from_dlpack(buf)
+    assert dl.data.ptr == buf.ptr
+    view[0, 0] = 42.0  # writes through the shared memory
+    cupy.cuda.Device(0).synchronize()
+    assert buf.to_numpy()[0, 0] == 42.0
+    assert buf.__dlpack_device__() == (2, 0)
+
+
+def test_torch_tensor_round_trip():
+    dev = _cuda()
+    torch = pytest.importorskip("torch")
+    t = torch.rand(4097, device="cuda")
+    buf = isthmus.asarray(t)
+    assert buf.ptr == t.data_ptr() and buf.dtype == np.float32
+    torch.cuda.synchronize()
+    s = isthmus.ops.sum(buf).to_numpy()[0]
+    assert abs(s - float(t.double().sum())) < 1e-3 * 4097
+    back = torch.from_dlpack(buf)
+    assert back.data_ptr() == buf.ptr
+
+
+def test_non_contiguous_foreign_array_is_refused():
+    _cuda()
+    import cupy
+
+    with pytest.raises(isthmus.InvalidArgumentError, match="contiguous"):
+        isthmus.asarray(cupy.zeros((8, 8), cupy.float32)[:, ::2])
+
+
+def test_pinned_host_memory():
+    dev = _cuda()
+    import cupy
+
+    host = dev.empty_host((1 << 20,), np.float32)
+    ptr_attrs = cupy.cuda.runtime.pointerGetAttributes(host.ctypes.data)
+    assert ptr_attrs.type == cupy.cuda.runtime.memoryTypeHost  # page-locked, not pageable
+    host[:] = 1.5
+    np.testing.assert_array_equal(dev.asarray(host).to_numpy(), host)
+
+
+def test_same_source_on_cuda_and_opencl_gpu():
+    gpus = [d for d in isthmus.devices() if d.kind == "gpu"]
+    if len({d.backend for d in gpus}) < 2:
+        pytest.skip("needs a CUDA and an OpenCL GPU device")
+    src = "__kernel void sq(const int n, __global float* v) { int i = get_global_id(0); if (i < n) v[i] = v[i] * v[i]; }"
+    host = np.random.default_rng().standard_normal(1001).astype(np.float32)
+    for d in gpus:
+        b = d.asarray(host)
+        d.compile(src, "sq")(1001, b, config=isthmus.LaunchConfig((1024,), (128,)))
+        np.testing.assert_allclose(b.to_numpy(), host * host, rtol=1e-6)
