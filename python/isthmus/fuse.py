@@ -20,7 +20,7 @@ import numpy as np
 
 from .buffer import Buffer
 from .errors import InvalidArgumentError, UnsupportedDtypeError
-from .fuse_expr import Emitter, Expression, ctype, evaluate, infer, parse
+from .fuse_expr import HALF_ROUNDING, Emitter, Expression, ctype, evaluate, infer, parse
 from .launch import LaunchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -247,6 +247,7 @@ def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) ->
     source = (
         "#if defined(__OPENCL_VERSION__) && defined(cl_khr_fp64)\n"
         "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
+        + (HALF_ROUNDING if "ISTHMUS_ROUND_HALF" in code else "") +
         f"/* isthmus fused: {expr.text.replace('*/', '* /')} */\n"
         f"__kernel void fused({', '.join(params)})\n{{\n"
         "    const long isthmus_i = (long)get_global_id(0);\n"

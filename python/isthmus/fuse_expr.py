@@ -251,6 +251,12 @@ class Emitter:
         self.load = load  # input name -> C expression of its element (or scalar)
 
     def emit(self, node, ctx: np.dtype) -> tuple[str, np.dtype]:
+        code, r = self._emit(node, ctx)
+        if r == np.float16 and not isinstance(node, ast.Name):
+            code = f"ISTHMUS_ROUND_HALF({code})"  # NumPy rounds every float16 result; so do we
+        return code, r
+
+    def _emit(self, node, ctx: np.dtype) -> tuple[str, np.dtype]:
         t = self.types[id(node)]
         r = t if isinstance(t, np.dtype) else ctx
         c = ctype(r)
@@ -343,3 +349,13 @@ def _literal(value, r: np.dtype) -> str:
     if v == info.min and r.kind == "i":  # -2^63 has no literal
         return f"(({c})({v + 1}{suffix} - 1))"
     return f"(({c}){v}{suffix})"
+
+
+# Rounding a float to the nearest float16 and back, on both backends (no cl_khr_fp16 needed).
+HALF_ROUNDING = """#ifdef ISTHMUS_CUDA
+#define ISTHMUS_ROUND_HALF(x) isthmus_h2f(isthmus_f2h(x))
+#else
+inline float isthmus_round_half(float x) { ushort h; vstore_half(x, 0, (half*)&h); return vload_half(0, (const half*)&h); }
+#define ISTHMUS_ROUND_HALF(x) isthmus_round_half(x)
+#endif
+"""

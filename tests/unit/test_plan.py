@@ -1,0 +1,133 @@
+"""Prepared launches (isthmus.plan): packed once, launch only enqueues, bind re-checks."""
+import numpy as np
+import pytest
+
+import isthmus
+
+SRC = """
+__kernel void saxpb(const long n, const float a, __global const float* x, const int b, __global float* y)
+{
+    const long i = get_global_id(0);
+    if (i < n) y[i] = a * x[i] + (float)b;
+}
+"""
+POISON = np.float32(np.nan)
+
+
+def _setup(dev, rng, n):
+    k = dev.compile(SRC, "saxpb")
+    xh = rng.standard_normal(n).astype(np.float32)
+    x = dev.asarray(xh)
+    y = dev.asarray(np.full(n, POISON, np.float32))
+    return k, xh, x, y
+
+
+def _cfg(n, wg=16):
+    return isthmus.LaunchConfig((-(-n // wg) * wg,), (wg,))
+
+
+@pytest.mark.parametrize("n", [1, 13, 1001])
+def test_plan_matches_eager_and_numpy(dev, rng, n):
+    k, xh, x, y = _setup(dev, rng, n)
+    a = float(rng.uniform(-2, 2))
+    plan = k.prepare(n, a, x, 3, y, config=_cfg(n))
+    plan.launch()
+    np.testing.assert_allclose(y.to_numpy(), np.float32(a) * xh + 3, rtol=1e-6)
+    y.copy_from(np.full(n, POISON, np.float32))
+    k(n, a, x, 3, y, config=_cfg(n))
+    eager = y.to_numpy()
+    y.copy_from(np.full(n, POISON, np.float32))
+    for _ in range(3):  # repeated launches reuse the packed arguments
+        plan.launch()
+    np.testing.assert_array_equal(y.to_numpy(), eager)
+
+
+def test_bind_scalars_and_buffers(dev, rng):
+    n = 37
+    k, xh, x, y = _setup(dev, rng, n)
+    plan = k.prepare(n, 1.0, x, 0, y, config=_cfg(n))
+    plan.bind("a", 2.5).bind(3, -4)  # by name and by index
+    plan.launch()
+    np.testing.assert_allclose(y.to_numpy(), np.float32(2.5) * xh - 4, rtol=1e-6)
+    x2h = rng.standard_normal(n).astype(np.float32)
+    y2 = dev.asarray(np.full(n, POISON, np.float32))
+    plan.bind("x", dev.asarray(x2h)).bind(-1, y2)
+    plan.launch()
+    np.testing.assert_allclose(y2.to_numpy(), np.float32(2.5) * x2h - 4, rtol=1e-6)
+    assert plan.value("b") == np.int32(-4) and plan.value("y") is y2
+
+
+def test_bind_checks_like_a_launch(dev, rng):
+    n = 8
+    k, _, x, y = _setup(dev, rng, n)
+    plan = k.prepare(n, 1.0, x, 0, y, config=_cfg(n))
+    with pytest.raises(isthmus.InvalidArgumentError, match="float32"):
+        plan.bind("x", dev.asarray(np.ones(n, np.int32)))
+    with pytest.raises(isthmus.InvalidArgumentError, match="Buffer"):
+        plan.bind("y", 1.0)
+    with pytest.raises(isthmus.InvalidArgumentError, match="scalar"):
+        plan.bind("a", x)
+    with pytest.raises(isthmus.InvalidArgumentError, match="does not fit"):
+        plan.bind("b", 2**40)
+    with pytest.raises(isthmus.InvalidArgumentError, match="no parameter 'q'"):
+        plan.bind("q", 1)
+    with pytest.raises(isthmus.InvalidArgumentError, match="out of range"):
+        plan.bind(5, 1)
+    closed = dev.asarray(np.ones(n, np.float32))
+    closed.close()
+    with pytest.raises(isthmus.ClosedBufferError):
+        plan.bind("x", closed)
+
+
+def test_prepare_checks_arguments_and_config(dev, rng):
+    k, _, x, y = _setup(dev, rng, 8)
+    with pytest.raises(isthmus.LaunchConfigError, match="needs a launch config"):
+        k.prepare(8, 1.0, x, 0, y)
+    with pytest.raises(isthmus.LaunchConfigError, match="does not divide"):
+        k.prepare(8, 1.0, x, 0, y, config=isthmus.LaunchConfig((10,), (4,)))
+    with pytest.raises(isthmus.InvalidArgumentError, match="takes 5 arguments"):
+        k.prepare(8, 1.0, x, y, config=_cfg(8))
+    with pytest.raises(isthmus.InvalidArgumentError, match="float32"):
+        k.prepare(8, 1.0, dev.zeros(8, np.int32), 0, y, config=_cfg(8))
+
+
+def test_closed_buffer_is_an_error_not_a_crash(dev, rng):
+    n = 64
+    k, xh, x, y = _setup(dev, rng, n)
+    plan = k.prepare(n, 2.0, x, 1, y, config=_cfg(n))
+    x.close()
+    with pytest.raises(isthmus.ClosedBufferError, match="bound to x"):
+        plan.launch()
+    plan.bind("x", dev.asarray(xh))
+    plan.launch()
+    np.testing.assert_allclose(y.to_numpy(), 2 * xh + 1, rtol=1e-6)
+    plan.close()
+    plan.close()
+    with pytest.raises(isthmus.InvalidArgumentError, match="closed"):
+        plan.launch()
+
+
+def test_plan_keeps_memory_of_closed_buffers(dev, rng):
+    n = 16
+    k, _, x, y = _setup(dev, rng, n)
+    plan = k.prepare(n, 2.0, x, 1, y, config=_cfg(n))
+    mem = y._mem
+    y.close()
+    assert plan._mems[-1] is mem  # the allocation cannot be reused while the plan holds it
+
+
+def test_library_kernels_prepare(dev, rng):
+    n = 1001
+    xh = rng.standard_normal(n).astype(np.float32)
+    yh = rng.standard_normal(n).astype(np.float32)
+    x, y = dev.asarray(xh), dev.asarray(yh)
+    plan = dev.kernel("axpy").prepare(2.0, x, y)
+    assert isinstance(plan, isthmus.plan.Plan) and plan.result is y
+    plan.launch()
+    plan.bind("a", -1.0).launch()
+    np.testing.assert_allclose(y.to_numpy(), yh + xh, rtol=1e-5, atol=1e-6)
+    total = dev.kernel("sum").prepare(x)  # two launches and a scratch buffer: a graph
+    total.launch()
+    np.testing.assert_allclose(total.result.to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4, atol=1e-4)
+    with pytest.raises(isthmus.InvalidArgumentError):
+        dev.kernel("axpy").prepare(1.0, x, dev.zeros(3, np.float32))
