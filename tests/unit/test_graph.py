@@ -61,10 +61,10 @@ def test_graph_bind_updates_scalars_and_same_shape_buffers(dev, rng, affine):
     plan.bind("a", 100.0)  # the graph took its own copy of the arguments when it captured
     graph.bind(0, "a", 3.0)
     graph.launch()
-    np.testing.assert_allclose(y.to_numpy(), 3 * xh, rtol=1e-6)
+    np.testing.assert_allclose(y.to_numpy(), 3 * xh, rtol=1e-6, atol=1e-6)
     y2 = dev.zeros(n, np.float32)
     graph.bind(0, "y", y2).launch()
-    np.testing.assert_allclose(y2.to_numpy(), 3 * xh, rtol=1e-6)
+    np.testing.assert_allclose(y2.to_numpy(), 3 * xh, rtol=1e-6, atol=1e-6)
     with pytest.raises(isthmus.InvalidArgumentError, match="same shape"):
         graph.bind(0, "y", dev.zeros(n + 1, np.float32))
     with pytest.raises(isthmus.InvalidArgumentError, match="out of range"):
@@ -138,4 +138,4 @@ def test_other_threads_are_not_captured(dev, rng, affine):
         t.start()
         t.join()
     assert len(graph) == 0
-    np.testing.assert_allclose(y.to_numpy(), xh, rtol=1e-6)
+    np.testing.assert_allclose(y.to_numpy(), xh, rtol=1e-6, atol=1e-6)

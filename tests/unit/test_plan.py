@@ -32,7 +32,7 @@ def test_plan_matches_eager_and_numpy(dev, rng, n):
     a = float(rng.uniform(-2, 2))
     plan = k.prepare(n, a, x, 3, y, config=_cfg(n))
     plan.launch()
-    np.testing.assert_allclose(y.to_numpy(), np.float32(a) * xh + 3, rtol=1e-6)
+    np.testing.assert_allclose(y.to_numpy(), np.float32(a) * xh + 3, rtol=1e-6, atol=1e-6)
     y.copy_from(np.full(n, POISON, np.float32))
     k(n, a, x, 3, y, config=_cfg(n))
     eager = y.to_numpy()
@@ -48,12 +48,12 @@ def test_bind_scalars_and_buffers(dev, rng):
     plan = k.prepare(n, 1.0, x, 0, y, config=_cfg(n))
     plan.bind("a", 2.5).bind(3, -4)  # by name and by index
     plan.launch()
-    np.testing.assert_allclose(y.to_numpy(), np.float32(2.5) * xh - 4, rtol=1e-6)
+    np.testing.assert_allclose(y.to_numpy(), np.float32(2.5) * xh - 4, rtol=1e-6, atol=1e-6)
     x2h = rng.standard_normal(n).astype(np.float32)
     y2 = dev.asarray(np.full(n, POISON, np.float32))
     plan.bind("x", dev.asarray(x2h)).bind(-1, y2)
     plan.launch()
-    np.testing.assert_allclose(y2.to_numpy(), np.float32(2.5) * x2h - 4, rtol=1e-6)
+    np.testing.assert_allclose(y2.to_numpy(), np.float32(2.5) * x2h - 4, rtol=1e-6, atol=1e-6)
     assert plan.value("b") == np.int32(-4) and plan.value("y") is y2
 
 
@@ -100,7 +100,7 @@ def test_closed_buffer_is_an_error_not_a_crash(dev, rng):
         plan.launch()
     plan.bind("x", dev.asarray(xh))
     plan.launch()
-    np.testing.assert_allclose(y.to_numpy(), 2 * xh + 1, rtol=1e-6)
+    np.testing.assert_allclose(y.to_numpy(), 2 * xh + 1, rtol=1e-6, atol=1e-6)
     plan.close()
     plan.close()
     with pytest.raises(isthmus.InvalidArgumentError, match="closed"):
