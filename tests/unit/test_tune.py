@@ -80,8 +80,9 @@ def test_failures_are_recorded_with_their_status_and_skipped(dev, tuning_db):
 
 def test_tuned_library_config_is_used_by_later_launches(dev, tuning_db, rng):
     problem = {"rows": 6, "cols": 100}
-    r = isthmus.tune("softmax", device=dev, problem=problem, strategy="exhaustive", measure=Measure(repeat=3))
-    assert r.space_size == len(r.evaluations) and r.by_status == {"ok": r.space_size}
+    r = isthmus.tune("softmax", device=dev, problem=problem, strategy="random", budget=4, seed=3,
+                     measure=Measure(repeat=3))
+    assert len(r.evaluations) == 4 and r.by_status == {"ok": 4}
     assert r.speedup >= 1.0 and r.default == FAMILIES["softmax"].defaults(dev)
     params, _ = resolve(FAMILIES["softmax"], dev, dtype("float32"), {"rows": 7, "cols": 90})  # same bucket
     assert params == r.best

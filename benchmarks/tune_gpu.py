@@ -1,0 +1,189 @@
+"""Tune every library kernel at several sizes on one device, under a total time budget.
+
+    python benchmarks/tune_gpu.py --device cuda:0 --out $OUT          # H200: ~5 minutes
+    python benchmarks/tune_gpu.py --device opencl:0 --out benchmarks/results --seconds 900   # PoCL
+
+Writes into --out:
+  tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,
+                              bandwidth or GFLOP/s against the device-to-device copy bandwidth
+                              (and cuBLAS SGEMM at the largest gemm size when CuPy is there)
+  bundled-<tag>.json          the best configs as an isthmus-tuning document: copy it into
+                              python/isthmus/tune/bundled/ to ship it (``isthmus db import`` also takes it)
+  tuning-<tag>.sqlite         the tuning database of this run (every evaluation)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SIZES = {
+    "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
+            "sum": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
+            "max": [{"n": 1 << 24}, {"n": 1 << 26}],
+            "softmax": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
+            "transpose": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
+            "gemm": [{"m": 512, "n": 512, "k": 512}, {"m": 2048, "n": 2048, "k": 2048},
+                     {"m": 4096, "n": 4096, "k": 4096}]},
+    "cpu": {"axpy": [{"n": 1 << 16}, {"n": 1 << 20}],
+            "sum": [{"n": 1 << 16}, {"n": 1 << 20}],
+            "max": [{"n": 1 << 20}],
+            "softmax": [{"rows": 256, "cols": 256}, {"rows": 1024, "cols": 1024}],
+            "transpose": [{"rows": 256, "cols": 256}, {"rows": 1024, "cols": 1024}],
+            "gemm": [{"m": 128, "n": 128, "k": 128}, {"m": 256, "n": 256, "k": 256}]},
+}
+WEIGHT = {"gemm": 4, "sum": 1.5, "max": 1}  # share of the time budget (big spaces get more)
+BUDGET = {"gemm": 80, "sum": 50, "max": 40, "axpy": 20, "transpose": 21, "softmax": 6}  # evaluations per run
+
+
+def moved(kernel: str, p: dict, itemsize: int) -> tuple[float, str]:
+    """Bytes moved (or flops) of one launch, and the unit of the metric."""
+    if kernel == "gemm":
+        return 2.0 * p["m"] * p["n"] * p["k"], "GFLOP/s"
+    if kernel == "axpy":
+        return 3.0 * p["n"] * itemsize, "GB/s"
+    if kernel in ("sum", "max"):
+        return 1.0 * p["n"] * itemsize, "GB/s"
+    return 2.0 * p["rows"] * p["cols"] * itemsize, "GB/s"
+
+
+def copy_bandwidth(dev, nbytes: int = 1 << 28) -> float:
+    """Device-to-device copy bandwidth in GB/s (read + write), median of repeats."""
+    from isthmus.measure import device_ms
+
+    src = dev.zeros(nbytes // 4, np.float32)
+    dst = dev.empty(nbytes // 4, np.float32)
+    ms = device_ms(dev, lambda: dev._copy(dst._mem, src._mem, nbytes), repeat=10, warmup=3)
+    src.close()
+    dst.close()
+    return 2 * nbytes / ms / 1e6
+
+
+def cublas_gflops(dev, n: int) -> float | None:
+    if dev.backend != "cuda":
+        return None
+    try:
+        import cupy as cp
+    except ImportError:
+        return None
+    with cp.cuda.Device(dev.index):
+        a = cp.random.standard_normal((n, n), dtype=cp.float32)
+        b = cp.random.standard_normal((n, n), dtype=cp.float32)
+        for _ in range(3):
+            cp.matmul(a, b)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        times = []
+        for _ in range(10):
+            start.record()
+            cp.matmul(a, b)
+            end.record()
+            end.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, end))
+    return 2.0 * n ** 3 / float(np.median(times)) / 1e6
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default=None)
+    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    p.add_argument("--seconds", type=float, default=270, help="total tuning time budget")
+    p.add_argument("--kernels", nargs="*", default=None)
+    p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
+    p.add_argument("--strategy", default="anneal")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+
+    import isthmus
+    from isthmus.tune import db as dbmod
+    from isthmus.tune.runner import Budget, Measure, default_params
+    from isthmus.library import family as library_family
+    from isthmus.dtypes import lookup
+
+    dev = isthmus.device(args.device)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{dev.backend}-{dev.name}").strip("-").lower()
+    store = dbmod.Database(out / f"tuning-{tag}.sqlite")
+    preset = SIZES[args.sizes or ("gpu" if dev.kind == "gpu" else "cpu")]
+    kernels = args.kernels or list(preset)
+    runs = [(k, size) for k in kernels for size in preset[k]]
+    weights = [WEIGHT.get(k, 1.0) for k, _ in runs]
+    t_start = time.monotonic()
+    print(f"{dev.id}: {dev.name} ({dev.identity()['driver']}); {len(runs)} tuning runs in {args.seconds:.0f} s",
+          file=sys.stderr)
+    copy_gbs = copy_bandwidth(dev, (1 << 28) if dev.kind == "gpu" else (1 << 24))
+    print(f"copy bandwidth {copy_gbs:.1f} GB/s", file=sys.stderr)
+    rows = []
+    for i, (kernel, size) in enumerate(runs):
+        left = args.seconds - (time.monotonic() - t_start)
+        seconds = max(3.0, left * weights[i] / sum(weights[i:]))
+        fam = library_family(kernel)
+        start = default_params(fam, dev, size, lookup("float32")) if args.strategy == "anneal" else None
+        try:
+            r = isthmus.tune(kernel, device=dev, problem=size, strategy=args.strategy,
+                             budget=Budget(BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
+                             measure=Measure(warmup=2, repeat=7, input_sets=3),
+                             options={"start": start} if start else None)
+        except Exception as exc:  # one kernel failing to tune must not lose the others' results
+            print(f"{kernel} {size}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            rows.append({"kernel": kernel, "problem": size, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        amount, unit = moved(kernel, size, 4)
+        row = {k: v for k, v in r.to_json().items() if k != "evaluations"}
+        row.update({"evaluations": len(r.evaluations), "unit": unit,
+                    "tuned": amount / r.best_ms / 1e6 if math.isfinite(r.best_ms) else None,
+                    "default_rate": amount / r.default_ms / 1e6 if r.default_ms else None})
+        if unit == "GB/s":
+            row["of_copy"] = row["tuned"] / copy_gbs if row["tuned"] else None
+        rows.append(row)
+        print(f"{kernel} {size}: best {r.best} {r.best_ms:.4g} ms ({row['tuned'] or 0:.1f} {unit}), default "
+              f"{r.default_ms or float('nan'):.4g} ms, {r.speedup:.2f}x, {r.by_status}, {r.seconds:.0f} s",
+              file=sys.stderr)
+    largest = max((r["problem"]["m"] for r in rows if r["kernel"] == "gemm" and "error" not in r), default=None)
+    cublas = cublas_gflops(dev, largest) if largest else None
+    for r in rows:
+        if cublas and r["kernel"] == "gemm" and r.get("problem", {}).get("m") == largest and r.get("tuned"):
+            r["of_cublas"] = r["tuned"] / cublas
+    doc = {"device": dev.info(), "identity": dev.identity(), "copy_GBps": copy_gbs, "cublas_sgemm_GFLOPs": cublas,
+           "cublas_n": largest, "seconds": time.monotonic() - t_start, "strategy": args.strategy, "runs": rows}
+    (out / f"tune_gpu-{tag}.json").write_text(json.dumps(doc, indent=1))
+    (out / f"tune_gpu-{tag}.md").write_text(markdown(doc))
+    bundle = store.export()
+    (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
+    print(markdown(doc))
+    print(f"wrote {out}/tune_gpu-{tag}.json, .md, bundled-{tag}.json ({len(bundle['entries'])} configs) in "
+          f"{doc['seconds']:.0f} s", file=sys.stderr)
+    return 0
+
+
+def markdown(doc: dict) -> str:
+    d = doc["identity"]
+    lines = [f"# Tuned library kernels on {d['name']} ({d['backend']}, driver {d['driver']})", "",
+             f"Device-to-device copy: {doc['copy_GBps']:.1f} GB/s."
+             + (f" cuBLAS SGEMM {doc['cublas_n']}^3: {doc['cublas_sgemm_GFLOPs']:.0f} GFLOP/s."
+                if doc.get("cublas_sgemm_GFLOPs") else "")
+             + f" Strategy {doc['strategy']}, {doc['seconds']:.0f} s in all.", "",
+             "| kernel | problem | evals / space | best config | tuned ms | default ms | speedup | tuned rate | "
+             "vs copy / cuBLAS | failures |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["runs"]:
+        if "error" in r:
+            lines.append(f"| {r['kernel']} | {r['problem']} | error: {r['error']} | | | | | | | |")
+            continue
+        vs = f"{r['of_copy']:.0%} of copy" if r.get("of_copy") else (
+            f"{r['of_cublas']:.0%} of cuBLAS" if r.get("of_cublas") else "")
+        fails = {k: v for k, v in r["by_status"].items() if k != "ok"}
+        lines.append(f"| {r['kernel']} | {' '.join(f'{k}={v}' for k, v in r['problem'].items())} | "
+                     f"{r['evaluations']} / {r['space_size']} | {' '.join(f'{k}={v}' for k, v in r['best'].items())} | "
+                     f"{r['best_ms']:.4g} | {r['default_ms'] or float('nan'):.4g} | {r['speedup']:.2f}x | "
+                     f"{r['tuned'] or 0:.1f} {r['unit']} | {vs} | {fails or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
