@@ -352,6 +352,18 @@ class Runtime:
         return c if out is cb and cb is not None else BufferHandle(out, owned=True)
 
     @_spi
+    def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
+        from isthmus.tune.java_spi import tune
+
+        return tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
+
+    @_spi
+    def tunedConfig(self, kernel, device, problem, dtype):
+        from isthmus.tune.java_spi import tuned_config
+
+        return tuned_config(kernel, device.device, problem, dtype)
+
+    @_spi
     def startThreads(self, body, prefix, count):
         for i in range(int(count)):
             t = threading.Thread(target=body.run, name=f"{prefix}-{len(self.threads)}", daemon=True)

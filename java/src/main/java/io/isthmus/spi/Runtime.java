@@ -1,6 +1,7 @@
 package io.isthmus.spi;
 
 import java.nio.ByteBuffer;
+import java.util.Map;
 
 /** The runtime as a whole: device discovery, library operations, threads. */
 public interface Runtime {
@@ -30,6 +31,31 @@ public interface Runtime {
 
     /** @return {@code alpha * a @ b + beta * c} ({@code c} may be {@code null}) */
     BufferHandle gemm(BufferHandle a, BufferHandle b, BufferHandle c, double alpha, double beta);
+
+    /**
+     * Tunes a library kernel (Python's {@code isthmus.tune}) and stores the results in the tuning database.
+     *
+     * @param kernel library kernel name
+     * @param device the device
+     * @param problem named problem sizes
+     * @param dtype Python dtype name
+     * @param strategy exhaustive, random or anneal
+     * @param budget distinct configs to evaluate, 0 for the default
+     * @param seconds time limit, 0 for none
+     * @param seed search seed
+     * @return the finished run
+     */
+    TuneRun tune(String kernel, DeviceHandle device, Map<String, Long> problem, String dtype, String strategy,
+                 int budget, double seconds, long seed);
+
+    /**
+     * @param kernel library kernel name
+     * @param device the device
+     * @param problem named problem sizes
+     * @param dtype Python dtype name
+     * @return the launch parameters a launch uses (tuning database, else defaults)
+     */
+    Map<String, Long> tunedConfig(String kernel, DeviceHandle device, Map<String, Long> problem, String dtype);
 
     /**
      * Starts {@code count} runtime threads (known to the runtime, so calls from them are cheap),

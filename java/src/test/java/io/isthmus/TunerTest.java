@@ -1,0 +1,47 @@
+package io.isthmus;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Tuner mirrors isthmus.tune: a run stores its best config, which launches then use. */
+class TunerTest {
+    @BeforeAll
+    static void attached() {
+        Attached.requireAttached();
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void tunesStoresAndIsUsedByLaunches(Device dev) {
+        Tuner.Result r = Tuner.of("axpy").device(dev).size("n", 3001).strategy("random").budget(3).seed(5).run();
+        assertEquals("axpy", r.kernel());
+        assertEquals(dev.id(), r.device());
+        assertEquals(3, r.evaluations());
+        assertEquals(3L, r.evaluationsByStatus().get("ok"));
+        assertTrue(r.bestMs() > 0 && r.speedup() >= 1.0, r.toString());
+        // Same size bucket (4096): the launch uses the tuned config.
+        assertEquals(r.best(), Tuner.config("axpy", dev, Map.of("n", 4000L), DType.FLOAT32));
+        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3}); DeviceBuffer y = dev.fromArray(new float[3])) {
+            Ops.axpy(2.0, x, y);
+            assertEquals(6.0f, y.toFloatArray()[2]);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void badRequestsAreInvalidArguments(Device dev) {
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("fft").device(dev).size("n", 10).run());
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("gemm").device(dev).size("n", 10).run());
+        assertThrows(InvalidArgumentException.class,
+                () -> Tuner.of("axpy").device(dev).size("n", 10).strategy("bogus").run());
+        assertThrows(InvalidArgumentException.class,
+                () -> Tuner.config("softmax", dev, Map.of("n", 10L), DType.FLOAT32));
+    }
+}

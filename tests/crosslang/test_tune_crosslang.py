@@ -1,0 +1,59 @@
+"""A config tuned from one language is used by launches from the other, across processes too."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .junit import run_classes
+
+
+@pytest.fixture
+def tuning_db(tmp_path, monkeypatch):
+    from isthmus.tune import db
+
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    db.reset()
+    yield tmp_path / "tuning.sqlite"
+    db.reset()
+
+
+def test_junit_tuner(jvm, tuning_db):
+    summary = run_classes(["io.isthmus.TunerTest"])
+    assert summary.found > 0
+    assert summary.failed == 0, "\n".join("\n".join(f.splitlines()[:8]) for f in summary.failures)
+
+
+def _python(code: str, env: dict) -> str:
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_python_process_tunes_java_launch_uses_it(jvm, J, dev, tuning_db, tmp_path):
+    env = dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "isthmus.cli", "tune", "transpose", "--device", dev.id, "--size",
+                        "rows=40", "cols=50", "--strategy", "random", "--budget", "3", "--repeat", "3", "--json",
+                        str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    best = json.loads(out.read_text())["best"]
+    jdev = J.Isthmus.get().device(dev.id)
+    problem = jvm.JClass("java.util.Map").of("rows", jvm.JLong(33), "cols", jvm.JLong(60))  # same bucket
+    used = J.Tuner.config("transpose", jdev, problem, J.DType.FLOAT32)
+    assert {str(k): int(v) for k, v in dict(used).items()} == best
+
+
+def test_java_tunes_python_process_launch_uses_it(jvm, J, dev, tuning_db):
+    jdev = J.Isthmus.get().device(dev.id)
+    r = J.Tuner.of("softmax").device(jdev).size("rows", 5).size("cols", 70).strategy("random").budget(3).seed(1).run()
+    best = {str(k): int(v) for k, v in dict(r.best()).items()}
+    code = ("import json, isthmus; from isthmus.library import FAMILIES; from isthmus.library.family import resolve; "
+            "from isthmus.dtypes import lookup; "
+            f"d = isthmus.device({dev.id!r}); "
+            "print(json.dumps(resolve(FAMILIES['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
+    used = json.loads(_python(code, dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))).strip().splitlines()[-1])
+    assert used == best
