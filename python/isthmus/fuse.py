@@ -21,6 +21,7 @@ import numpy as np
 from .buffer import Buffer
 from .errors import InvalidArgumentError, UnsupportedDtypeError
 from .fuse_expr import HALF_ROUNDING, Emitter, Expression, ctype, evaluate, infer, parse
+from .kernel import convert_scalar
 from .launch import LaunchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,10 +68,7 @@ class Fused:
         return out
 
     def _pack(self, variant, n, out, values) -> list:
-        try:
-            return variant.kernel.pack(variant.args(n, out, values))
-        except InvalidArgumentError as exc:  # a scalar out of range for the type it is used at
-            raise InvalidArgumentError(f"fused expression {self.expression!r}: {exc}") from None
+        return variant.pack(n, out, values)
 
     def prepare(self, *args, out: Buffer | None = None, **kwargs) -> "Plan":
         """A prepared launch (:class:`isthmus.plan.Plan`); ``plan.result`` is the output buffer and
@@ -184,6 +182,21 @@ class _Variant:
         self.kernel = dev.compile(self.source, "fused")
         self.lsize = (min(256, dev.max_work_group_size),)
         self._inplace = expr.target in expr.inputs
+        first = 1 if self._inplace else 2
+        self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
+                        for p in self.kernel.params[first:]]
+        first = 1 if self._inplace else 2
+        self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
+                        for p in self.kernel.params[first:]]
+
+    def pack(self, n: int, out: Buffer, values: list) -> list:
+        """The kernel's arguments. Buffers were checked by Fused._resolve and their dtypes are this
+        variant's key, so only scalars need converting (with the range checks of a launch)."""
+        dev = self.kernel.device
+        packed = [np.int64(n)] if self._inplace else [np.int64(n), dev._buffer_arg(out)]
+        for (param, where), v in zip(self._inputs, values):
+            packed.append(dev._buffer_arg(v) if param.kind == "buffer" else convert_scalar(v, param, where))
+        return packed
 
     def gsize(self, n: int) -> tuple[int]:
         w = self.lsize[0]

@@ -1,0 +1,207 @@
+"""Host cost per launch of a tiny kernel: isthmus eager call vs Plan vs Graph replay, next to the
+backend's own calls (PyOpenCL kernel call and pre-set enqueue; CuPy RawKernel, the raw driver call
+with pre-packed arguments, a CuPy-captured CUDA graph), all in one run on one device.
+
+    python benchmarks/launch_overhead.py [--device ID] [--out DIR] [--launches N] [--graph-size G]
+
+Each path runs rounds of N back-to-back launches; the host time of the loop (without the final
+synchronize) divided by N is the cost per launch; the median round is reported. Results: JSON and
+a markdown table in --out (default benchmarks/results/).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
+{
+    const long i = get_global_id(0);
+    if (i < n) y[i] = a * y[i] + 1.0f;
+}
+"""
+N_ELEMS = 256
+
+
+def per_launch_us(fn, launches: int, sync, rounds: int, per_call: int = 1) -> float:
+    """Median over rounds of (host time of `launches` calls of fn) / (launches * per_call)."""
+    for _ in range(min(launches, 200)):
+        fn()
+    sync()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            fn()
+        t1 = time.perf_counter()
+        sync()
+        times.append((t1 - t0) / (launches * per_call) * 1e6)
+    return statistics.median(times)
+
+
+def environment(dev) -> dict:
+    import isthmus
+
+    env = {"machine": platform.node(), "cpu": platform.processor() or platform.machine(),
+           "python": platform.python_version(), "isthmus": isthmus.__version__, "numpy": np.__version__,
+           "device": {"id": dev.id, "name": dev.name, "vendor": dev.vendor, "backend": dev.backend,
+                      "driver": dev.driver_version, "platform": dev.platform},
+           "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    try:
+        import pyopencl
+
+        env["pyopencl"] = pyopencl.VERSION_TEXT
+    except ImportError:
+        pass
+    if dev.backend == "cuda":
+        import cupy
+
+        env["cupy"] = cupy.__version__
+        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+    return env
+
+
+def write_report(out: Path, name: str, dev, rows: list[dict], columns: list[str], notes: list[str]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    env = environment(dev)
+    stem = f"{name}-{dev.id.replace(':', '')}-{dev.kind}"
+    (out / f"{stem}.json").write_text(json.dumps({"benchmark": name, "environment": env, "rows": rows,
+                                                  "notes": notes}, indent=2) + "\n")
+    versions = ", ".join(f"{k} {env[k]}" for k in ("python", "numpy", "pyopencl", "cupy", "cuda_runtime", "isthmus")
+                         if k in env)
+    lines = [f"# {name} on {dev.id} ({dev.name}, {dev.vendor})", "",
+             f"machine {env['machine']} ({env['cpu']}), {versions}, driver {dev.driver_version}, {env['when']}", "",
+             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        lines.append("| " + " | ".join(_cell(r.get(c, "")) for c in columns) + " |")
+    lines += [""] + [f"- {n}" for n in notes]
+    path = out / f"{stem}.md"
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return path
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def run(dev, launches: int, rounds: int, graph_size: int) -> tuple[list[dict], list[str]]:
+    import isthmus
+
+    k = dev.compile(SOURCE, "tiny")
+    y = dev.zeros(N_ELEMS, np.float32)
+    cfg = isthmus.LaunchConfig((N_ELEMS,), (64,))
+    plan = k.prepare(N_ELEMS, 0.5, y, config=cfg)
+    with dev.capture() as graph:
+        for _ in range(graph_size):
+            plan.launch()
+    sync = dev.synchronize
+    paths = [("isthmus eager call", lambda: k(N_ELEMS, 0.5, y, config=cfg), 1),
+             ("isthmus Plan.launch", plan.launch, 1),
+             (f"isthmus Graph.launch ({graph_size} kernels), per kernel", graph.launch, graph_size)]
+    if dev.backend == "cuda":
+        paths += _cuda_paths(dev, y, plan, graph_size)
+        base = "CuPy RawKernel call"
+    else:
+        paths += _opencl_paths(dev, k, y)
+        base = "PyOpenCL kernel call"
+    rows = []
+    for name, fn, per in paths:
+        n = max(1, launches // per) if per > 1 else launches
+        rows.append({"path": name, "us_per_launch": per_launch_us(fn, n, sync, rounds, per)})
+    ref = next(r["us_per_launch"] for r in rows if r["path"] == base)
+    for r in rows:
+        r["x_" + base.split()[0].lower()] = r["us_per_launch"] / ref
+    plan_ratio = next(r["us_per_launch"] for r in rows if r["path"] == "isthmus Plan.launch") / ref
+    notes = [f"tiny kernel (n={N_ELEMS}), {rounds} rounds of {launches} launches per path (graphs: "
+             f"{max(1, launches // graph_size)} replays of {graph_size} kernels), median round, host time of the "
+             f"launch loop without the final synchronize",
+             f"Plan.launch / {base}: {plan_ratio:.2f}x"]
+    if dev.backend == "cuda":
+        notes.append(f"target (GPU): prepared launch <= 0.6x CuPy RawKernel: {'met' if plan_ratio <= 0.6 else 'NOT met'}")
+    return rows, notes
+
+
+def _cuda_paths(dev, y, plan, graph_size):
+    import cupy
+
+    prelude = (REPO / "opencl" / "cuda_prelude.h").read_text()
+    with dev._cp_device:
+        rk = cupy.RawKernel(prelude + "\n" + SOURCE, "tiny", options=("-std=c++17",))
+        yc = dev._cupy_view(y)
+        args = (np.int64(N_ELEMS), np.float32(0.5), yc)
+        stream = dev.stream
+        grid, block = (N_ELEMS // 64,), (64,)
+
+        def raw_kernel():
+            rk(grid, block, args, stream=stream)
+
+        raw_kernel()
+        stream.synchronize()
+        launch_kernel = cupy.cuda.driver.launchKernel
+        packed = plan._native._args
+
+        def driver_call():
+            launch_kernel(*packed)
+
+        capture_stream = cupy.cuda.Stream(non_blocking=True)
+        with capture_stream:
+            capture_stream.begin_capture()
+            for _ in range(graph_size):
+                rk(grid, block, args, stream=capture_stream)
+            cgraph = capture_stream.end_capture()
+
+        def cupy_graph():
+            cgraph.launch(stream)
+
+    return [("CuPy RawKernel call", raw_kernel, 1),
+            ("cupy.cuda.driver.launchKernel, pre-packed args", driver_call, 1),
+            (f"CuPy-captured CUDA graph ({graph_size} kernels), per kernel", cupy_graph, graph_size)]
+
+
+def _opencl_paths(dev, k, y):
+    import pyopencl as cl
+
+    queue = dev.queue
+    knl = cl.Kernel(k.program.native, "tiny")
+    args = (np.int64(N_ELEMS), np.float32(0.5), y._mem.cl)
+
+    def kernel_call():
+        knl(queue, (N_ELEMS,), (64,), *args)
+
+    pre = cl.Kernel(k.program.native, "tiny")
+    pre.set_args(*args)
+
+    def enqueue():
+        cl.enqueue_nd_range_kernel(queue, pre, (N_ELEMS,), (64,))
+
+    return [("PyOpenCL kernel call", kernel_call, 1), ("PyOpenCL enqueue, args set once", enqueue, 1)]
+
+
+def main(argv=None) -> None:
+    import isthmus
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best available)")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--launches", type=int, default=None, help="launches per round (default 20000 GPU, 5000 CPU)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--graph-size", type=int, default=100)
+    a = ap.parse_args(argv)
+    dev = isthmus.device(a.device)
+    launches = a.launches or (20000 if dev.kind == "gpu" else 5000)
+    rows, notes = run(dev, launches, a.rounds, a.graph_size)
+    cols = ["path", "us_per_launch"] + [c for c in rows[0] if c.startswith("x_")]
+    write_report(a.out, "launch_overhead", dev, rows, cols, notes)
+
+
+if __name__ == "__main__":
+    main()
