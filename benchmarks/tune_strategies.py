@@ -1,4 +1,4 @@
-"""Strategies compared: the learning one (anneal) against random sampling and exhaustive search.
+"""Strategies compared: the learning ones (anneal, genetic) against random sampling and exhaustive search.
 
 Two steps (Kernel Tuner's simulation runner idea): ``--record`` measures a whole space once on a
 device (exhaustive, every config checked against the reference) and writes the times; the
@@ -79,7 +79,7 @@ def replay_file(path: Path, seeds: int, fraction: float) -> dict:
     row = {"file": path.name, "kernel": doc["kernel"], "problem": doc["problem"], "device": doc["device"]["name"],
            "backend": doc["device"]["backend"], "space": len(space), "budget": budget, "exhaustive_best_ms": best,
            "default_ms": doc.get("default_ms"), "strategies": {}}
-    for strategy in ("anneal", "random"):
+    for strategy in ("anneal", "genetic", "random"):
         ratios, hits, reach = [], 0, []
         for seed in range(seeds):
             hist = replay(space, times, strategy, Budget(budget), seed)
@@ -111,7 +111,7 @@ def markdown(rows: list[dict], fraction: float) -> str:
              "seeds within 5% | median evals to 5% |", "|---|---|---|---|---|---|---|---|---|---|"]
     note = "Spaces under 200 configs are shown but are not what the target is about."
     for r in rows:
-        for s in ("anneal", "random"):
+        for s in ("anneal", "genetic", "random"):
             v = r["strategies"][s]
             lines.append(f"| {r['kernel']} | {r['backend']} {r['device']} | {r['problem']} | {r['space']} | "
                          f"{r['budget']} | {s} | {v['mean_best_over_exhaustive']:.3f} | {v['worst']:.3f} | "

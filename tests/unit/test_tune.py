@@ -129,3 +129,35 @@ def test_cli_tunes_in_another_process_and_this_one_uses_it(dev, tuning_db, tmp_p
     assert _cli("db", "import", str(exported), env=env).returncode == 0
     shown = _cli("db", "show", "--json", env=env)
     assert json.loads(shown.stdout)["entries"] == doc["entries"]
+
+
+def test_tuning_process_killed_midway_leaves_a_valid_database(dev, tuning_db):
+    import signal
+    import time
+    import warnings
+
+    from isthmus.tune.db import Database, TuningDatabaseWarning
+
+    env = dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db), ISTHMUS_DEVICE=dev.id)
+    p = subprocess.Popen([sys.executable, "-m", "isthmus.cli", "tune", "sum", "--size",
+                          "n=5000", "--strategy", "exhaustive", "--repeat", "2"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if tuning_db.exists():
+                try:
+                    if Database(tuning_db).counts()["runs"] >= 3:
+                        break
+                except Exception:
+                    pass
+            time.sleep(0.2)
+        p.send_signal(signal.SIGKILL)
+    finally:
+        p.wait()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningDatabaseWarning)  # valid: nothing moved aside
+        store = Database(tuning_db)
+        counts = store.counts()
+    assert counts["runs"] >= 3 and counts["best"] == 1
+    assert all(r["status"] in ("ok", "compile_error", "launch_error", "timeout", "wrong") for r in store.runs())

@@ -46,7 +46,7 @@ def test_space_respects_restrictions_and_neighbours():
     assert all(sum(c[k] != n[k] for k in c) == 1 for n in space.neighbours(c, jump=True))
 
 
-@pytest.mark.parametrize("name", ["exhaustive", "random", "anneal"])
+@pytest.mark.parametrize("name", ["exhaustive", "random", "anneal", "genetic"])
 def test_budget_is_respected_and_seed_reproduces(name):
     space = _space()
     times = _times(space)

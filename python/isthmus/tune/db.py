@@ -259,11 +259,12 @@ class Database:
 
         return {"format": FORMAT, "schema": SCHEMA, "entries": [to_entry(row) for row in self.best()]}
 
-    def import_document(self, doc, *, source: str = "document") -> int:
-        """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing."""
+    def import_document(self, doc, *, source: str = "document", skip_bad: bool = False) -> int:
+        """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing
+        (``skip_bad``: leave out the entries that do not validate)."""
         from .exchange import validate
 
-        rows = validate(doc, source=source)
+        rows = validate(doc, source=source, skip_bad=skip_bad)
         now = time.time()
         with self._write() as conn:
             for keyrow, params, time_ms, default_ms in rows:
@@ -356,8 +357,8 @@ def bundled() -> Database:
             here = Path(__file__).resolve().parent / "bundled"
             for f in sorted(here.glob("*.json")):
                 try:
-                    db.import_document(json.loads(f.read_text()), source=f.name)
-                except (DatabaseError, ValueError) as exc:  # stale bundled entries must not break launches
+                    db.import_document(json.loads(f.read_text()), source=f.name, skip_bad=True)
+                except (DatabaseError, ValueError) as exc:  # a broken shipped file must not break launches
                     warnings.warn(f"bundled tuning file {f.name} skipped: {exc}", TuningDatabaseWarning)
             db.readonly = True
             _bundled = db

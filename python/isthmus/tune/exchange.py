@@ -44,8 +44,10 @@ class _Unlimited:
     kind = "gpu"
 
 
-def validate(doc, *, source: str = "document") -> list[tuple]:
-    """Rows ready to store: (key row, canonical params, time_ms, default_ms). Raises DatabaseError."""
+def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[tuple]:
+    """Rows ready to store: (key row, canonical params, time_ms, default_ms). Raises DatabaseError
+    for the first bad entry; ``skip_bad`` drops bad entries instead (the shipped configs, which a
+    changed kernel may make stale, must never stop the good ones from loading)."""
     if not isinstance(doc, dict):
         raise DatabaseError(f"{source}: expected a JSON object with 'format', 'schema' and 'entries', "
                             f"got {type(doc).__name__}")
@@ -56,7 +58,15 @@ def validate(doc, *, source: str = "document") -> list[tuple]:
     entries = doc.get("entries")
     if not isinstance(entries, list):
         raise DatabaseError(f"{source}: 'entries' must be a list, got {type(entries).__name__}")
-    return [_entry(i, e, source) for i, e in enumerate(entries)]
+    if not skip_bad:
+        return [_entry(i, e, source) for i, e in enumerate(entries)]
+    rows = []
+    for i, e in enumerate(entries):
+        try:
+            rows.append(_entry(i, e, source))
+        except DatabaseError:
+            continue
+    return rows
 
 
 def _entry(i: int, e, source: str) -> tuple:

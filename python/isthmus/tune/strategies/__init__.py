@@ -10,7 +10,7 @@ import importlib
 from types import ModuleType
 
 # name -> module (imported on first use)
-NAMES = {"exhaustive": "exhaustive", "random": "random_sample", "anneal": "anneal"}
+NAMES = {"exhaustive": "exhaustive", "random": "random_sample", "anneal": "anneal", "genetic": "genetic"}
 
 
 class BudgetExhausted(Exception):
