@@ -39,7 +39,7 @@ SIZES = {
             "gemm": [{"m": 128, "n": 128, "k": 128}, {"m": 256, "n": 256, "k": 256}]},
 }
 WEIGHT = {"gemm": 4, "sum": 1.5, "max": 1}  # share of the time budget (big spaces get more)
-BUDGET = {"gemm": 80, "sum": 50, "max": 40, "axpy": 20, "transpose": 21, "softmax": 6}  # evaluations per run
+BUDGET = {"gemm": 100, "sum": 60, "max": 40, "axpy": 20, "transpose": 21, "softmax": 24}  # evaluations per run
 
 
 def moved(kernel: str, p: dict, itemsize: int) -> tuple[float, str]:
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    p.add_argument("--seconds", type=float, default=270, help="total tuning time budget")
+    p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
     p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
     p.add_argument("--strategy", default="anneal")
@@ -113,7 +113,9 @@ def main(argv=None) -> int:
     preset = SIZES[args.sizes or ("gpu" if dev.kind == "gpu" else "cpu")]
     kernels = args.kernels or list(preset)
     runs = [(k, size) for k in kernels for size in preset[k]]
-    weights = [WEIGHT.get(k, 1.0) for k, _ in runs]
+    # Larger sizes get more time: their evaluations cost more, and they are the numbers that matter.
+    weights = [WEIGHT.get(k, 1.0) * (1 + 0.5 * preset[k].index(size)) for k, size in runs]
+    previous: dict = {}  # kernel -> best config at the last size: where the next size's search starts
     t_start = time.monotonic()
     print(f"{dev.id}: {dev.name} ({dev.identity()['driver']}); {len(runs)} tuning runs in {args.seconds:.0f} s",
           file=sys.stderr)
@@ -124,7 +126,11 @@ def main(argv=None) -> int:
         left = args.seconds - (time.monotonic() - t_start)
         seconds = max(3.0, left * weights[i] / sum(weights[i:]))
         fam = library_family(kernel)
-        start = default_params(fam, dev, size, lookup("float32")) if args.strategy == "anneal" else None
+        start = None
+        if args.strategy == "anneal":
+            start = default_params(fam, dev, size, lookup("float32"))
+            if kernel in previous and fam.is_valid(previous[kernel], dev, size, lookup("float32")):
+                start = previous[kernel]
         try:
             r = isthmus.tune(kernel, device=dev, problem=size, strategy=args.strategy,
                              budget=Budget(BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
@@ -134,6 +140,8 @@ def main(argv=None) -> int:
             print(f"{kernel} {size}: {type(exc).__name__}: {exc}", file=sys.stderr)
             rows.append({"kernel": kernel, "problem": size, "error": f"{type(exc).__name__}: {exc}"})
             continue
+        if r.best:
+            previous[kernel] = r.best
         amount, unit = moved(kernel, size, 4)
         row = {k: v for k, v in r.to_json().items() if k != "evaluations"}
         row.update({"evaluations": len(r.evaluations), "unit": unit,
