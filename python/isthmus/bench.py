@@ -62,10 +62,10 @@ class DirectCalls:
             for k, g, loc, packed in launches:
                 from .kernel import _options
 
-                src = dev._prepare_source(k.program.source)
-                opts = tuple(_options(k.program.defines)) + (f"-arch=sm_{dev.compute_capability}", "-std=c++17") + \
-                    tuple(f"-I{d}" for d in dev._include_dirs())
-                raw = cupy.RawKernel(src, k.name, options=opts)
+                from .backends.cuda import defines_as_source
+
+                src = defines_as_source(_options(k.program.defines)) + dev._prepare_source(k.program.source)
+                raw = cupy.RawKernel(src, k.name, options=tuple(dev._nvrtc_options()))
                 block = loc
                 grid = tuple(a // b for a, b in zip(g, block))
                 self.calls.append((raw, grid, block, packed))

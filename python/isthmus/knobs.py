@@ -25,6 +25,7 @@ KNOBS = (
     Knob("ISTHMUS_TUNING_DB", "<cache dir>/tuning.sqlite", "path of the user's tuning database"),
     Knob("ISTHMUS_CLASSPATH", "", "extra jars/folders for the hosted JVM, separated by os.pathsep"),
     Knob("ISTHMUS_JVM", "", "path of libjvm to host; empty: JPype's default (JAVA_HOME)"),
+    Knob("ISTHMUS_OPENCL_POOL_MB", "1024", "freed OpenCL buffers kept for reuse, per device (MiB, 0 disables)"),
     Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
 )
 
@@ -61,6 +62,14 @@ def classpath() -> list[str]:
 
 def jvm_path() -> str | None:
     return _get("ISTHMUS_JVM").strip() or None
+
+
+def opencl_pool_bytes() -> int:
+    value = _get("ISTHMUS_OPENCL_POOL_MB").strip()
+    try:
+        return max(0, int(value)) << 20 if value else 1 << 30
+    except ValueError:
+        return 1 << 30
 
 
 def kernel_dir() -> Path:

@@ -39,6 +39,16 @@ def discover() -> list["CudaDevice"]:
     return [CudaDevice(cupy, i) for i in range(count)]
 
 
+def defines_as_source(options: list[str]) -> str:
+    """``-DNAME=value`` options as ``#define`` lines. NVRTC applies -D before its built-in header,
+    whose templates use names such as T, so defines must go into the source instead."""
+    lines = []
+    for o in options:
+        name, _, value = o[2:].partition("=")
+        lines.append(f"#define {name} {value}\n")
+    return "".join(lines)
+
+
 def _local_for(gsize: tuple[int, ...], max_wg: int) -> tuple[int, ...]:
     """A block shape that divides the grid: per dimension the largest divisor under a cap."""
     caps = {1: (256,), 2: (32, 8), 3: (16, 8, 4)}[len(gsize)]
@@ -191,14 +201,15 @@ class CudaDevice(Device):
             dirs.append(os.path.join(cuda_path, "include"))
         return dirs
 
+    def _nvrtc_options(self) -> list[str]:
+        return [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device",
+                *(f"-I{d}" for d in self._include_dirs())]
+
     def _build(self, source: str, options: list[str], name: str):
         from cupy_backends.cuda.libs import nvrtc
 
-        # NVRTC applies -D before its built-in header, whose templates use names like T:
-        # the defines go into the source as #define lines instead.
-        source = "".join(f"#define {o[2:].split('=', 1)[0]} {o[2:].split('=', 1)[1]}\n" for o in options) + source
-        opts = [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device"]
-        opts += [f"-I{d}" for d in self._include_dirs()]
+        source = defines_as_source(options) + source
+        opts = self._nvrtc_options()
         prog = nvrtc.createProgram(source, f"{name or 'isthmus'}.cu", [], [])
         try:
             try:

@@ -9,11 +9,16 @@ import threading
 
 import numpy as np
 
+from .. import knobs
 from ..device import Device
 from ..errors import (BackendUnavailableError, CompileError, DeviceError, LaunchConfigError,
                       OutOfMemoryError)
 
 NAME = "opencl"
+
+
+def _pool_limit() -> int:
+    return knobs.opencl_pool_bytes()
 
 
 def _cl():
@@ -56,7 +61,10 @@ class _Mem:
         device._account(nbytes)
 
     def __del__(self):
-        self.device._account(-self.nbytes)
+        try:
+            self.device._release(self.cl, self.nbytes)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
 
 def _kind(cl, d) -> str:
@@ -89,6 +97,10 @@ class OpenCLDevice(Device):
         self._init_lock = threading.Lock()
         self._in_use = 0
         self._in_use_lock = threading.Lock()
+        # A caching allocator like CuPy's: freed buffers are kept by size and handed out again. On an
+        # in-order queue that is safe: work on the old owner was enqueued before any on the new one.
+        self._pool: dict[int, list] = {}
+        self._pooled = 0
 
     # The context is made on first use, not at discovery: listing devices stays cheap.
     @property
@@ -113,8 +125,20 @@ class OpenCLDevice(Device):
         if nbytes > self.max_alloc:
             raise OutOfMemoryError(f"{nbytes} bytes exceed the largest allocation {self.id} allows "
                                    f"({self.max_alloc} bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)")
+        reused = None
+        with self._in_use_lock:
+            free = self._pool.get(nbytes)
+            if free:
+                self._pooled -= nbytes
+                reused = free.pop()
+        if reused is not None:
+            return _Mem(reused, nbytes, self)
         try:
-            mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+            try:
+                mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+            except cl.MemoryError:
+                self.free_pool()
+                mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
         except cl.MemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
         except cl.Error as exc:
@@ -124,6 +148,19 @@ class OpenCLDevice(Device):
     def _account(self, delta: int) -> None:
         with self._in_use_lock:
             self._in_use += delta
+
+    def _release(self, mem, nbytes: int) -> None:
+        with self._in_use_lock:
+            self._in_use -= nbytes
+            if self._pooled + nbytes <= _pool_limit():
+                self._pool.setdefault(nbytes, []).append(mem)
+                self._pooled += nbytes
+
+    def free_pool(self) -> None:
+        """Release the cached free buffers back to the driver."""
+        with self._in_use_lock:
+            self._pool.clear()
+            self._pooled = 0
 
     def _memory_in_use(self) -> int:
         return self._in_use
@@ -219,9 +256,8 @@ class OpenCLDevice(Device):
         cl = self._cl
         native = kernel.native
         try:
-            with kernel._lock:
-                native.set_args(*packed)
-                cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
+            with kernel._lock:  # the invoker sets arguments on the shared kernel object, then enqueues
+                native(self.queue, gsize, lsize, *packed)
         except cl.Error as exc:
             raise self._launch_error(kernel, gsize, lsize, exc) from exc
 
