@@ -57,3 +57,19 @@ def test_java_tunes_python_process_launch_uses_it(jvm, J, dev, tuning_db):
             "print(json.dumps(resolve(FAMILIES['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
     used = json.loads(_python(code, dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))).strip().splitlines()[-1])
     assert used == best
+
+
+def test_kernel_declared_and_tuned_in_java_is_seen_by_python(jvm, J, dev, tuning_db):
+    from isthmus.dtypes import lookup
+    from isthmus.library.family import resolve
+    from isthmus.tune import db
+    from isthmus.tune.space import kernel_family
+
+    jdev = J.Isthmus.get().device(dev.id)
+    J.TunerKernels.scale2()  # declares scale2_java through the Java builder
+    r = J.Tuner.of("scale2_java").device(jdev).size("n", 500).strategy("random").budget(2).seed(4).run()
+    best = {str(k): int(v) for k, v in dict(r.best()).items()}
+    family = kernel_family("scale2_java")
+    assert family is not None and [t.name for t in family.tunables] == ["WG"]
+    assert db.explain(family, dev, lookup("float32"), {"n": 400})[1] == best
+    assert resolve(family, dev, lookup("float32"), {"n": 400})[0] == best

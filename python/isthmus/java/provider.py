@@ -358,6 +358,12 @@ class Runtime:
         return tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
 
     @_spi
+    def declare(self, name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space):
+        from isthmus.tune.java_spi import declare
+
+        declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
+
+    @_spi
     def tunedConfig(self, kernel, device, problem, dtype):
         from isthmus.tune.java_spi import tuned_config
 

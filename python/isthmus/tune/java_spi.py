@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import jpype
+import numpy as np
 
 from ..java.provider import _spi
 
@@ -75,10 +76,60 @@ def tuned_config(kernel, device, problem, dtype):
     from ..errors import InvalidArgumentError
     from ..library import family
     from ..library.family import resolve
+    from .space import kernel_family
 
-    fam = family(str(kernel))
+    fam = kernel_family(str(kernel)) or family(str(kernel))  # the latter raises, naming the known kernels
     sizes = _problem(problem)
     if set(sizes) != set(fam.problem):
         raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "
                                    f"{', '.join(sizes) or 'none'}")
     return _jmap(resolve(fam, device, lookup(str(dtype)), sizes)[0])
+
+
+_JAVA_ARRAY = {np.dtype(np.float32): jpype.JFloat, np.dtype(np.float64): jpype.JDouble,
+               np.dtype(np.int32): jpype.JInt, np.dtype(np.int64): jpype.JLong}
+
+
+def _to_java(host: np.ndarray):
+    try:
+        jtype = _JAVA_ARRAY[host.dtype]
+    except KeyError:
+        raise TypeError(f"a Java-declared kernel's data must be float32, float64, int32 or int64, "
+                        f"got {host.dtype}") from None
+    out = jpype.JArray(jtype)(host.size)
+    out[:] = host.ravel()
+    return out
+
+
+def _scalar(v):
+    if isinstance(v, (jpype.JClass("java.lang.Integer"), jpype.JClass("java.lang.Long"),
+                      jpype.JClass("java.lang.Short"), jpype.JClass("java.lang.Byte"))):
+        return int(v)
+    return float(v)
+
+
+def declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space) -> None:
+    """Python's :func:`isthmus.tune.declare` with the Java ``KernelSpace`` callbacks."""
+    from .targets import declare as py_declare
+
+    tun = {str(e.getKey()): (tuple(int(v) for v in e.getValue()), int(defaults.get(e.getKey())))
+           for e in tunables.entrySet()}
+
+    def grid(p, c):
+        g, loc = space.grid(_jmap(p), _jmap(c))
+        return tuple(int(x) for x in g), tuple(int(x) for x in loc)
+
+    def inputs(p, dt, rng):
+        arrays = space.inputs(_jmap(p), jpype.JLong(int(rng.integers(1 << 62))))
+        return tuple(np.array(a) for a in arrays)
+
+    def scalars(p):
+        return tuple(_scalar(v) for v in space.scalars(_jmap(p)))
+
+    def reference(*host):
+        args = jpype.JArray(jpype.JObject)([_to_java(h) for h in host])
+        return np.array(space.reference(args))
+
+    py_declare(str(name), str(source), entry=str(entry), tunables=tun, problem=tuple(str(x) for x in problem),
+               grid=grid, inputs=inputs, reference=reference, output=int(output), scalars=scalars,
+               restrictions=tuple(str(r) for r in restrictions), dtypes=(str(dtype),))

@@ -118,7 +118,7 @@ class UserKernel:
 
         params, kernels = resolve(self.family, device, lookup(dtype), problem)
         g, loc = self.grid(problem, params)
-        kernels[self.entry](*args, config=LaunchConfig(tuple(g), tuple(loc)))
+        kernels[self.entry](*args, config=LaunchConfig(tuple(g), tuple(loc) if loc else None))
 
 
 def declare(name: str, source: str, *, entry: str | None = None, tunables: dict, problem: tuple[str, ...],

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
+import java.util.Random;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -43,5 +44,28 @@ class TunerTest {
                 () -> Tuner.of("axpy").device(dev).size("n", 10).strategy("bogus").run());
         assertThrows(InvalidArgumentException.class,
                 () -> Tuner.config("softmax", dev, Map.of("n", 10L), DType.FLOAT32));
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void declaredKernelIsTunedCheckedAndLaunchedWithItsBest(Device dev) {
+        TunableKernel k = TunerKernels.scale2();
+        Tuner.Result r = Tuner.of(k.name()).device(dev).size("n", 1000).strategy("exhaustive").run();
+        assertEquals(4, r.evaluations());
+        assertEquals(3L, r.evaluationsByStatus().get("ok"));
+        assertEquals(1L, r.evaluationsByStatus().get("wrong"));
+        assertEquals(r.best(), k.config(dev, Map.of("n", 999L)));
+        float[] xs = new float[999];
+        Random rng = new Random(1);
+        for (int i = 0; i < xs.length; i++) {
+            xs[i] = rng.nextFloat();
+        }
+        try (DeviceBuffer x = dev.fromArray(xs); DeviceBuffer y = dev.allocate(DType.FLOAT32, 999)) {
+            k.launch(dev, Map.of("n", 999L), x, y);
+            float[] got = y.toFloatArray();
+            for (int i = 0; i < xs.length; i++) {
+                assertEquals(2 * xs[i], got[i], 1e-6f);
+            }
+        }
     }
 }

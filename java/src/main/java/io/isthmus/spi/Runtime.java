@@ -58,6 +58,23 @@ public interface Runtime {
     Map<String, Long> tunedConfig(String kernel, DeviceHandle device, Map<String, Long> problem, String dtype);
 
     /**
+     * Declares a kernel of the user's own tunable (Python's {@code isthmus.tune.declare}).
+     *
+     * @param name kernel name in the tuning database
+     * @param source OpenCL C source
+     * @param entry the kernel function
+     * @param tunables tunable name to its values
+     * @param defaults tunable name to its default
+     * @param restrictions Python expressions over the tunables, problem sizes and device limits
+     * @param problem names of the problem sizes
+     * @param dtype Python dtype name of the data
+     * @param output index of the buffer argument the kernel writes
+     * @param space the Java callbacks: grid, inputs, scalars, reference
+     */
+    void declare(String name, String source, String entry, Map<String, long[]> tunables, Map<String, Long> defaults,
+                 String[] restrictions, String[] problem, String dtype, int output, KernelSpace space);
+
+    /**
      * Starts {@code count} runtime threads (known to the runtime, so calls from them are cheap),
      * each running {@code body} once; used by {@link io.isthmus.Isthmus#executor(int)}.
      */
