@@ -122,6 +122,12 @@ class KernelHandle:
         self.kernel(*args, config=config)
         return None
 
+    @_spi
+    def prepare(self, jglobal, jlocal, jargs):
+        from .launch_spi import prepare
+
+        return prepare(self, jglobal, jlocal, jargs)
+
 
 def _argument(a):
     if isinstance(a, BufferHandle):
@@ -291,6 +297,18 @@ class DeviceHandle:
     @_spi
     def synchronize(self):
         self.device.synchronize()
+
+    @_spi
+    def capture(self, body):
+        from .launch_spi import capture
+
+        return capture(self.device, body)
+
+    @_spi
+    def fuse(self, expression):
+        from .launch_spi import fuse
+
+        return fuse(self.device, expression)
 
 
 _devices: dict[str, DeviceHandle] = {}

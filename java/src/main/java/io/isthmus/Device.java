@@ -211,6 +211,34 @@ public final class Device {
         return new Kernel(handle.compile(source, kernelName, names, values), this);
     }
 
+    /**
+     * Records the kernel launches and device copies that {@code body} makes on this device (on
+     * this thread) into a graph, replayed with {@link Graph#launch()}; nothing runs while recording.
+     *
+     * @param body the work to capture
+     * @return the graph; close it to release the memory its launches hold
+     */
+    public Graph capture(Runnable body) {
+        if (body == null) {
+            throw new InvalidArgumentException("capture body must not be null", null, null);
+        }
+        return new Graph(handle.capture(body));
+    }
+
+    /**
+     * Compiles an elementwise expression into one kernel for this device.
+     *
+     * @param expression e.g. {@code "out = a * x + b * tanh(y)"}
+     * @return the fused kernel (cached per expression; compiled per input dtypes on first call)
+     * @throws InvalidArgumentException naming the column of a malformed expression
+     */
+    public Fused fuse(String expression) {
+        if (expression == null) {
+            throw new InvalidArgumentException("expression must not be null", null, null);
+        }
+        return new Fused(handle.fuse(expression));
+    }
+
     /** Waits until all work queued on this device has finished. */
     public void synchronize() {
         handle.synchronize();

@@ -61,24 +61,52 @@ public final class Kernel {
         return result == null ? null : DeviceBuffer.wrap((BufferHandle) result);
     }
 
-    private static Object[] handles(Object[] args) {
+    /**
+     * Checks and packs the arguments once for repeated launches on an explicit grid.
+     *
+     * @param config global and local size
+     * @param args kernel arguments in declaration order: {@link DeviceBuffer}s and Java numbers
+     * @return the prepared launch; close it to release its hold on the buffers
+     */
+    public Plan prepare(LaunchConfig config, Object... args) {
+        if (config == null) {
+            throw new LaunchConfigException("launch config must not be null; library kernels are "
+                    + "prepared with prepare(args...)", null, null);
+        }
+        return new Plan(handle.prepare(config.global(), config.local(), handles(args)), name, args);
+    }
+
+    /**
+     * Checks and records a library kernel's op once (the kernel sizes its own grid).
+     *
+     * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
+     * @return the prepared op; {@link Plan#result()} is its result buffer, if it returns one
+     */
+    public Plan prepare(Object... args) {
+        return new Plan(handle.prepare(null, null, handles(args)), name, args);
+    }
+
+    static Object[] handles(Object[] args) {
         if (args == null) {
             return new Object[0];
         }
         Object[] out = new Object[args.length];
         for (int i = 0; i < args.length; i++) {
-            Object a = args[i];
-            if (a instanceof DeviceBuffer b) {
-                out[i] = b.handle();
-            } else if (a instanceof Number) {
-                out[i] = a;
-            } else {
-                throw new InvalidArgumentException("kernel argument " + i + " is "
-                        + (a == null ? "null" : a.getClass().getName())
-                        + "; expected a DeviceBuffer or a Java number", null, null);
-            }
+            out[i] = handle(args[i], "argument " + i);
         }
         return out;
+    }
+
+    static Object handle(Object a, String what) {
+        if (a instanceof DeviceBuffer b) {
+            return b.handle();
+        }
+        if (a instanceof Number) {
+            return a;
+        }
+        throw new InvalidArgumentException("kernel " + what + " is "
+                + (a == null ? "null" : a.getClass().getName())
+                + "; expected a DeviceBuffer or a Java number", null, null);
     }
 
     @Override

@@ -45,4 +45,19 @@ public interface DeviceHandle {
 
     /** Waits until all work queued on this device finished. */
     void synchronize();
+
+    /**
+     * Records the launches and device copies that {@code body} makes on this device (on the calling
+     * thread) into a graph; nothing runs while recording.
+     *
+     * @param body the work to capture
+     * @return the captured graph
+     */
+    GraphHandle capture(Runnable body);
+
+    /**
+     * @param expression an elementwise expression such as {@code "out = a * x + b * tanh(y)"}
+     * @return the expression compiled for this device (cached per expression and dtypes)
+     */
+    FusedHandle fuse(String expression);
 }

@@ -14,4 +14,14 @@ public interface KernelHandle {
      * @return the kernel's result for library kernels that return one (a {@link BufferHandle}), else {@code null}
      */
     Object launch(long[] global, long[] local, Object[] args);
+
+    /**
+     * Checks and packs the arguments once.
+     *
+     * @param global global size, or {@code null} for a library kernel that sizes its own grid
+     * @param local local size, or {@code null} to let the runtime choose
+     * @param args kernel arguments ({@link BufferHandle}s and boxed Java numbers)
+     * @return the prepared launch
+     */
+    PlanHandle prepare(long[] global, long[] local, Object[] args);
 }
