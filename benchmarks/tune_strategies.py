@@ -7,6 +7,8 @@ fraction of the space, so a comparison over 10 seeds costs seconds and no device
 
     python benchmarks/tune_strategies.py --record --device opencl:0 --kernel sum --size n=1048576
     python benchmarks/tune_strategies.py --record --device opencl:0 --kernel gemm --size m=128 n=128 k=128
+    python benchmarks/tune_strategies.py --record --device cuda:0 --kernel gemm --size m=1024 n=1024 k=1024 \
+        --seconds 400 --out $OUT       # a GPU: a uniform sample of the space if time runs out
     python benchmarks/tune_strategies.py            # replay every recorded space in benchmarks/results/
 
 Writes benchmarks/results/tune_strategies.{json,md}. Target: on spaces of >= 200 configs, anneal
@@ -40,9 +42,11 @@ def record(args) -> Path:
         if done[0] % 20 == 0:
             print(f"  {done[0]} configs, {time.time() - t0:.0f} s", file=sys.stderr)
 
-    r = isthmus.tune(args.kernel, device=dev, problem=problem, strategy="exhaustive", budget=10 ** 9,
-                     seed=0, dtype=args.dtype, database=False, on_evaluation=progress,
-                     measure=runner.Measure(warmup=1, repeat=args.repeat))
+    # In random order: a recording cut short by --seconds is a uniform sample of the space (still a
+    # fair space to replay strategies over when it holds >= 200 configs).
+    r = isthmus.tune(args.kernel, device=dev, problem=problem, strategy="random",
+                     budget=runner.Budget(None, args.seconds), seed=0, dtype=args.dtype, database=False,
+                     on_evaluation=progress, measure=runner.Measure(warmup=1, repeat=args.repeat))
     doc = {"kernel": args.kernel, "problem": problem, "dtype": args.dtype, "device": dev.identity(),
            "device_id": dev.id, "space_size": r.space_size, "seconds": r.seconds, "default": r.default,
            "default_ms": r.default_ms,
@@ -129,6 +133,7 @@ def main(argv=None) -> int:
     p.add_argument("--size", nargs="*", default=["n=1048576"])
     p.add_argument("--dtype", default="float32")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--seconds", type=float, default=None, help="--record: stop after this long")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--fraction", type=float, default=0.2, help="budget as a share of the space")
     p.add_argument("--out", default=str(RESULTS))

@@ -161,3 +161,38 @@ def test_tuning_process_killed_midway_leaves_a_valid_database(dev, tuning_db):
         counts = store.counts()
     assert counts["runs"] >= 3 and counts["best"] == 1
     assert all(r["status"] in ("ok", "compile_error", "launch_error", "timeout", "wrong") for r in store.runs())
+
+
+ODD = {"n": [1, 7, 1000003], "rows": [1, 13], "cols": [1, 37, 130], "m": [1, 33], "k": [1, 19, 70]}
+
+
+def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
+    """Every bundled config that matches this device is applied to other sizes too (nearest bucket):
+    it must be correct there, not only at the size it was tuned at."""
+    from isthmus.tune.db import bundled, key_for
+    from isthmus.tune.targets import target
+    from isthmus.workloads import rel_error, tolerance
+
+    ident = dev.identity()
+    entries = [e for e in bundled().export()["entries"]
+               if e["device"]["name"] == ident["name"] and e["device"]["backend"] == ident["backend"]
+               and e["dtype"] == "float32"]
+    entries = [e for e in entries if key_for(FAMILIES[e["kernel"]], dev, "float32", e["bucket"]).source_hash
+               == e["source_hash"]]
+    if not entries:
+        pytest.skip(f"no shipped configs for {dev.name}")
+    for e in entries:
+        tgt = target(e["kernel"])
+        names = tgt.family.problem
+        for i in range(2):
+            problem = {p: ODD.get(p, ODD["n"])[(i + j) % len(ODD.get(p, ODD["n"]))] for j, p in enumerate(names)}
+            if e["kernel"] == "gemm":
+                problem = {p: min(v, 70) for p, v in problem.items()}
+            host = tgt.inputs(problem, np.float32, rng)
+            args = tuple(dev.asarray(h) for h in host)
+            out = tgt.run(e["params"], args).to_numpy()
+            ref = np.asarray(tgt.expect(*host))
+            assert out.shape == ref.shape
+            err = rel_error(out, ref)
+            assert err <= 4 * tolerance(e["kernel"], np.float32, problem.get("k", 1)), (e["kernel"], e["params"],
+                                                                                       problem, err)
