@@ -2,7 +2,7 @@
 backend's own calls (PyOpenCL kernel call and pre-set enqueue; CuPy RawKernel, the raw driver call
 with pre-packed arguments, a CuPy-captured CUDA graph), all in one run on one device.
 
-    python benchmarks/launch_overhead.py [--device ID] [--out DIR] [--launches N] [--graph-size G]
+    python benchmarks/launch_overhead.py [--device ID] [--out DIR] [--launches N] [--graph-size G] [--java]
 
 Each path runs rounds of N back-to-back launches; the host time of the loop (without the final
 synchronize) divided by N is the cost per launch; the median round is reported. Results: JSON and
@@ -93,7 +93,7 @@ def _cell(v) -> str:
     return str(v)
 
 
-def run(dev, launches: int, rounds: int, graph_size: int) -> tuple[list[dict], list[str]]:
+def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) -> tuple[list[dict], list[str]]:
     import isthmus
 
     k = dev.compile(SOURCE, "tiny")
@@ -117,6 +117,8 @@ def run(dev, launches: int, rounds: int, graph_size: int) -> tuple[list[dict], l
     for name, fn, per in paths:
         n = max(1, launches // per) if per > 1 else launches
         rows.append({"path": name, "us_per_launch": per_launch_us(fn, n, sync, rounds, per)})
+    if java:
+        rows += _java_rows(dev, launches, rounds, graph_size)
     ref = next(r["us_per_launch"] for r in rows if r["path"] == base)
     for r in rows:
         r["x_" + base.split()[0].lower()] = r["us_per_launch"] / ref
@@ -127,7 +129,46 @@ def run(dev, launches: int, rounds: int, graph_size: int) -> tuple[list[dict], l
              f"Plan.launch / {base}: {plan_ratio:.2f}x"]
     if dev.backend == "cuda":
         notes.append(f"target (GPU): prepared launch <= 0.6x CuPy RawKernel: {'met' if plan_ratio <= 0.6 else 'NOT met'}")
+    if java:
+        jplan = next(r["us_per_launch"] for r in rows if r["path"] == "Java Plan.launch (isthmus thread)")
+        jgraph = next(r["us_per_launch"] for r in rows if r["path"].startswith("Java Graph.launch"))
+        notes.append(f"Java (isthmus executor thread): Plan.launch / {base}: {jplan / ref:.2f}x"
+                     + (f" (target <= 0.9x: {'met' if jplan / ref <= 0.9 else 'NOT met'})" if dev.backend == "cuda" else "")
+                     + f"; graph replay {jgraph:.2f} us per kernel"
+                     + (f" (target <= 1.5 us: {'met' if jgraph <= 1.5 else 'NOT met'})" if dev.backend == "cuda" else ""))
     return rows, notes
+
+
+def _java_rows(dev, launches: int, rounds: int, graph_size: int) -> list[dict]:
+    """The same three isthmus paths from Java, each loop on an isthmus executor thread."""
+    import isthmus.java
+
+    classes = REPO / "target" / "test-classes"
+    if not (classes / "io" / "isthmus" / "bench" / "LaunchBench.class").exists():
+        raise SystemExit("--java needs the Java test classes: make jar")
+    isthmus.java.start(classpath=[str(classes)])
+    import jpype
+
+    bench = jpype.JClass("io.isthmus.bench.LaunchBench")
+    jdev = jpype.JClass("io.isthmus.Isthmus").get().device(dev.id)
+    kernel = jdev.compile(SOURCE, "tiny", None)
+    y = jdev.allocate(jpype.JClass("io.isthmus.DType").FLOAT32, jpype.JLong(N_ELEMS))
+    cfg = jpype.JClass("io.isthmus.LaunchConfig")(jpype.JArray(jpype.JLong)([N_ELEMS]), jpype.JArray(jpype.JLong)([64]))
+    n, a = jpype.JLong(N_ELEMS), jpype.JFloat(0.5)
+    java_code = jpype.JClass("io.isthmus.bench.LaunchBenchBodies")
+    plan = java_code.prepare(kernel, cfg, n, a, y)
+    graph = jdev.capture(java_code.repeat(plan, graph_size))
+    rows = []
+    for name, body, per in [("Java eager Kernel.launch (isthmus thread)", java_code.eager(kernel, cfg, n, a, y), 1),
+                            ("Java Plan.launch (isthmus thread)", java_code.plan(plan), 1),
+                            (f"Java Graph.launch ({graph_size} kernels, isthmus thread), per kernel",
+                             java_code.graph(graph), graph_size)]:
+        calls = max(1, launches // per)
+        rows.append({"path": name, "us_per_launch": float(bench.perCallNs(jdev, body, calls, rounds)) / per / 1e3})
+    graph.close()
+    plan.close()
+    y.close()
+    return rows
 
 
 def _cuda_paths(dev, y, plan, graph_size):
@@ -195,10 +236,11 @@ def main(argv=None) -> None:
     ap.add_argument("--launches", type=int, default=None, help="launches per round (default 20000 GPU, 5000 CPU)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--graph-size", type=int, default=100)
+    ap.add_argument("--java", action="store_true", help="also from Java (needs `make jar`)")
     a = ap.parse_args(argv)
     dev = isthmus.device(a.device)
     launches = a.launches or (20000 if dev.kind == "gpu" else 5000)
-    rows, notes = run(dev, launches, a.rounds, a.graph_size)
+    rows, notes = run(dev, launches, a.rounds, a.graph_size, a.java)
     cols = ["path", "us_per_launch"] + [c for c in rows[0] if c.startswith("x_")]
     write_report(a.out, "launch_overhead", dev, rows, cols, notes)
 
