@@ -7,6 +7,16 @@ database, which every later launch (from Python or Java, in any process) consult
 
 The module is callable: ``isthmus.tune(...)`` is :func:`tune`; ``isthmus.tune.declare`` declares a
 kernel of your own tunable, ``isthmus.tune.db`` is the database.
+
+Parts: ``space.py`` (valid configs and their neighbourhoods), ``strategies/`` (exhaustive,
+random, anneal, genetic: one ``tune()`` each and an ``OPTIONS`` table), ``runner.py`` (measure
+and check one config; budgets; replay of recorded times), ``targets.py`` (what is measured:
+library ops, declared kernels), ``db.py`` (SQLite WAL database, fallback lookup, memo),
+``exchange.py`` (validated JSON export/import), ``cli.py``/``dbcli.py`` (``isthmus tune``,
+``isthmus db``), ``java_spi.py`` (``io.isthmus.Tuner`` and ``TunableKernel``), ``bundled/``
+(configs shipped with the package, consulted after the user's database).
+
+The user's database is ``ISTHMUS_TUNING_DB`` (default ``<cache dir>/tuning.sqlite``).
 """
 from __future__ import annotations
 

@@ -46,16 +46,32 @@ def _show(args) -> int:
     where = "bundled with isthmus" if args.bundled else str(store.path)
     counts = store.counts()
     t = Table(title=f"tuning database {where}: {counts['best']} best configs, {counts['runs']} runs")
-    for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default"):
+    for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default", "source"):
         t.add_column(col)
+    stale = 0
     for e in doc["entries"]:
         dev = e["device"]
         speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") else "-"
+        current = _current(e)
+        stale += not current
         t.add_row(e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
                   " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
-                  " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed)
+                  " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed,
+                  "current" if current else "[yellow]older[/yellow]")
+    if stale:
+        t.caption = (f"{stale} configs were tuned for another version of their kernel's source: launches do not "
+                     f"use them (retune, or regenerate the bundled ones with benchmarks/tune_gpu.py)")
     Console().print(t)
     return 0
+
+
+def _current(entry: dict) -> bool:
+    """Whether the entry was tuned for the kernel source (and options) this isthmus has."""
+    from .db import fingerprint
+    from .space import kernel_family
+
+    family = kernel_family(entry["kernel"])
+    return family is not None and fingerprint(family, entry["dtype"]) == (entry["source_hash"], entry["options"])
 
 
 def _export(args) -> int:
