@@ -264,3 +264,15 @@ def test_shipped_bundled_configs_are_valid(db):
         bundled.clear()
     for entry in bundled.export()["entries"]:
         assert entry["kernel"] in FAMILIES
+
+
+def test_an_unusable_database_location_never_breaks_a_lookup(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(blocker / "sub" / "tuning.sqlite"))
+    dbmod.reset()
+    try:
+        with pytest.warns(TuningDatabaseWarning, match="lookup failed"):
+            assert dbmod.lookup(AXPY, FakeDevice(), F32, {"n": 10}) is None
+    finally:
+        dbmod.reset()

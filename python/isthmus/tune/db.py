@@ -386,8 +386,9 @@ def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
             for level, params in get().candidates(key):
                 if _fits(family, params) and family.is_valid(params, device, problem, dt):
                     return f"{name} database, {level}", params
-        except sqlite3.DatabaseError as exc:  # damaged while open: warn, use what else there is
-            warnings.warn(f"tuning database lookup failed ({exc}); using the next source", TuningDatabaseWarning)
+        except (sqlite3.Error, OSError) as exc:  # unwritable cache, damaged while open: use what else there is
+            warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); using the next source",
+                          TuningDatabaseWarning)
     return None
 
 
