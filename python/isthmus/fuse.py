@@ -211,7 +211,8 @@ class _Variant:
         if dev.supports(np.float64):
             return
         for node in ast.walk(self.expr.tree):
-            if types.get(id(node)) == np.dtype(np.float64):
+            t = types.get(id(node))
+            if isinstance(t, np.dtype) and t == np.float64:  # (np.dtype("float64") == None is True)
                 raise UnsupportedDtypeError(self.expr.error(node, f"this computes in float64, which {dev.id} does not "
                                                                   f"support; use float32 inputs or NumPy float32 "
                                                                   f"scalars").args[0])

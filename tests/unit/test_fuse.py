@@ -154,3 +154,13 @@ def test_call_errors(dev):
     with pytest.raises(isthmus.ClosedBufferError):
         f(1.0, closed, 2.0, x)
     assert isinstance(f, Fused)
+
+
+def test_float64_on_a_device_without_it_names_the_column(dev, monkeypatch):
+    x = dev.asarray(np.ones(4, np.float32))
+    monkeypatch.setattr(type(dev), "supports", lambda self, dt: np.dtype(dt) != np.float64)
+    f = isthmus.fuse("out = x * 2 + sqrt(k)")  # a NumPy float64 scalar makes the sum float64
+    with pytest.raises(isthmus.UnsupportedDtypeError, match="column 7: this computes in float64"):
+        f(x, np.float64(4.0))
+    g = isthmus.fuse("out = x * k + 1")
+    assert g(x, 4.0).dtype == np.float32  # a weak Python float stays float32
