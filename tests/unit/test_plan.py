@@ -131,3 +131,34 @@ def test_library_kernels_prepare(dev, rng):
     np.testing.assert_allclose(total.result.to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4, atol=1e-4)
     with pytest.raises(isthmus.InvalidArgumentError):
         dev.kernel("axpy").prepare(1.0, x, dev.zeros(3, np.float32))
+
+
+def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():
+    """The CUDA prepared launch without a GPU: the driver call gets an array of pointers to the
+    argument values (read back here through ctypes), and bind() rewrites a value in place."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    calls = []
+
+    def launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        p = (ctypes.c_void_p * 3).from_address(params)
+        calls.append(((f, gx, gy, gz, bx, by, bz, shmem, stream, extra),
+                      ctypes.c_int64.from_address(p[0]).value, ctypes.c_float.from_address(p[1]).value,
+                      ctypes.c_uint64.from_address(p[2]).value))
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel,
+                                                                     CUDADriverError=RuntimeError),
+                                              runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77),
+                          _grid=lambda k, g, l: ((g[0] // l[0],), l))
+    kernel = SimpleNamespace(native=SimpleNamespace(ptr=1234), name="k")
+    prepared = cuda._PreparedLaunch(dev, kernel, (512,), (128,), [np.int64(5), np.float32(2.5), np.uint64(0xABC0)])
+    prepared.launch()
+    prepared.set(1, np.float32(-1.0))
+    prepared.set(2, np.uint64(0xDEF0))
+    prepared.launch()
+    assert calls[0] == ((1234, 4, 1, 1, 128, 1, 1, 0, 77, 0), 5, 2.5, 0xABC0)
+    assert calls[1] == ((1234, 4, 1, 1, 128, 1, 1, 0, 77, 0), 5, -1.0, 0xDEF0)
