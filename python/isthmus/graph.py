@@ -99,6 +99,9 @@ class Graph:
         self._pending.clear()
         if exc_type is not None:
             self._state = "failed"
+            for s in self.steps:
+                if isinstance(s, Plan):
+                    s.close()
             self.steps = []
             return
         self._adopt_temporaries()
