@@ -1,4 +1,4 @@
-/* isthmus: cuda_prelude.h -- maps the OpenCL C subset used by opencl/*.cl onto CUDA C++
+/* isthmus: cuda_prelude.h -- maps the OpenCL C subset used by the opencl/ kernels onto CUDA C++
  * so that NVRTC compiles the very same kernel sources.
  *
  * Build order (CUDA): cuda_prelude.h + dtype.h + <family>.cl, concatenated, compiled by
@@ -121,6 +121,33 @@ __device__ __forceinline__ float4 vload4(size_t i, const float* p) {
 }
 __device__ __forceinline__ void vstore4(float4 v, size_t i, float* p) {
     reinterpret_cast<float4*>(p)[i] = v;
+}
+
+/* ---- 32/64-bit atomics on global/local memory (OpenCL 1.x names; they return the old value).
+ * Template parameters are not named T: kernels arrive with T defined as a macro. ---- */
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_add(volatile IsthmusP* p, IsthmusV v) { return atomicAdd(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_sub(volatile IsthmusP* p, IsthmusV v) { return atomicSub(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP>
+__device__ __forceinline__ IsthmusP atomic_inc(volatile IsthmusP* p) { return atomicAdd(const_cast<IsthmusP*>(p), (IsthmusP)1); }
+template <typename IsthmusP>
+__device__ __forceinline__ IsthmusP atomic_dec(volatile IsthmusP* p) { return atomicSub(const_cast<IsthmusP*>(p), (IsthmusP)1); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_xchg(volatile IsthmusP* p, IsthmusV v) { return atomicExch(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_min(volatile IsthmusP* p, IsthmusV v) { return atomicMin(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_max(volatile IsthmusP* p, IsthmusV v) { return atomicMax(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_and(volatile IsthmusP* p, IsthmusV v) { return atomicAnd(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_or(volatile IsthmusP* p, IsthmusV v) { return atomicOr(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_xor(volatile IsthmusP* p, IsthmusV v) { return atomicXor(const_cast<IsthmusP*>(p), (IsthmusP)v); }
+template <typename IsthmusP, typename IsthmusC, typename IsthmusV>
+__device__ __forceinline__ IsthmusP atomic_cmpxchg(volatile IsthmusP* p, IsthmusC c, IsthmusV v) {
+    return atomicCAS(const_cast<IsthmusP*>(p), (IsthmusP)c, (IsthmusP)v);
 }
 
 #endif /* ISTHMUS_CUDA_PRELUDE_H */

@@ -3,6 +3,7 @@ exit code is main's, also after System.exit."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ APPS = Path(__file__).resolve().parent / "apps"
 def app(tmp_path_factory):
     import isthmus.java
 
+    if shutil.which("javac") is None or shutil.which("jar") is None:
+        pytest.skip("needs a JDK (javac, jar) to build the test application")
     out = tmp_path_factory.mktemp("app")
     cp = os.pathsep.join(isthmus.java.classpath())
     subprocess.run(["javac", "--release", "17", "-cp", cp, "-d", str(out / "classes"),

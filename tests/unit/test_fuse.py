@@ -84,7 +84,7 @@ def test_cached_per_expression_and_dtypes(dev, rng):
     x32 = dev.asarray(np.ones(5, np.float32))
     f(x32), f(x32)
     f(dev.asarray(np.ones(5, np.int32)))
-    assert len(f._variants) == 2
+    assert len([k for k in f._variants if k[0] == dev.id]) == 2  # the cache is shared by every device
 
 
 def test_prepare_bind_and_capture(dev, rng):
