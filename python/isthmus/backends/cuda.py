@@ -103,6 +103,10 @@ class CudaDevice(Device):
     def _alloc(self, nbytes: int):
         cp = self._cp
         try:
+            # The allocation is tied to this device's stream in CuPy's pool (stream-ordered reuse).
+            if cp.cuda.runtime.getDevice() == self.index:
+                with self.stream:
+                    return cp.cuda.alloc(nbytes)
             with self._cp_device, self.stream:
                 return cp.cuda.alloc(nbytes)
         except cp.cuda.memory.OutOfMemoryError as exc:
