@@ -58,7 +58,18 @@ public final class Kernel {
      */
     public DeviceBuffer launch(Object... args) {
         Object result = handle.launch(null, null, handles(args));
-        return result == null ? null : DeviceBuffer.wrap((BufferHandle) result);
+        if (result == null) {
+            return null;
+        }
+        // An op that returns one of its inputs (axpy returns y) hands back the caller's own
+        // DeviceBuffer: a second wrapper would carry a second Cleaner that, once collected,
+        // would release the handle the caller still uses.
+        for (Object a : args) {
+            if (a instanceof DeviceBuffer && ((DeviceBuffer) a).handle() == result) {
+                return (DeviceBuffer) a;
+            }
+        }
+        return DeviceBuffer.wrap((BufferHandle) result);
     }
 
     /**

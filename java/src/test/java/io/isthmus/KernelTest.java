@@ -2,7 +2,9 @@ package io.isthmus;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +19,23 @@ class KernelTest {
     @BeforeAll
     static void attached() {
         Attached.requireAttached();
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void libraryLaunchReturningAnInputGivesBackTheCallersBuffer(Device dev) throws Exception {
+        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3}); DeviceBuffer y = dev.fromArray(new float[] {1, 1, 1})) {
+            Kernel axpy = dev.kernel("axpy");
+            for (int i = 0; i < 50; i++) {
+                assertSame(y, axpy.launch(2.0, x, y)); // results ignored: no wrapper may release y
+            }
+            for (int i = 0; i < 3; i++) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            assertFalse(y.isClosed());
+            assertArrayEquals(new float[] {101, 201, 301}, y.toFloatArray());
+        }
     }
 
     @ParameterizedTest
