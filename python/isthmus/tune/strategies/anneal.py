@@ -13,8 +13,8 @@ OPTIONS = {
     "T": (0.5, "starting temperature (relative slowdown accepted with probability 1/e)"),
     "T_min": (0.005, "lowest temperature"),
     "alpha": (0.85, "cooling factor per move"),
-    "jump": (0.25, "probability that a move changes one parameter to any value, not to an adjacent one"),
-    "patience": (12, "moves without a new best before a restart"),
+    "jump": (0.1, "probability that a move changes one parameter to any value, not to an adjacent one"),
+    "patience": (50, "moves without a new best before a restart"),
     "start": (None, "config to start from (default: a random one)"),
 }
 
