@@ -197,3 +197,25 @@ def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
             err = rel_error(out, ref)
             assert err <= 4 * tolerance(e["kernel"], np.float32, problem.get("k", 1)), (e["kernel"], e["params"],
                                                                                        problem, err)
+
+
+def test_two_processes_tuning_into_one_database_lose_no_records(dev, tuning_db, tmp_path):
+    env = dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db), ISTHMUS_DEVICE=dev.id)
+    jobs = [("axpy", "n=2000", 5), ("transpose", "rows=30 cols=40", 4), ("axpy", "n=2000", 5)]
+    procs = []
+    for i, (kernel, size, budget) in enumerate(jobs):
+        out = tmp_path / f"r{i}.json"
+        procs.append((out, subprocess.Popen(
+            [sys.executable, "-m", "isthmus.cli", "tune", kernel, "--size", *size.split(), "--strategy", "random",
+             "--seed", str(i), "--budget", str(budget), "--repeat", "2", "--json", str(out)], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+    expected = 0
+    for out, p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()
+        r = json.loads(out.read_text())
+        evaluated = [e["params"] for e in r["evaluations"]]
+        expected += len(evaluated) + (r["default"] not in evaluated)  # the default is measured (and stored) once
+    dbmod.reset()
+    store = dbmod.user()
+    assert store.counts()["runs"] == expected
+    assert store.counts()["best"] == 2  # axpy and transpose: one bucket each, both processes' axpy runs merged
