@@ -96,7 +96,9 @@ class OpenCLDevice(Device):
         self._queue = None
         self._init_lock = threading.Lock()
         self._in_use = 0
-        self._in_use_lock = threading.Lock()
+        # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this
+        # thread already holds the lock (inside _alloc/_release): with a plain Lock the process hangs.
+        self._in_use_lock = threading.RLock()
         # A caching allocator like CuPy's: freed buffers are kept by size and handed out again. On an
         # in-order queue that is safe: work on the old owner was enqueued before any on the new one.
         self._pool: dict[int, list] = {}
