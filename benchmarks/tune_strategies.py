@@ -78,6 +78,9 @@ def replay_file(path: Path, seeds: int, fraction: float) -> dict:
     configs = [c["params"] for c in recorded]
     times = {Space.key(c["params"]): (c["time_ms"] if c["status"] == "ok" else math.inf) for c in recorded}
     space = Space(family, configs, {Space.key(c): i for i, c in enumerate(configs)})
+    if not configs:
+        print(f"{path.name}: no recorded config fits {doc['kernel']}'s tunables now; record it again", file=sys.stderr)
+        return None
     best = min(times.values())
     budget = max(1, math.floor(fraction * len(space)))
     row = {"file": path.name, "kernel": doc["kernel"], "problem": doc["problem"], "device": doc["device"]["name"],
@@ -142,6 +145,7 @@ def main(argv=None) -> int:
         record(args)
         return 0
     rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.out).glob("tune_space_*.json"))]
+    rows = [r for r in rows if r is not None]
     if not any(r["space"] >= 200 for r in rows):
         print("no recorded spaces of >= 200 configs; run with --record first", file=sys.stderr)
         return 1
