@@ -1,7 +1,8 @@
 """Tune every library kernel at several sizes on one device, under a total time budget.
 
     python benchmarks/tune_gpu.py --device cuda:0 --out $OUT          # H200: ~5 minutes
-    python benchmarks/tune_gpu.py --device opencl:0 --out benchmarks/results --seconds 900   # PoCL
+    python benchmarks/tune_gpu.py --device opencl:0 --out benchmarks/results --seconds 900 \
+        --merge-into python/isthmus/tune/bundled/opencl-pocl-x86_64.json                   # PoCL
 
 Writes into --out:
   tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,
@@ -97,6 +98,8 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
     p.add_argument("--strategy", default="anneal")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--merge-into", default=None, metavar="FILE.json",
+                   help="also merge the new configs into this bundled file (same device and kernel: replaced)")
     args = p.parse_args(argv)
 
     import isthmus
@@ -164,10 +167,32 @@ def main(argv=None) -> int:
     (out / f"tune_gpu-{tag}.md").write_text(markdown(doc))
     bundle = store.export()
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
+    if args.merge_into:
+        merge(Path(args.merge_into), bundle)
     print(markdown(doc))
     print(f"wrote {out}/tune_gpu-{tag}.json, .md, bundled-{tag}.json ({len(bundle['entries'])} configs) in "
           f"{doc['seconds']:.0f} s", file=sys.stderr)
     return 0
+
+
+def merge(path: Path, bundle: dict) -> None:
+    """Put ``bundle``'s entries into the bundled file at ``path``, replacing what it had for the
+    same kernels on the same device (and entries that no longer validate); validated like any import."""
+    from isthmus.tune.exchange import validate
+
+    old = json.loads(path.read_text()) if path.exists() else {"format": bundle["format"], "schema": bundle["schema"],
+                                                               "entries": []}
+    tuned = {(e["kernel"], json.dumps(e["device"], sort_keys=True)) for e in bundle["entries"]}
+    kept = [e for e in old["entries"] if (e["kernel"], json.dumps(e["device"], sort_keys=True)) not in tuned]
+    fits = [e for e in kept if validate(dict(old, entries=[e]), skip_bad=True)]
+    if len(fits) < len(kept):  # tuned for tunables a kernel no longer has
+        print(f"dropped {len(kept) - len(fits)} stale configs from {path}", file=sys.stderr)
+    kept = fits
+    doc = dict(bundle, entries=sorted(kept + bundle["entries"], key=lambda e: (e["kernel"], e["device"]["name"],
+                                                                              json.dumps(e["bucket"]))))
+    validate(doc, source=str(path))
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"merged {len(bundle['entries'])} configs into {path} ({len(doc['entries'])} in all)", file=sys.stderr)
 
 
 def markdown(doc: dict) -> str:
