@@ -159,7 +159,7 @@ def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
     default = family.defaults(device)
     best = None
     for params in family.space(device, problem, dt):
-        dist = sum(abs(math.log2(max(params[k], 1)) - math.log2(max(default[k], 1))) if isinstance(default[k], int)
+        dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)
                    else params[k] != default[k] for k in params)
         if best is None or dist < best[0]:
             best = (dist, params)

@@ -12,12 +12,14 @@ from ..errors import InvalidArgumentError
 from . import checks
 from .family import Family, Tunable, resolve
 
-_TUNABLES = (Tunable("WG", (64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
-             Tunable("GROUPS", (32, 64, 128, 256, 512, 1024, 2048), 1024))
+_TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
+             Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),
+             # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs)
+             Tunable("LAYOUT", (0, 1), 0))
 _COMMON = dict(source="reduce.cl", entries=("reduce_first", "reduce_final"),
                dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"), tunables=_TUNABLES,
                problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size"),
-               cpu_defaults=(("WG", 64), ("VPT", 16), ("GROUPS", 64)))
+               cpu_defaults=(("WG", 16), ("VPT", 16), ("GROUPS", 16), ("LAYOUT", 1)))
 SUM = Family(name="sum", defines=(("OP_SUM", 1),), **_COMMON)
 MAX = Family(name="max", defines=(("OP_MAX", 1),), **_COMMON)
 
