@@ -91,3 +91,18 @@ def test_unknown_strategy_and_option_are_errors():
     for name in strategies.NAMES:
         module = strategies.get(name)
         assert callable(module.tune) and isinstance(module.OPTIONS, dict)
+
+
+def test_config_is_a_frozen_hashable_json_value():
+    import json
+
+    from isthmus.tune.space import Config
+
+    c = Config({"WG": 64, "VPT": 2})
+    assert c == {"VPT": 2, "WG": 64} and hash(c) == hash(Config({"VPT": 2, "WG": 64}))
+    assert json.loads(json.dumps(c)) == c
+    with pytest.raises(TypeError, match="frozen"):
+        c["WG"] = 128
+    with pytest.raises(TypeError, match="frozen"):
+        c.update(WG=128)
+    assert Evaluation({"WG": 1}, "ok", 1.0).params == Config({"WG": 1})

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class TuneResult:
-    """What a tuning run found. ``best``/``default`` are params dicts; times are medians in ms."""
+    """What a tuning run found. ``best``/``default`` are :class:`space.Config` values (frozen,
+    hashable dicts of tunable values); times are medians in ms."""
 
     kernel: str
     device: str
@@ -83,7 +84,7 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     from ..errors import InvalidArgumentError
     from . import db as dbmod
     from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
-    from .space import Space
+    from .space import Config, Space
     from .targets import target as get_target
 
     tgt = get_target(kernel)
@@ -135,8 +136,8 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     ok = [e for e in history + [base] if e.status == "ok"]
     best = min(ok, key=lambda e: e.time_ms) if ok else None
     return TuneResult(fam.name, dev.id, problem, dt.name, strategy, seed, len(space),
-                      best.params if best else {}, best.time_ms if best else math.inf, default, default_ms, history,
-                      time.monotonic() - t0)
+                      best.params if best else Config(), best.time_ms if best else math.inf, Config(default),
+                      default_ms, history, time.monotonic() - t0)
 
 
 def declare(*args, **kwargs):

@@ -23,7 +23,7 @@ from ..dtypes import lookup as dtype_lookup
 from ..errors import CompileError
 from ..library.family import _first_valid
 from . import strategies
-from .space import Space
+from .space import Config, Space
 from .strategies import BudgetExhausted
 from .targets import Target
 
@@ -51,10 +51,14 @@ class Budget:
 
 @dataclass(frozen=True)
 class Evaluation:
-    params: dict
+    params: Config
     status: str  # ok, compile_error, launch_error, timeout, wrong
     time_ms: float | None
     error: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.params, Config):
+            object.__setattr__(self, "params", Config(self.params))
 
     @property
     def cost(self) -> float:

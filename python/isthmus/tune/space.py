@@ -12,6 +12,24 @@ from dataclasses import dataclass, field
 
 from ..library.family import Family
 
+class Config(dict):
+    """One point of a search space (tunable name -> value): a frozen, hashable, JSON-able value,
+    equal to the plain dict of the same items (``json.dumps`` and ``==`` treat it as one)."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.items())))
+
+    def _frozen(self, *args, **kwargs):
+        raise TypeError("a tuning Config is frozen; make a new one: Config({**config, 'WG': 64})")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _frozen
+
+    def __repr__(self) -> str:
+        return f"Config({dict.__repr__(self)})"
+
+
 # Kernels users declared (isthmus.tune.declare): tunable and importable like the library's.
 _user_families: dict[str, Family] = {}
 
