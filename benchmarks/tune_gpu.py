@@ -153,7 +153,7 @@ def main(argv=None) -> int:
         if unit == "GB/s":
             row["of_copy"] = row["tuned"] / copy_gbs if row["tuned"] else None
         rows.append(row)
-        print(f"{kernel} {size}: best {r.best} {r.best_ms:.4g} ms ({row['tuned'] or 0:.1f} {unit}), default "
+        print(f"{kernel} {size}: best {dict(r.best)} {r.best_ms:.4g} ms ({row['tuned'] or 0:.1f} {unit}), default "
               f"{r.default_ms or float('nan'):.4g} ms, {r.speedup:.2f}x, {r.by_status}, {r.seconds:.0f} s",
               file=sys.stderr)
     largest = max((r["problem"]["m"] for r in rows if r["kernel"] == "gemm" and "error" not in r), default=None)
