@@ -23,8 +23,10 @@ for stage in "$@"; do
           cp benchmarks/results/java_*-cuda* benchmarks/results/java_*-opencl* "$R/" 2>/dev/null ;;
     launch) timeout 150 python3 benchmarks/launch_overhead.py --device $cuda --java --out "$R" 2>&1 | tail -25
             timeout 120 python3 benchmarks/fusion.py --device $cuda --out "$R" 2>&1 | tail -15 ;;
-    tune) timeout 330 python3 benchmarks/tune_gpu.py --device $cuda --out "$R" --seconds 200 2>&1 | tail -25 ;;
-    tuneocl) timeout 200 python3 benchmarks/tune_gpu.py --device $ocl --out "$R" --seconds 120 2>&1 | tail -25 ;;
+    tune) timeout 260 python3 benchmarks/tune_gpu.py --device $cuda --out "$R" --seconds ${TUNE_S:-150} 2>&1 | tail -25 ;;
+    tuneocl) timeout 150 python3 benchmarks/tune_gpu.py --device $ocl --out "$R" --seconds ${TUNEOCL_S:-45} 2>&1 | tail -25 ;;
+    strategies) timeout 120 python3 benchmarks/tune_strategies.py --record --device $cuda --kernel sum --size n=16777216 \
+                  --seconds ${STRAT_S:-45} --out "$R" 2>&1 | tail -8 ;;
     multi) timeout 120 python3 benchmarks/multidevice.py --out "$R" 2>&1 | tail -30
            timeout 120 python3 -m isthmus.cli java -cp target/test-classes io.isthmus.bench.TwoDevices $cuda $ocl 200 2>&1 | tail -4 ;;
   esac
