@@ -22,7 +22,7 @@ from . import __version__
 from .buffer import Buffer
 from .kernel import Kernel
 from .measure import device_ms, host_ms, per_call_us
-from .workloads import rel_error, sizes_for, standard, tolerance
+from .workloads import sizes_for, standard, tolerance
 
 
 @contextlib.contextmanager
@@ -143,7 +143,7 @@ def run(dev, quick: bool = False) -> dict:
         args = w.make(dev)
         with recording() as launches:
             result = w.call(*args)
-        ok = rel_error(result.to_numpy(), w.expect()) <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
+        ok = w.error(result.to_numpy()) <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
         direct = DirectCalls(dev, launches)
         batch = 10 if dev.kind == "gpu" else 1
         ms = device_ms(dev, lambda: w.call(*args), repeat=repeat, batch=batch)

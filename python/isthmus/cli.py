@@ -22,10 +22,12 @@ def _devices(args) -> int:
     for d in found:
         table.add_row(d.id, d.name, d.vendor, d.kind, f"{d.memory / 2**30:.1f} GiB", str(d.compute_units),
                       str(d.max_work_group_size), d.driver_version, " ".join(d.dtypes))
-    console = Console()
+    from rich.markup import escape
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(table)
     for name, why in sorted(_problems.items()):
-        console.print(f"[dim]{name}: {why}[/dim]")
+        console.print(f"[dim]{escape(name)}: {escape(why)}[/dim]")
     return 0 if found else 1
 
 

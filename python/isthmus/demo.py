@@ -14,9 +14,11 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
     from . import device, devices
     from .cli import main as cli
     from .measure import device_ms, host_ms
-    from .workloads import rel_error, sizes_for, standard, tolerance
+    from .workloads import sizes_for, standard, tolerance
 
-    console = Console()
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
     cli(["devices"])
     dev = device(device_id)
     console.print(f"\nRunning the kernel library on [bold]{dev.id}[/bold] ({dev.name})")
@@ -27,7 +29,7 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
     for w in standard(sizes_for(dev, quick)):
         args = w.make(dev)
         result = w.call(*args).to_numpy()
-        err = rel_error(result, w.expect())
+        err = w.error(result)
         ok = err <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
         failed += not ok
         ms = device_ms(dev, lambda: w.call(*args), repeat=5, warmup=1)

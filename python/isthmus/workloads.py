@@ -23,6 +23,15 @@ class Workload:
     flops: int
     numpy: Callable  # () -> the NumPy call a user would otherwise make
 
+    def error(self, out: np.ndarray) -> float:
+        """Relative error of a result. A sum is judged against the sum of magnitudes: with mixed
+        signs the sum itself can be tiny, and rounding error scales with the magnitudes."""
+        ref = self.expect()
+        if self.op == "sum":
+            scale = float(np.abs(self.host[0].astype(np.float64)).sum()) or 1.0
+            return float(abs(float(out.ravel()[0]) - float(ref.ravel()[0]))) / scale
+        return rel_error(out, ref)
+
     def metric(self, ms: float) -> tuple[float, str]:
         if self.flops:
             return self.flops / ms / 1e6, "GFLOP/s"
