@@ -54,6 +54,22 @@ def known_kernels() -> list[str]:
     return list(FAMILIES) + sorted(_user_families)
 
 
+class MemoCost:
+    """A strategy's cost function, evaluated once per config: ``seen`` maps config keys to times
+    (a config seen again teaches nothing and must not spend the budget)."""
+
+    def __init__(self, space: "Space", cost):
+        self.space = space
+        self.cost = cost
+        self.seen: dict = {}
+
+    def __call__(self, config):
+        k = self.space.key(config)
+        if k not in self.seen:
+            self.seen[k] = self.cost(config)
+        return self.seen[k]
+
+
 @dataclass
 class Space:
     """The valid configs of ``family`` for one device, problem and dtype."""

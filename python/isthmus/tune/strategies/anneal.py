@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from ..space import MemoCost
+
 OPTIONS = {
     "T": (0.5, "starting temperature (relative slowdown accepted with probability 1/e)"),
     "T_min": (0.005, "lowest temperature"),
@@ -20,13 +22,8 @@ OPTIONS = {
 
 
 def tune(space, cost, rng, options: dict) -> None:
-    seen: dict = {}
-
-    def evaluate(config):
-        k = space.key(config)
-        if k not in seen:
-            seen[k] = cost(config)
-        return seen[k]
+    evaluate = MemoCost(space, cost)
+    seen = evaluate.seen
 
     def unseen_random():
         left = [c for c in space.configs if space.key(c) not in seen]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from ..space import MemoCost
+
 OPTIONS = {
     "population": (12, "configs per generation"),
     "elite": (2, "best configs carried unchanged into the next generation"),
@@ -16,13 +18,8 @@ OPTIONS = {
 
 
 def tune(space, cost, rng, options: dict) -> None:
-    seen: dict = {}
-
-    def evaluate(config):
-        k = space.key(config)
-        if k not in seen:
-            seen[k] = cost(config)
-        return seen[k]
+    evaluate = MemoCost(space, cost)
+    seen = evaluate.seen
 
     size = min(options["population"], len(space))
     population = [dict(c) for c in rng.sample(space.configs, size)]
