@@ -6,6 +6,7 @@ underscored hooks. Nothing is probed at import: discovery runs on the first call
 """
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
@@ -50,6 +51,7 @@ class Device:
         self.driver_version = driver_version
         self.platform = platform
         self.dtypes = dtypes
+        self._dtype_set = frozenset(dtypes)
         self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
         self._lock = threading.Lock()
 
@@ -77,7 +79,7 @@ class Device:
 
     def check_dtype(self, dtype) -> DType:
         dt = lookup(dtype)
-        if dt.name not in self.dtypes:
+        if dt.name not in self._dtype_set:
             raise UnsupportedDtypeError(
                 f"{dt.name} is not supported on {self.id} ({self.name}); this device supports {', '.join(self.dtypes)}")
         return dt
@@ -89,8 +91,7 @@ class Device:
 
         shape = _shape(shape)
         dt = self.check_dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.np.itemsize
-        return Buffer._allocate(self, shape, dt, nbytes)
+        return Buffer._allocate(self, shape, dt, math.prod(shape) * dt.np.itemsize)
 
     def zeros(self, shape, dtype=np.float32) -> "Buffer":
         buf = self.empty(shape, dtype)
@@ -187,6 +188,8 @@ class Timing:
 
 
 def _shape(shape) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+        return shape  # the common case, checked cheaply
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:

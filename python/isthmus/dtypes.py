@@ -38,12 +38,19 @@ SCALAR_CTYPES = {
     "float": np.dtype(np.float32), "double": np.dtype(np.float64), "half": np.dtype(np.float16),
 }
 _BY_NP = {d.np: d for d in _TABLE.values()}
+_BY_KEY: dict = {**_BY_NP, **{d.np.type: d for d in _TABLE.values()}, **_TABLE}
 
 
 def lookup(dtype) -> DType:
     """The isthmus DType for a NumPy dtype, a name ('float32') or a DType."""
     if isinstance(dtype, DType):
         return dtype
+    try:
+        found = _BY_KEY.get(dtype)  # np.dtype objects, NumPy scalar types and names: no parsing
+    except TypeError:  # unhashable: let NumPy say what it is
+        found = None
+    if found is not None:
+        return found
     try:
         key = np.dtype(dtype)
     except TypeError as exc:

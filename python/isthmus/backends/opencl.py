@@ -103,6 +103,7 @@ class OpenCLDevice(Device):
         # in-order queue that is safe: work on the old owner was enqueued before any on the new one.
         self._pool: dict[int, list] = {}
         self._pooled = 0
+        self._pool_limit = None
 
     # The context is made on first use, not at discovery: listing devices stays cheap.
     @property
@@ -154,7 +155,9 @@ class OpenCLDevice(Device):
     def _release(self, mem, nbytes: int) -> None:
         with self._in_use_lock:
             self._in_use -= nbytes
-            if self._pooled + nbytes <= _pool_limit():
+            if self._pool_limit is None:
+                self._pool_limit = _pool_limit()  # read once: a release is on the hot path
+            if self._pooled + nbytes <= self._pool_limit:
                 self._pool.setdefault(nbytes, []).append(mem)
                 self._pooled += nbytes
 
