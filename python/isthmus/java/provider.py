@@ -252,6 +252,10 @@ class DeviceHandle:
         return int(self.device.memory)
 
     @_spi
+    def memoryInUse(self):
+        return int(self.device.memory_in_use())
+
+    @_spi
     def computeUnits(self):
         return int(self.device.compute_units)
 

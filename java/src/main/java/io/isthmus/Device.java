@@ -55,6 +55,16 @@ public final class Device {
         return handle.memory();
     }
 
+    /**
+     * Device memory this process holds on the device through isthmus (both languages), for leak
+     * checks: it returns to its starting value once every buffer is released.
+     *
+     * @return bytes in use
+     */
+    public long memoryInUse() {
+        return handle.memoryInUse();
+    }
+
     /** @return number of compute units (SMs, CUs, or CPU cores) */
     public int computeUnits() {
         return handle.computeUnits();

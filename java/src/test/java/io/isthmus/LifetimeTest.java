@@ -17,14 +17,17 @@ class LifetimeTest {
         Isthmus rt = Isthmus.get();
         Device dev = rt.device();
         long before = rt.liveBuffers();
+        long bytes = dev.memoryInUse();
         for (int i = 0; i < 100_000; i++) {
             try (DeviceBuffer b = dev.allocate(DType.FLOAT32, 256)) {
                 if (i % 25_000 == 0) {
                     assertEquals(before + 1, rt.liveBuffers());
+                    assertEquals(bytes + 256 * 4, dev.memoryInUse());
                 }
             }
         }
         assertEquals(before, rt.liveBuffers());
+        assertEquals(bytes, dev.memoryInUse());
     }
 
     @Test
@@ -32,6 +35,7 @@ class LifetimeTest {
         Isthmus rt = Isthmus.get();
         Device dev = rt.device();
         long before = rt.liveBuffers();
+        long bytes = dev.memoryInUse();
         for (int i = 0; i < 1000; i++) {
             dev.allocate(DType.UINT8, 64); // dropped without close()
         }
@@ -43,5 +47,6 @@ class LifetimeTest {
             Interop.drainReleases();
         }
         assertEquals(before, rt.liveBuffers());
+        assertEquals(bytes, dev.memoryInUse());
     }
 }

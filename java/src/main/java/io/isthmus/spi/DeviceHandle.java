@@ -19,6 +19,9 @@ public interface DeviceHandle {
     /** @return device memory in bytes */
     long memory();
 
+    /** @return bytes of device memory this process holds on the device through isthmus */
+    long memoryInUse();
+
     /** @return number of compute units */
     int computeUnits();
 
