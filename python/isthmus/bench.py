@@ -173,14 +173,30 @@ def overhead(dev, calls: int = 2000) -> list[dict]:
     for w in standard(tiny):
         args = w.make(dev)
         with recording() as launches:
-            w.call(*args)
+            result = w.call(*args)
         direct = DirectCalls(dev, launches)
         lib = per_call_us(lambda: w.call(*args), calls, dev.synchronize)
         raw = per_call_us(direct, calls, dev.synchronize)
-        out.append({"op": w.op, "launches": len(launches), "isthmus_us": lib, "direct_us": raw, "ratio": lib / raw})
+        row = {"op": w.op, "launches": len(launches), "isthmus_us": lib, "direct_us": raw, "ratio": lib / raw}
+        # The same call writing into an existing output (out= / gemm's c): no allocation per call.
+        into = _into(w.op, args, result)
+        if into is not None:
+            row["isthmus_out_us"] = per_call_us(into, calls, dev.synchronize)
+            row["ratio_out"] = row["isthmus_out_us"] / raw
+        out.append(row)
         for a in args:
             a.close()
     return out
+
+
+def _into(op: str, args, result):
+    from . import ops
+
+    if op in ("sum", "max", "softmax", "transpose"):
+        return lambda: getattr(ops, op)(*args, out=result)
+    if op == "gemm":
+        return lambda: ops.gemm(args[0], args[1], result)
+    return None
 
 
 def markdown(result: dict) -> str:
@@ -204,9 +220,13 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['label']} | {'yes' if r['correct'] else 'NO'} | {r['isthmus']:.1f} {u} | "
                      f"{r['direct']:.1f} {u} | {vend} | {r['numpy']:.1f} {u} | {frac} |")
     lines += ["", f"Host time per call, tiny problems (library call vs direct {direct} call of the same launches):", "",
-              "| op | launches | isthmus µs | direct µs | ratio |", "| --- | --- | --- | --- | --- |"]
+              "| op | launches | isthmus µs | with out= µs | direct µs | ratio | ratio with out= |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for o in result["overhead"]:
-        lines.append(f"| {o['op']} | {o['launches']} | {o['isthmus_us']:.2f} | {o['direct_us']:.2f} | {o['ratio']:.2f} |")
+        with_out = f"{o['isthmus_out_us']:.2f}" if "isthmus_out_us" in o else "-"
+        ratio_out = f"{o['ratio_out']:.2f}" if "ratio_out" in o else "-"
+        lines.append(f"| {o['op']} | {o['launches']} | {o['isthmus_us']:.2f} | {with_out} | {o['direct_us']:.2f} | "
+                     f"{o['ratio']:.2f} | {ratio_out} |")
     return "\n".join(lines) + "\n"
 
 

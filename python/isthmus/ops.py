@@ -20,24 +20,24 @@ def axpy(a, x: Buffer, y: Buffer) -> Buffer:
     return _axpy.run(a, x, y)
 
 
-def sum(x: Buffer) -> Buffer:  # noqa: A001 - mirrors numpy.sum
-    """The sum of all elements, as a one-element Buffer of x's dtype."""
-    return _reduce.run_sum(x)
+def sum(x: Buffer, out: Buffer | None = None) -> Buffer:  # noqa: A001 - mirrors numpy.sum
+    """The sum of all elements, as a one-element Buffer of x's dtype (``out`` to reuse one)."""
+    return _reduce.run_sum(x, out)
 
 
-def max(x: Buffer) -> Buffer:  # noqa: A001 - mirrors numpy.max
+def max(x: Buffer, out: Buffer | None = None) -> Buffer:  # noqa: A001 - mirrors numpy.max
     """The largest element, as a one-element Buffer (an empty x is an error)."""
-    return _reduce.run_max(x)
+    return _reduce.run_max(x, out)
 
 
-def softmax(x: Buffer) -> Buffer:
-    """Row-wise softmax of a 2-D buffer, into a new Buffer."""
-    return _softmax.run(x)
+def softmax(x: Buffer, out: Buffer | None = None) -> Buffer:
+    """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself)."""
+    return _softmax.run(x, out)
 
 
-def transpose(x: Buffer) -> Buffer:
-    """The transpose of a 2-D buffer, as a new Buffer."""
-    return _transpose.run(x)
+def transpose(x: Buffer, out: Buffer | None = None) -> Buffer:
+    """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
+    return _transpose.run(x, out)
 
 
 def gemm(a: Buffer, b: Buffer, c: Buffer | None = None, alpha: float = 1.0, beta: float = 0.0) -> Buffer:

@@ -160,3 +160,35 @@ def test_every_family_declares_a_valid_default_and_space(dev):
             assert t.default in t.values, (fam.name, t.name)
         space = list(fam.space(dev))
         assert space, fam.name
+
+
+def test_out_buffers_are_filled_and_checked(dev, rng):
+    x = rng.standard_normal((9, 33)).astype(np.float32)
+    bx = dev.asarray(x)
+    out = dev.asarray(np.full((9, 33), np.nan, np.float32))
+    assert isthmus.ops.softmax(bx, out=out) is out
+    np.testing.assert_allclose(out.to_numpy(), REFERENCES["softmax"](x), rtol=1e-5)
+    inplace = dev.asarray(x)
+    assert isthmus.ops.softmax(inplace, out=inplace) is inplace  # in place
+    np.testing.assert_allclose(inplace.to_numpy(), REFERENCES["softmax"](x), rtol=1e-5)
+    t = dev.asarray(np.full((33, 9), np.nan, np.float32))
+    assert isthmus.ops.transpose(bx, out=t) is t
+    np.testing.assert_array_equal(t.to_numpy(), x.T)
+    s = dev.asarray(np.full(1, np.nan, np.float32))
+    for op in ("sum", "max"):
+        assert getattr(isthmus.ops, op)(bx, out=s) is s
+        ref = REFERENCES[op](x.ravel())[0]
+        assert abs(s.to_numpy()[0] - ref) <= 1e-5 * max(1.0, float(np.abs(x).sum()))
+    assert isthmus.ops.sum(dev.empty(0, np.float32), out=s).to_numpy()[0] == 0
+    square = dev.asarray(rng.standard_normal((8, 8)).astype(np.float32))
+    bad = [
+        (lambda: isthmus.ops.softmax(bx, out=dev.zeros((9, 32), np.float32)), "shape"),
+        (lambda: isthmus.ops.softmax(bx, out=dev.zeros((9, 33), np.int32)), "dtype"),
+        (lambda: isthmus.ops.transpose(bx, out=dev.zeros((9, 33), np.float32)), "shape"),
+        (lambda: isthmus.ops.transpose(square, out=square), "in place"),
+        (lambda: isthmus.ops.sum(bx, out=dev.zeros(2, np.float32)), "shape"),
+        (lambda: isthmus.ops.max(bx, out=np.zeros(1, np.float32)), "Buffer"),
+    ]
+    for call, match in bad:
+        with pytest.raises(isthmus.InvalidArgumentError, match=match):
+            call()

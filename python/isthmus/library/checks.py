@@ -16,6 +16,19 @@ def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
     return value
 
 
+def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True) -> Buffer:
+    """``out`` checked to take the result (device, dtype, shape), or a new buffer when None."""
+    if out is None:
+        return x.device.empty(shape, x.dtype)
+    out = buffer(op, "out", out)
+    same(op, x, out=out)
+    if out.shape != tuple(shape):
+        raise InvalidArgumentError(f"{op}: out has shape {out.shape}, the result has shape {tuple(shape)}")
+    if not alias_ok and out.nbytes and out.ptr == x.ptr:
+        raise InvalidArgumentError(f"{op}: out must not be the input's memory (the op cannot run in place)")
+    return out
+
+
 def same(op: str, first: Buffer, **others: Buffer) -> tuple:
     """Device and dtype shared by all buffers (error naming the odd one out otherwise)."""
     for name, b in others.items():

@@ -24,7 +24,7 @@ SUM = Family(name="sum", defines=(("OP_SUM", 1),), **_COMMON)
 MAX = Family(name="max", defines=(("OP_MAX", 1),), **_COMMON)
 
 
-def _run(family: Family, x):
+def _run(family: Family, x, out=None):
     x = checks.buffer(family.name, "x", x)
     dev, dt = x.device, x._dt
     n = x.size
@@ -32,13 +32,15 @@ def _run(family: Family, x):
         if family is MAX:
             raise InvalidArgumentError("max of an empty buffer: the maximum has no identity (like NumPy)")
         family.check_dtype(dev, dt)
-        return dev.zeros((1,), x.dtype)
+        out = checks.output(family.name, out, x, (1,))
+        dev._zero(out._handle(), out.nbytes)
+        return out
     params, kernels = resolve(family, dev, dt, {"n": n})
     wg, vpt = params["WG"], params["VPT"]
     groups = max(1, min(-(-n // (wg * vpt)), params["GROUPS"]))
     acc = np.dtype({"float": np.float32, "double": np.float64}.get(dt.acc, x.dtype))
+    out = checks.output(family.name, out, x, (1,))
     partial = dev.empty((groups,), acc)
-    out = dev.empty((1,), x.dtype)
     first, final = kernels["reduce_first"], kernels["reduce_final"]
     first._enqueue((groups * wg,), (wg,), [np.int64(n), dev._buffer_arg(x), dev._buffer_arg(partial)])
     final._enqueue((wg,), (wg,), [np.int64(groups), dev._buffer_arg(partial), dev._buffer_arg(out)])
@@ -46,12 +48,12 @@ def _run(family: Family, x):
     return out
 
 
-def run_sum(x):
-    return _run(SUM, x)
+def run_sum(x, out=None):
+    return _run(SUM, x, out)
 
 
-def run_max(x):
-    return _run(MAX, x)
+def run_max(x, out=None):
+    return _run(MAX, x, out)
 
 
 def reference_sum(x: np.ndarray) -> np.ndarray:

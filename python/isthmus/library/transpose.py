@@ -23,12 +23,12 @@ def grid(rows: int, cols: int, p: dict):
     return (-(-cols // t) * t, -(-rows // t) * br), (t, br)
 
 
-def run(x):
+def run(x, out=None):
     x = checks.buffer("transpose", "x", x, ndim=2)
     dev, dt = x.device, x._dt
     rows, cols = x.shape
     params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
-    y = dev.empty((cols, rows), x.dtype)
+    y = checks.output("transpose", out, x, (cols, rows), alias_ok=False)
     if rows and cols:
         g, loc = grid(rows, cols, params)
         kernels["transpose"]._enqueue(g, loc, [np.int32(rows), np.int32(cols), dev._buffer_arg(x), dev._buffer_arg(y)])
