@@ -23,6 +23,6 @@ from . import tune  # callable: isthmus.tune(kernel, ...); isthmus.tune.db is th
 
 __all__ = [
     "__version__", "Buffer", "Device", "Kernel", "LaunchConfig", "asarray", "device", "devices", "live_buffers",
-    "ops", "tune", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
+    "fuse", "ops", "tune", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
     "DeviceError", "InvalidArgumentError", "LaunchConfigError", "OutOfMemoryError", "UnsupportedDtypeError",
 ]
