@@ -54,5 +54,13 @@ test: opencl-driver venv jar
 bench: venv jar
 	$(PY) -m isthmus.cli bench
 
+# For the lent GPU machine: .device/ (JRE, wheels, jar; ../shared/device/prepare.sh) and .devjava/
+# (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:
+#   run(carry=[".device", ".devjava"], command="source .device/setup.sh && bash benchmarks/gpu_pass.sh test bench ...")
+device-bundle: jar
+	bash ../shared/device/prepare.sh
+	rm -rf .devjava && mkdir -p .devjava/m2jars && cp -r target/test-classes .devjava/
+	tr ':' '\n' < target/test-classpath.txt | grep '\.jar$$' | xargs -I{} cp {} .devjava/m2jars/
+
 clean:
 	rm -rf $(VENV) target $(JAR_DIR) examples/java/target
