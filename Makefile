@@ -9,7 +9,7 @@ JAR_DIR := python/isthmus/java/lib
 JAVA_SRC := $(shell find java/src/main -type f 2>/dev/null) pom.xml
 MVN    := mvn -q -B -ntp
 
-.PHONY: demo test venv jar java-demo bench clean opencl-driver
+.PHONY: demo test venv jar java-demo bench clean opencl-driver device-bundle
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # An OpenCL CPU device for machines without a GPU: the distribution's PoCL. (PyPI's PoCL build,
