@@ -105,7 +105,8 @@ class KernelHandle:
 
     @_spi
     def launch(self, jglobal, jlocal, jargs):
-        args = [_argument(a) for a in jargs]
+        # Indexing a Java Object[] is cheaper than iterating it through JPype.
+        args = [_argument(jargs[i]) for i in range(len(jargs))]
         if self.library:
             if jglobal is not None:
                 raise isthmus.LaunchConfigError(f"library kernel {self.kernel.name!r} sizes its own grid: "
@@ -115,10 +116,12 @@ class KernelHandle:
         if jglobal is None:
             raise isthmus.LaunchConfigError(f"kernel {self.kernel.name!r} needs a grid: "
                                             "launch(LaunchConfig.of(globalSize), args...)")
-        key = (tuple(jglobal), None if jlocal is None else tuple(jlocal))
+        # The grid's raw bytes are the memo key: reading a long[] element by element costs more.
+        key = (bytes(memoryview(jglobal)), None if jlocal is None else bytes(memoryview(jlocal)))
         config = self._configs.get(key)
         if config is None:
-            config = self._configs[key] = LaunchConfig(*key)
+            config = self._configs[key] = LaunchConfig(tuple(np.asarray(jglobal).tolist()),
+                                                       None if jlocal is None else tuple(np.asarray(jlocal).tolist()))
         self.kernel(*args, config=config)
         return None
 
