@@ -48,6 +48,17 @@ def rng():
     return np.random.default_rng(seed)
 
 
+@pytest.fixture
+def tuning_db(tmp_path, monkeypatch):
+    """A private, empty tuning database for one test."""
+    from isthmus.tune import db as dbmod
+
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    dbmod.reset()
+    yield tmp_path / "tuning.sqlite"
+    dbmod.reset()
+
+
 def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason="needs a GPU (CUDA or GPU OpenCL); none present")
     for item in items:

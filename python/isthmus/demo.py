@@ -2,7 +2,6 @@
 NumPy and print time and throughput next to NumPy's."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
@@ -11,7 +10,7 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from . import device, devices
+    from . import device
     from .cli import main as cli
     from .measure import device_ms, host_ms
     from .workloads import sizes_for, standard, tolerance

@@ -95,7 +95,7 @@ class Fused:
         named = dict(zip(self.inputs, args))
         for k, v in kwargs.items():
             if k not in self.inputs:
-                hint = (f"; the output is passed as out=" if k == self.output else "")
+                hint = ("; the output is passed as out=" if k == self.output else "")
                 raise InvalidArgumentError(f"{self.expression!r} has no input {k!r}; inputs: "
                                            f"{', '.join(self.inputs)}{hint}")
             if k in named:

@@ -16,14 +16,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import knobs
 from ._version import __version__
 from .buffer import Buffer
-from .dtypes import SCALAR_CTYPES, lookup
+from .dtypes import SCALAR_CTYPES
 from .errors import CompileError, InvalidArgumentError, LaunchConfigError
 from .launch import LaunchConfig
 

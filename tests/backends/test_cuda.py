@@ -53,7 +53,7 @@ def test_torch_tensor_round_trip():
     torch = pytest.importorskip("torch")
     t = torch.rand(4097, device="cuda")
     buf = isthmus.asarray(t)
-    assert buf.ptr == t.data_ptr() and buf.dtype == np.float32
+    assert buf.ptr == t.data_ptr() and buf.dtype == np.float32 and buf.device is dev
     torch.cuda.synchronize()
     s = isthmus.ops.sum(buf).to_numpy()[0]
     assert abs(s - float(t.double().sum())) < 1e-3 * 4097

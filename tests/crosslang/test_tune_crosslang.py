@@ -6,19 +6,8 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from .junit import run_classes
-
-
-@pytest.fixture
-def tuning_db(tmp_path, monkeypatch):
-    from isthmus.tune import db
-
-    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
-    db.reset()
-    yield tmp_path / "tuning.sqlite"
-    db.reset()
 
 
 def test_junit_tuner(jvm, tuning_db):

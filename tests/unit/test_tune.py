@@ -38,14 +38,6 @@ __kernel void scale(const int n, __global const float* x, __global float* y) {
 """
 
 
-@pytest.fixture
-def tuning_db(tmp_path, monkeypatch):
-    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
-    dbmod.reset()
-    yield tmp_path / "tuning.sqlite"
-    dbmod.reset()
-
-
 def _scale():
     def grid(p, c):
         wg = c["WG"] if c["WG"] != 1000 else 8192  # WG=1000 launches a work-group larger than any device allows
