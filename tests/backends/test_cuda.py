@@ -90,3 +90,24 @@ def test_same_source_on_cuda_and_opencl_gpu():
         b = d.asarray(host)
         d.compile(src, "sq")(1001, b, config=isthmus.LaunchConfig((1024,), (128,)))
         np.testing.assert_allclose(b.to_numpy(), host * host, rtol=1e-6)
+
+
+def test_two_gpus_peer_copy_and_concurrent_kernels():
+    cudas = [d for d in isthmus.devices() if d.backend == "cuda"]
+    if len(cudas) < 2:
+        pytest.skip("needs two CUDA devices")
+    d0, d1 = cudas[:2]
+    rng = np.random.default_rng()
+    host = rng.standard_normal(1 << 20).astype(np.float32)
+    a = d0.asarray(host)
+    b = a.to(d1)  # a peer copy where the GPUs allow it
+    assert b.device is d1 and b.ptr != a.ptr
+    np.testing.assert_array_equal(b.to_numpy(), host)
+    ya, yb = d0.zeros(host.size, np.float32), d1.zeros(host.size, np.float32)
+    isthmus.ops.axpy(1.0, a, ya)
+    isthmus.ops.axpy(2.0, b, yb)  # queued on both GPUs at once
+    np.testing.assert_array_equal(ya.to_numpy(), host)
+    np.testing.assert_array_equal(yb.to_numpy(), 2 * host)
+    with pytest.raises(isthmus.InvalidArgumentError):
+        isthmus.ops.axpy(1.0, a, yb)
+    np.testing.assert_array_equal(yb.to(d0).to_numpy(), 2 * host)
