@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from isthmus.measure import per_call_us
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
@@ -27,22 +28,6 @@ SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
 }
 """
 N_ELEMS = 256
-
-
-def per_launch_us(fn, launches: int, sync, rounds: int, per_call: int = 1) -> float:
-    """Median over rounds of (host time of `launches` calls of fn) / (launches * per_call)."""
-    for _ in range(min(launches, 200)):
-        fn()
-    sync()
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(launches):
-            fn()
-        t1 = time.perf_counter()
-        sync()
-        times.append((t1 - t0) / (launches * per_call) * 1e6)
-    return statistics.median(times)
 
 
 def environment(dev) -> dict:
@@ -116,7 +101,7 @@ def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) ->
     rows = []
     for name, fn, per in paths:
         n = max(1, launches // per) if per > 1 else launches
-        rows.append({"path": name, "us_per_launch": per_launch_us(fn, n, sync, rounds, per)})
+        rows.append({"path": name, "us_per_launch": per_call_us(fn, n, sync, rounds=rounds, warmup=min(n, 200), per_call=per)})
     if java:
         rows += _java_rows(dev, launches, rounds, graph_size)
     ref = next(r["us_per_launch"] for r in rows if r["path"] == base)

@@ -12,22 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-
-def per_call_us(fn, calls=20000, rounds=7) -> float:
-    fn()
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        out.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(out)
 
 
 def main(argv=None) -> int:
@@ -43,7 +31,7 @@ def main(argv=None) -> int:
     from isthmus.dtypes import lookup as dtype
     from isthmus.library import FAMILIES
     from isthmus.library.family import forget_resolved, resolve
-    from isthmus.measure import per_call_us as launch_us
+    from isthmus.measure import per_call_us
     from isthmus.tune import db
 
     dev = isthmus.device(args.device)
@@ -57,19 +45,19 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     db.lookup(fam, dev, f32, problem)
     first_us = (time.perf_counter() - t0) * 1e6
-    memo_us = per_call_us(lambda: db.lookup(fam, dev, f32, problem))
+    memo_us = per_call_us(lambda: db.lookup(fam, dev, f32, problem), 20000, rounds=7)
     resolve(fam, dev, f32, problem)
-    resolve_us = per_call_us(lambda: resolve(fam, dev, f32, problem))
+    resolve_us = per_call_us(lambda: resolve(fam, dev, f32, problem), 20000, rounds=7)
 
     x = dev.asarray(np.ones(4096, np.float32))
     y = dev.asarray(np.ones(4096, np.float32))
     call = lambda: isthmus.ops.axpy(2.0, x, y)  # noqa: E731
     store.clear()
     db.forget()
-    untuned = launch_us(call, 2000, dev.synchronize)
+    untuned = per_call_us(call, 2000, dev.synchronize)
     store.record(db.key_for(fam, dev, "float32", {"n": 4096}), {"n": 4096}, {"WG": 128, "VPT": 8}, 0.01, "ok")
     db.forget()
-    tuned = launch_us(call, 2000, dev.synchronize)
+    tuned = per_call_us(call, 2000, dev.synchronize)
     assert resolve(fam, dev, f32, {"n": 4096})[0] == {"WG": 128, "VPT": 8}
     forget_resolved()
     doc = {"device": dev.id, "name": dev.name, "first_lookup_us": first_us, "memoized_lookup_us": memo_us,

@@ -88,16 +88,15 @@ def _vendor(dev, w, args):
     import cupy
 
     views = [dev._cupy_view(a) for a in args]
-    with dev._cp_device, dev.stream:
-        fns = {
-            "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
-            "sum": lambda: views[0].sum(),
-            "max": lambda: views[0].max(),
-            "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
-                cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
-            "transpose": lambda: cupy.ascontiguousarray(views[0].T),
-            "gemm": lambda: cupy.matmul(views[0], views[1]),
-        }
+    fns = {
+        "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
+        "sum": lambda: views[0].sum(),
+        "max": lambda: views[0].max(),
+        "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
+            cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
+        "transpose": lambda: cupy.ascontiguousarray(views[0].T),
+        "gemm": lambda: cupy.matmul(views[0], views[1]),
+    }
     fn = fns[w.op]
 
     def run():

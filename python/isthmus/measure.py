@@ -38,16 +38,22 @@ def host_ms(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, sync: Ca
     return statistics.median(times)
 
 
-def per_call_us(fn: Callable[[], object], calls: int, sync: Callable[[], object], rounds: int = 5) -> float:
-    """Median host time per call of ``calls`` back-to-back calls, in microseconds (the launch overhead)."""
-    fn()
-    sync()
-    best = []
+def per_call_us(fn: Callable[[], object], calls: int, sync: Callable[[], object] | None = None, rounds: int = 5,
+                warmup: int = 1, per_call: int = 1) -> float:
+    """Median host time per call of ``calls`` back-to-back calls, in microseconds (the launch
+    overhead; ``sync`` waits for the device after each round, outside the timed loop). A call
+    that makes ``per_call`` launches counts as that many."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         t1 = time.perf_counter()
-        sync()
-        best.append((t1 - t0) / calls * 1e6)
-    return statistics.median(best)
+        if sync:
+            sync()
+        times.append((t1 - t0) / (calls * per_call) * 1e6)
+    return statistics.median(times)

@@ -272,19 +272,8 @@ class CudaDevice(Device):
         if prepared is None:
             if len(memo) >= 64:
                 memo.clear()
-            prepared = memo[key] = _PreparedLaunch(self, kernel, gsize, lsize, packed)
+            prepared = memo[key] = self._prepare(kernel, gsize, lsize, packed)
         prepared.launch()
-
-    def _launch_unprepared(self, kernel, gsize, lsize, packed):
-        grid, lsize = self._grid(kernel, gsize, lsize)
-        try:
-            if self._cp.cuda.runtime.getDevice() != self.index:
-                with self._cp_device:
-                    kernel.native(grid, lsize, packed, stream=self.stream)
-            else:
-                kernel.native(grid, lsize, packed, stream=self.stream)
-        except self._cp.cuda.driver.CUDADriverError as exc:
-            raise DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}") from exc
 
 
 class _PreparedLaunch:

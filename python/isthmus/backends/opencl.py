@@ -17,10 +17,6 @@ from ..errors import (BackendUnavailableError, CompileError, DeviceError, Launch
 NAME = "opencl"
 
 
-def _pool_limit() -> int:
-    return knobs.opencl_pool_bytes()
-
-
 def _cl():
     try:
         import pyopencl
@@ -156,7 +152,7 @@ class OpenCLDevice(Device):
         with self._in_use_lock:
             self._in_use -= nbytes
             if self._pool_limit is None:
-                self._pool_limit = _pool_limit()  # read once: a release is on the hot path
+                self._pool_limit = knobs.opencl_pool_bytes()  # read once: a release is on the hot path
             if self._pooled + nbytes <= self._pool_limit:
                 self._pool.setdefault(nbytes, []).append(mem)
                 self._pooled += nbytes
