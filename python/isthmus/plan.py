@@ -4,6 +4,8 @@ enqueue of a private kernel object whose arguments were set at prepare time).
 
 A Plan holds the memory of every buffer bound to it, so closing a Buffer never leaves the plan
 with a dangling pointer; launching a plan whose buffer was closed raises ClosedBufferError.
+(An unpinned plan, ``pin=False``, the memo behind Java's eager launches, holds the Buffers but not
+their memory: closing a buffer frees it at once, and the plan's launch check refuses it.)
 A Plan is not meant to be bound on one thread while another launches it: give each thread its own.
 """
 from __future__ import annotations
@@ -30,21 +32,23 @@ class Plan:
     """
 
     __slots__ = ("kernel", "device", "config", "_values", "_mems", "_live", "_native", "_go", "_closed",
-                 "result", "__weakref__")
+                 "_pin", "result", "__weakref__")
 
-    def __init__(self, kernel: "Kernel", args, config: LaunchConfig | None):
+    def __init__(self, kernel: "Kernel", args, config: LaunchConfig | None, pin: bool = True):
         if config is None:
             raise LaunchConfigError(f"kernel {kernel.name!r}.prepare(...) needs a launch config: "
                                     f"prepare(..., config=isthmus.LaunchConfig(global_size, local_size))")
         packed = kernel.pack(args)
         gsize, lsize = kernel.device._check_config(config)
         values = [a if isinstance(a, Buffer) else p for a, p in zip(args, packed)]
+        self._pin = pin
         self._setup(kernel, config, gsize, lsize, packed, values)
 
     @classmethod
     def _from_packed(cls, kernel: "Kernel", gsize, lsize, packed: list, values: list) -> "Plan":
         """A plan from arguments a launch already checked and packed (graph capture of eager launches)."""
         plan = cls.__new__(cls)
+        plan._pin = True
         plan._setup(kernel, LaunchConfig(tuple(gsize), None if lsize is None else tuple(lsize)), gsize, lsize,
                     packed, values)
         return plan
@@ -55,7 +59,7 @@ class Plan:
         self.config = config
         self._values = list(values)  # a Buffer or the converted NumPy scalar, per parameter
         # Holding each buffer's backend memory keeps the allocation alive whatever the Buffer does.
-        self._mems = [v._mem if isinstance(v, Buffer) else None for v in self._values]
+        self._mems = [v._mem if isinstance(v, Buffer) and self._pin else None for v in self._values]
         self._native = self.device._prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch
         self._closed = False
@@ -86,7 +90,7 @@ class Plan:
         self._native.set(i, packed)
         if param.kind == "buffer":
             self._values[i] = value
-            self._mems[i] = value._mem
+            self._mems[i] = value._mem if self._pin else None
             self._refresh()
         else:
             self._values[i] = packed
@@ -137,6 +141,8 @@ class Plan:
     def _closed_error(self, buf) -> None:
         self._check_open()
         names = [p.name for p, v in zip(self.kernel.params, self._values) if v is buf]
+        if not self._pin:
+            raise ClosedBufferError(f"launch of {self.kernel.name!r}: argument {names[0]!r} is a closed buffer")
         raise ClosedBufferError(f"plan of kernel {self.kernel.name!r}: the buffer bound to {', '.join(names)} was "
                                 f"closed; bind an open buffer with plan.bind({names[0]!r}, buf)")
 

@@ -21,6 +21,30 @@ def test_python_buffer_written_by_java_kernel_is_read_in_place(jvm, J, dev):
     x.close()
 
 
+def test_repeated_java_launch_of_a_buffer_python_closed_is_refused(jvm, J, dev):
+    """Java's launch memo replays a prepared launch; a shared buffer Python closed since is refused."""
+    import jpype
+
+    import isthmus.java
+
+    data = np.random.rand(29).astype(np.float32)
+    x = dev.asarray(data)
+    jx = isthmus.java.to_java(x)
+    src = ("__kernel void scale(__global float* x, float a, int n) "
+           "{ int i = get_global_id(0); if (i < n) x[i] = a * x[i]; }")
+    jk = J.Isthmus.get().device(dev.id).compile(src, "scale", None)
+    cfg = J.LaunchConfig.of(jpype.JLong(29))
+    args = jpype.JArray(jpype.JObject)([jx, jpype.JFloat(2.0), jpype.JInt(29)])
+    for _ in range(3):  # first an eager launch, then the memo's plan, replayed
+        jk.launch(cfg, args)
+    np.testing.assert_allclose(x.to_numpy(), data * 8, rtol=1e-6)
+    x.close()  # Python's close frees the allocation; the Java handle is still open
+    with pytest.raises(J.ClosedBufferException) as info:
+        jk.launch(cfg, args)
+    assert "closed buffer" in str(info.value.getMessage())
+    jx.close()
+
+
 def test_java_buffer_read_by_python_and_back(jvm, J, dev):
     import isthmus
     import isthmus.java

@@ -116,14 +116,28 @@ class KernelHandle:
         if jglobal is None:
             raise isthmus.LaunchConfigError(f"kernel {self.kernel.name!r} needs a grid: "
                                             "launch(LaunchConfig.of(globalSize), args...)")
+        self.kernel(*args, config=self._config(jglobal, jlocal))
+        return None
+
+    @_spi
+    def memo(self, jglobal, jlocal, jargs):
+        """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
+        and packed once, unpinned, so a closed buffer is freed at once and refused at launch."""
+        from isthmus.plan import Plan
+
+        from .launch_spi import PlanHandle
+
+        args = [_argument(jargs[i]) for i in range(len(jargs))]
+        return PlanHandle(Plan(self.kernel, args, self._config(jglobal, jlocal), pin=False))
+
+    def _config(self, jglobal, jlocal) -> LaunchConfig:
         # The grid's raw bytes are the memo key: reading a long[] element by element costs more.
         key = (bytes(memoryview(jglobal)), None if jlocal is None else bytes(memoryview(jlocal)))
         config = self._configs.get(key)
         if config is None:
             config = self._configs[key] = LaunchConfig(tuple(np.asarray(jglobal).tolist()),
                                                        None if jlocal is None else tuple(np.asarray(jlocal).tolist()))
-        self.kernel(*args, config=config)
-        return None
+        return config
 
     @_spi
     def prepare(self, jglobal, jlocal, jargs):

@@ -18,6 +18,7 @@ public final class Kernel {
     private final KernelHandle handle;
     private final Device device;
     private final String name;
+    private final LaunchMemo memo = new LaunchMemo();
 
     Kernel(KernelHandle handle, Device device) {
         this.handle = handle;
@@ -38,6 +39,11 @@ public final class Kernel {
     /**
      * Launches a kernel on an explicit grid.
      *
+     * <p>A launch repeated with the same config and the same arguments (the same buffers, equal
+     * numbers) is replayed from a prepared launch that the kernel keeps for it (the
+     * {@value LaunchMemo#CAPACITY} most recent such launches), so it costs about as much as
+     * {@link Plan#launch()}; {@link #prepare} gives the same speed for arguments that change.
+     *
      * @param config global and local size
      * @param args kernel arguments in declaration order: {@link DeviceBuffer}s and Java numbers
      */
@@ -46,7 +52,7 @@ public final class Kernel {
             throw new LaunchConfigException("launch config must not be null; library kernels are "
                     + "launched with launch(args...)", null, null);
         }
-        handle.launch(config.global(), config.local(), handles(args));
+        memo.launch(handle, config, handles(args));
     }
 
     /**

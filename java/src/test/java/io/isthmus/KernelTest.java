@@ -108,4 +108,58 @@ class KernelTest {
             assertThrows(LaunchConfigException.class, () -> dev.kernel("sum").launch(LaunchConfig.of(3), x));
         }
     }
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void repeatedLaunchesGiveTheSameResultsAsFreshOnes(Device dev) {
+        Kernel scale = dev.compile(Attached.SCALE, "scale", null);
+        java.util.Random rnd = new java.util.Random();
+        int n = 37;
+        float[] a = new float[n];
+        float[] b = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = rnd.nextFloat() + 0.5f;
+            b[i] = rnd.nextFloat() + 0.5f;
+        }
+        float[] ea = a.clone();
+        float[] eb = b.clone();
+        LaunchConfig cfg = LaunchConfig.of(64);
+        try (DeviceBuffer x = dev.fromArray(a); DeviceBuffer y = dev.fromArray(b)) {
+            for (int r = 0; r < 12; r++) {
+                float f = 1.0f + (r % 3) * 0.25f;     // three scalar values: memo hits and misses
+                DeviceBuffer t = r % 2 == 0 ? x : y;  // two buffers
+                float[] e = r % 2 == 0 ? ea : eb;
+                // a fresh, equal config object and an equal boxed number must hit the same entry
+                scale.launch(LaunchConfig.of(64), t, Float.valueOf(f), Integer.valueOf(n));
+                for (int i = 0; i < n; i++) {
+                    e[i] *= f;
+                }
+            }
+            scale.launch(cfg, x, 2.0, (long) n); // same values, other boxed types: converted like any launch
+            for (int i = 0; i < n; i++) {
+                ea[i] *= 2;
+            }
+            assertArrayEquals(ea, x.toFloatArray(), 1e-5f);
+            assertArrayEquals(eb, y.toFloatArray(), 1e-5f);
+            scale.launch(cfg, x, 1.0f, n / 2);  // a changed size argument is a new launch
+            assertArrayEquals(ea, x.toFloatArray(), 1e-5f);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void aRepeatedLaunchOfAClosedBufferThrowsAndFreesItsMemory(Device dev) {
+        Kernel scale = dev.compile(Attached.SCALE, "scale", null);
+        long bytes = dev.memoryInUse();
+        LaunchConfig cfg = LaunchConfig.of(1 << 14);
+        for (int i = 0; i < 50; i++) {
+            DeviceBuffer x = dev.allocate(DType.FLOAT32, 1 << 14);
+            for (int r = 0; r < 3; r++) {
+                scale.launch(cfg, x, 1.0f, 1 << 14);
+            }
+            x.close();
+            assertThrows(ClosedBufferException.class, () -> scale.launch(cfg, x, 1.0f, 1 << 14));
+        }
+        dev.synchronize();
+        assertEquals(bytes, dev.memoryInUse()); // remembered launches hold no closed buffer's memory
+    }
 }

@@ -24,4 +24,15 @@ public interface KernelHandle {
      * @return the prepared launch
      */
     PlanHandle prepare(long[] global, long[] local, Object[] args);
+
+    /**
+     * A prepared launch for repeating an eager launch with these exact arguments: it does not
+     * keep closed buffers' memory alive, and launching it after one was closed throws.
+     *
+     * @param global global size
+     * @param local local size, or {@code null} to let the runtime choose
+     * @param args kernel arguments ({@link BufferHandle}s and boxed Java numbers)
+     * @return the prepared launch
+     */
+    PlanHandle memo(long[] global, long[] local, Object[] args);
 }

@@ -40,6 +40,31 @@ public final class JavaBench {
         }
     }
 
+    /**
+     * The loop on a thread of {@link Isthmus#executor(int)} with a new scalar every launch (1,024
+     * values in turn), so no launch repeats a recent one: Kernel's launch memo misses every time.
+     */
+    public static double launchFreshOnRuntimeThreadNs(Kernel k, DeviceBuffer x, int n, int iters) throws Exception {
+        ExecutorService ex = Isthmus.get().executor(1);
+        try {
+            return ex.submit(() -> {
+                LaunchConfig cfg = LaunchConfig.of(n);
+                for (int i = 0; i < Math.min(iters, 100); i++) {
+                    k.launch(cfg, x, 1.0f + (i % 1024) / 1024.0f, n);
+                }
+                x.device().synchronize();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < iters; i++) {
+                    k.launch(cfg, x, 1.0f + (i % 1024) / 1024.0f, n);
+                }
+                x.device().synchronize();
+                return (double) (System.nanoTime() - t0) / iters;
+            }).get();
+        } finally {
+            ex.shutdown();
+        }
+    }
+
     /** The same loop on a plain Java thread (unknown to Python). */
     public static double launchOnPlainThreadNs(Kernel k, DeviceBuffer x, int n, int iters) throws Exception {
         FutureTask<Double> task = new FutureTask<>((Callable<Double>) () -> launchNs(k, x, n, iters));
