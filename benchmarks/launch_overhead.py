@@ -188,7 +188,9 @@ def _cuda_paths(dev, y, plan, graph_size):
         def cupy_graph():
             cgraph.launch(stream)
 
-    return [("CuPy RawKernel call", raw_kernel, 1),
+    enqueue = plan._native.enqueue
+    return [("isthmus Plan, driver call (no graph: ISTHMUS_CUDA_LAUNCH_GRAPHS=0)", enqueue, 1),
+            ("CuPy RawKernel call", raw_kernel, 1),
             ("cupy.cuda.driver.launchKernel, pre-packed args", driver_call, 1),
             (f"CuPy-captured CUDA graph ({graph_size} kernels), per kernel", cupy_graph, graph_size)]
 

@@ -155,10 +155,11 @@ class Graph:
         return packed
 
     def _rec_copy(self, real, dst, src, nbytes) -> None:
-        self.steps.append(_Copy(lambda: real(dst, src, nbytes), (dst, src), f"device copy of {nbytes} bytes"))
+        self.steps.append(_Copy(lambda *stream: real(dst, src, nbytes, *stream), (dst, src),
+                                f"device copy of {nbytes} bytes"))
 
     def _rec_zero(self, real, mem, nbytes) -> None:
-        self.steps.append(_Copy(lambda: real(mem, nbytes), (mem,), f"fill of {nbytes} bytes"))
+        self.steps.append(_Copy(lambda *stream: real(mem, nbytes, *stream), (mem,), f"fill of {nbytes} bytes"))
 
     def _refuse(self, what: str):
         raise InvalidArgumentError(f"{what} cannot be captured into a graph on {self.device.id}: graphs hold device "
@@ -266,27 +267,21 @@ class Graph:
                 for b in s._live:
                     seen[id(b)] = b
         self._bufs = tuple(seen.values())
-        self._gos = tuple(s._go if isinstance(s, Plan) else s.go for s in self.steps)
+        # CUDA: the plain driver call of each plan (a plan's own launch may replay a one-kernel graph,
+        # which a stream capture must not record)
+        self._gos = tuple((s._native.enqueue if self._cuda else s._go) if isinstance(s, Plan) else s.go
+                          for s in self.steps)
 
     def _instantiate(self) -> None:
-        """CUDA: replay the steps into a stream capture and instantiate the resulting graph."""
+        """CUDA: replay the steps into a stream capture (CudaDevice._capture) and instantiate it."""
         dev = self.device
-        stream = dev.stream
         if not self._gos:
             self._native, self._dirty = _EMPTY, False
             return
-        graph = None
         try:
-            with dev._cp_device:
-                stream.begin_capture()
-                try:
-                    for go in self._gos:
-                        go()
-                finally:
-                    graph = stream.end_capture()
+            self._native = dev._capture(self._gos)
         except Exception as exc:
             raise DeviceError(f"CUDA graph capture on {dev.id} failed: {exc}") from exc
-        self._native = graph
         self._dirty = False
 
     def _not_ready(self) -> None:

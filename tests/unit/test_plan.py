@@ -152,7 +152,7 @@ def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():
     cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel,
                                                                      CUDADriverError=RuntimeError),
                                               runtime=SimpleNamespace(getDevice=lambda: 0)))
-    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77),
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=False,
                           _grid=lambda k, g, l: ((g[0] // l[0],), l))
     kernel = SimpleNamespace(native=SimpleNamespace(ptr=1234), name="k")
     prepared = cuda._PreparedLaunch(dev, kernel, (512,), (128,), [np.int64(5), np.float32(2.5), np.uint64(0xABC0)])
@@ -162,3 +162,133 @@ def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():
     prepared.launch()
     assert calls[0] == ((1234, 4, 1, 1, 128, 1, 1, 0, 77, 0), 5, 2.5, 0xABC0)
     assert calls[1] == ((1234, 4, 1, 1, 128, 1, 1, 0, 77, 0), 5, -1.0, 0xDEF0)
+
+
+def test_cuda_repeated_launch_becomes_a_graph_and_a_rebind_drops_it():
+    """Without a GPU: the third launch in a row with no rebind captures a one-kernel graph, later
+    launches replay it; a rebind goes back to the driver call until the launch repeats again."""
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    driver, replays, captures = [], [], []
+
+    class FakeGraph:
+        def launch(self, stream):
+            replays.append(stream.ptr)
+
+    def capture(prepared):
+        captures.append(tuple(c[0] for c in prepared._cells))
+        return FakeGraph()
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=lambda *a: driver.append(a[8]),
+                                                                     CUDADriverError=RuntimeError),
+                                              runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=True,
+                          _grid=lambda k, g, l: ((g[0] // l[0],), l), _one_kernel_graph=capture)
+    kernel = SimpleNamespace(native=SimpleNamespace(ptr=1), name="k")
+    prepared = cuda._PreparedLaunch(dev, kernel, (64,), (64,), [np.int64(5), np.float32(2.5)])
+    for _ in range(5):
+        prepared.launch()
+    assert (len(driver), len(captures), len(replays)) == (3, 1, 2)
+    prepared.set(1, np.float32(4.0))
+    prepared.launch()
+    assert (len(driver), len(replays)) == (4, 2)  # the old graph holds the old value: not replayed
+    for _ in range(3):
+        prepared.launch()
+    assert captures[-1] == (5, 4.0) and len(replays) == 1 + 2 and len(driver) == 6
+    prepared.enqueue(SimpleNamespace(ptr=99))  # a stream capture's call: always the driver, on its stream
+    assert driver[-1] == 99
+
+
+ACCUMULATE = """
+__kernel void acc(__global int* y, const int a, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] += a;
+}
+"""
+
+
+def test_plan_repeated_many_times_counts_every_launch_and_follows_rebinds(dev):
+    """Long runs of launches (CUDA: replayed as a one-kernel graph after the third) interleaved
+    with rebinds: every launch runs once, with the value bound at the time."""
+    n = 257
+    k = dev.compile(ACCUMULATE, "acc")
+    y = dev.zeros(n, np.int32)
+    y2 = dev.zeros(n, np.int32)
+    plan = k.prepare(y, 1, n, config=isthmus.LaunchConfig((320,), (64,)))
+    expect, expect2 = 0, 0
+    for rounds, a in [(10, 1), (1, 7), (5, -2), (2, 100)]:
+        plan.bind("a", a)
+        for _ in range(rounds):
+            plan.launch()
+        expect += rounds * a
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, expect, np.int32))
+    plan.bind("y", y2)
+    for _ in range(6):
+        plan.launch()
+        expect2 += 100
+    plan.bind("n", 100)
+    for _ in range(4):
+        plan.launch()
+    h = y2.to_numpy()
+    np.testing.assert_array_equal(h[:100], np.full(100, expect2 + 400, np.int32))
+    np.testing.assert_array_equal(h[100:], np.full(n - 100, expect2, np.int32))
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, expect, np.int32))  # untouched since the rebind
+
+
+def test_eager_launches_repeated_and_varied_all_run(dev):
+    """Eager calls with the same arguments (CUDA: memoized, then a graph) and with changing ones."""
+    n = 100
+    k = dev.compile(ACCUMULATE, "acc")
+    y = dev.zeros(n, np.int32)
+    cfg = isthmus.LaunchConfig((n,))
+    total = 0
+    for i in range(40):
+        a = 3 if i % 4 else i  # mostly the same launch, now and then another
+        k(y, a, n, config=cfg)
+        total += a
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, total, np.int32))
+
+
+def test_one_plan_launched_from_several_threads(dev):
+    import threading
+
+    n = 64
+    k = dev.compile(ACCUMULATE, "acc")
+    y = dev.zeros(n, np.int32)
+    plan = k.prepare(y, 1, n, config=isthmus.LaunchConfig((n,)))
+    errors = []
+
+    def work():
+        try:
+            for _ in range(300):
+                plan.launch()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, 1200, np.int32))
+
+
+def test_graph_of_plans_that_replay_their_own_graphs(dev, rng):
+    """A plan launched often enough to have its own graph, then captured into an isthmus Graph."""
+    n = 50
+    k = dev.compile(ACCUMULATE, "acc")
+    y = dev.zeros(n, np.int32)
+    plan = k.prepare(y, 2, n, config=isthmus.LaunchConfig((n,)))
+    for _ in range(5):
+        plan.launch()
+    with dev.capture() as graph:
+        plan.launch()
+        plan.launch()
+    for _ in range(4):
+        graph.launch()
+    graph.bind(1, "a", 10)
+    graph.launch()
+    np.testing.assert_array_equal(y.to_numpy(), np.full(n, 5 * 2 + 4 * 4 + 12, np.int32))

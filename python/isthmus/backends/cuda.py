@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -84,6 +85,9 @@ class CudaDevice(Device):
         self._cp_device = cupy.cuda.Device(index)
         self._stream = None
         self._init_lock = threading.Lock()
+        self._launch_graphs = knobs.cuda_launch_graphs()
+        self._capture_stream = None
+        self._capture_lock = threading.Lock()
 
     @property
     def stream(self):
@@ -98,6 +102,37 @@ class CudaDevice(Device):
 
     def _current(self):
         return self._cp_device
+
+    def _capture(self, steps) -> object:
+        """A CUDA graph of ``steps`` (callables taking the stream to queue on), captured on a private
+        stream, so work other threads queue on :attr:`stream` meanwhile is not captured, in relaxed
+        mode, so their allocations and synchronizations stay legal. Raises what the capture raised."""
+        cp = self._cp
+        with self._capture_lock, self._cp_device:
+            if self._capture_stream is None:
+                self._capture_stream = cp.cuda.Stream(non_blocking=True)
+            cs = self._capture_stream
+            cs.begin_capture(mode=getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", 2))
+            graph = None
+            try:
+                for step in steps:
+                    step(cs)
+            finally:
+                graph = cs.end_capture()
+            upload = getattr(graph, "upload", None)
+            if upload is not None:
+                upload(self.stream)  # instantiate now, not on the first replay
+        return graph
+
+    def _one_kernel_graph(self, prepared: "_PreparedLaunch"):
+        """The CUDA graph of one prepared launch, or None (with a warning, once) where capture fails."""
+        try:
+            return self._capture((prepared.enqueue,))
+        except Exception as exc:  # noqa: BLE001 - the driver call works: stay with it, and say so once
+            self._launch_graphs = False
+            warnings.warn(f"{self.id}: capturing a repeated launch as a CUDA graph failed ({exc}); repeated "
+                          f"launches stay driver calls", RuntimeWarning, stacklevel=3)
+            return None
 
     # ---- memory ------------------------------------------------------------------------------
     def _alloc(self, nbytes: int):
@@ -141,8 +176,8 @@ class CudaDevice(Device):
             self.stream.synchronize()
         self._guard(run, "device->host copy")
 
-    def _copy(self, dst, src, nbytes):
-        self._guard(lambda: dst.copy_from_device_async(src, nbytes, self.stream), "device copy")
+    def _copy(self, dst, src, nbytes, stream=None):
+        self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")
 
     def _peer_copy(self, dst, src_buf, nbytes):
         """Copy from a buffer on another CUDA device: a peer copy where the GPUs allow it."""
@@ -153,8 +188,8 @@ class CudaDevice(Device):
                                                   self.stream.ptr)
         self._guard(run, "peer copy")
 
-    def _zero(self, mem, nbytes):
-        self._guard(lambda: mem.memset_async(0, nbytes, self.stream), "fill")
+    def _zero(self, mem, nbytes, stream=None):
+        self._guard(lambda: mem.memset_async(0, nbytes, stream or self.stream), "fill")
 
     def _empty_host(self, shape, dtype):
         import cupyx
@@ -280,9 +315,19 @@ class _PreparedLaunch:
     """cuLaunchKernel with a parameter block packed once: ``kernelParams`` is an array of pointers,
     one per argument, each to a one-element NumPy array holding the value (a device pointer as
     uint64 or the scalar in its declared type). Rebinding writes into that array in place, so the
-    pointer block never changes; both live as long as this object."""
+    pointer block never changes; both live as long as this object.
 
-    __slots__ = ("_dev", "_kernel", "_cells", "_params", "_args", "_call", "_get_device", "_index")
+    A launch repeated ``GRAPH_AFTER`` times with no rebinding in between becomes a one-kernel CUDA
+    graph (captured once on the device's private capture stream, see
+    :meth:`CudaDevice._one_kernel_graph`): replaying it costs the host about a third of the driver
+    call (benchmarks/cuda_launch_paths.py). A rebind drops the graph; the launch goes back to the
+    driver call until it repeats again. ``enqueue(stream)`` is always the driver call (what a
+    stream capture of a whole isthmus Graph records)."""
+
+    GRAPH_AFTER = 3
+
+    __slots__ = ("_dev", "_kernel", "_cells", "_params", "_args", "_call", "_get_device", "_index", "_graph",
+                 "_calm", "_lock", "_stream")
 
     def __init__(self, dev: CudaDevice, kernel, gsize, lsize, packed):
         grid, block = dev._grid(kernel, gsize, lsize)
@@ -291,20 +336,52 @@ class _PreparedLaunch:
         self._kernel = kernel
         self._cells = [np.array([v], dtype=np.asarray(v).dtype) for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
-        self._args = (kernel.native.ptr, *grid, *block, 0, dev.stream.ptr, ctypes.addressof(self._params), 0)
+        self._stream = dev.stream
+        self._args = (kernel.native.ptr, *grid, *block, 0, self._stream.ptr, ctypes.addressof(self._params), 0)
         self._call = dev._cp.cuda.driver.launchKernel
         self._get_device = dev._cp.cuda.runtime.getDevice
         self._index = dev.index
+        self._graph = None
+        self._calm = 0 if dev._launch_graphs else -(1 << 62)
+        self._lock = threading.Lock()
 
     def launch(self) -> None:
+        graph = self._graph
+        if graph is not None:
+            self._lock.acquire()  # one executable graph is not launched from two threads at once
+            try:
+                if self._get_device() != self._index:
+                    with self._dev._cp_device:
+                        graph.launch(self._stream)
+                else:
+                    graph.launch(self._stream)
+            except Exception as exc:  # CUDARuntimeError
+                raise DeviceError(f"launch of {self._kernel.name!r} on {self._dev.id} failed: {exc}") from exc
+            finally:
+                self._lock.release()
+            return
+        self.enqueue()
+        self._calm += 1
+        if self._calm >= self.GRAPH_AFTER:
+            self._calm = 0
+            self._graph = self._dev._one_kernel_graph(self)
+            if self._graph is None:
+                self._calm = -(1 << 62)  # capture is not possible here: stay with the driver call
+
+    def enqueue(self, stream=None) -> None:
+        """The driver call, on the device's stream or on ``stream`` (a cupy Stream)."""
+        args = self._args if stream is None else (*self._args[:8], stream.ptr, *self._args[9:])
         try:
             if self._get_device() != self._index:
                 with self._dev._cp_device:
-                    self._call(*self._args)
+                    self._call(*args)
             else:
-                self._call(*self._args)
+                self._call(*args)
         except self._dev._cp.cuda.driver.CUDADriverError as exc:
             raise DeviceError(f"launch of {self._kernel.name!r} on {self._dev.id} failed: {exc}") from exc
 
     def set(self, index: int, value) -> None:
         self._cells[index][0] = value
+        self._graph = None
+        if self._calm > 0:
+            self._calm = 0
