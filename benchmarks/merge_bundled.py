@@ -1,0 +1,56 @@
+"""Merge the configs of a tune_gpu.py run (its bundled-<tag>.json) into a shipped bundled file, as
+``tune_gpu.py --merge-into`` does at the end of a run: for the device and kernels the bundle
+holds, its entries replace the file's; entries that no longer validate are dropped.
+
+    python benchmarks/merge_bundled.py /tmp/r/bundled-cuda-nvidia-h200.json \\
+        python/isthmus/tune/bundled/cuda-h200.json --kernels softmax
+
+Only the bundle's entries tuned for the current source of their kernel are merged (a bundle from
+a tuning database that also holds runs of an older source would otherwise ship dead configs);
+``--kernels`` narrows the merge further.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tune_gpu import merge  # this folder is on sys.path when the script runs
+
+
+def current(entries: list[dict], kernels: list[str] | None) -> tuple[list[dict], int]:
+    """The entries of ``kernels`` (all if None) tuned for the kernel source as it is now, and how
+    many others were left out."""
+    from isthmus.tune.db import fingerprint
+    from isthmus.tune.space import kernel_family
+
+    kept = []
+    for e in entries:
+        fam = kernel_family(e["kernel"])
+        if fam is None or (kernels and e["kernel"] not in kernels):
+            continue
+        if (e["source_hash"], e["options"]) == fingerprint(fam, e["dtype"]):
+            kept.append(e)
+    return kept, len(entries) - len(kept)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("bundle", help="bundled-<tag>.json written by tune_gpu.py")
+    p.add_argument("into", help="the shipped file, e.g. python/isthmus/tune/bundled/cuda-h200.json")
+    p.add_argument("--kernels", nargs="*", default=None, help="merge only these kernels' entries")
+    args = p.parse_args(argv)
+    bundle = json.loads(Path(args.bundle).read_text())
+    entries, left = current(bundle.get("entries", []), args.kernels)
+    if left:
+        print(f"left out {left} entries of other kernels or of another kernel source", file=sys.stderr)
+    if not entries:
+        print(f"{args.bundle}: nothing to merge", file=sys.stderr)
+        return 1
+    merge(Path(args.into), dict(bundle, entries=entries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
