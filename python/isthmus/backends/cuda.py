@@ -103,7 +103,7 @@ class CudaDevice(Device):
     def _current(self):
         return self._cp_device
 
-    def _capture(self, steps) -> object:
+    def _capture_graph(self, steps) -> object:
         """A CUDA graph of ``steps`` (callables taking the stream to queue on), captured on a private
         stream, so work other threads queue on :attr:`stream` meanwhile is not captured, in relaxed
         mode, so their allocations and synchronizations stay legal. Raises what the capture raised."""
@@ -127,7 +127,7 @@ class CudaDevice(Device):
     def _one_kernel_graph(self, prepared: "_PreparedLaunch"):
         """The CUDA graph of one prepared launch, or None (with a warning, once) where capture fails."""
         try:
-            return self._capture((prepared.enqueue,))
+            return self._capture_graph((prepared.enqueue,))
         except Exception as exc:  # noqa: BLE001 - the driver call works: stay with it, and say so once
             self._launch_graphs = False
             warnings.warn(f"{self.id}: capturing a repeated launch as a CUDA graph failed ({exc}); repeated "
@@ -299,16 +299,38 @@ class CudaDevice(Device):
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
 
     def _launch(self, kernel, gsize, lsize, packed):
-        # A repeated launch (same grid, same argument values) reuses its driver parameter block:
-        # cuLaunchKernel with pre-packed arguments costs less host time than packing them again.
+        # A launch seen again (same grid, same argument values) replays its own prepared launch
+        # (driver parameter block packed once; after three replays a one-kernel graph). A launch
+        # not seen recently refills the grid's scratch parameter block in place, which costs far
+        # less than preparing a launch that may never come back.
         key = (gsize, lsize, *packed)
-        memo = kernel.__dict__.setdefault("_cuda_memo", {})
+        memo = kernel.__dict__.get("_cuda_memo")
+        if memo is None:
+            memo = kernel.__dict__.setdefault("_cuda_memo", {})
         prepared = memo.get(key)
-        if prepared is None:
-            if len(memo) >= 64:
+        if prepared is not None:
+            prepared.launch()
+            return
+        seen = memo.setdefault(_SEEN, {})
+        if seen.pop(key, None) is not None:
+            if len(memo) >= 66:
                 memo.clear()
+                memo[_SEEN] = seen
             prepared = memo[key] = self._prepare(kernel, gsize, lsize, packed)
-        prepared.launch()
+            prepared.launch()
+            return
+        if len(seen) >= 256:
+            seen.clear()
+        seen[key] = True
+        scratch = memo.get((_SCRATCH, gsize, lsize))
+        if scratch is None:
+            scratch = memo[(_SCRATCH, gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
+            scratch._calm = -(1 << 62)  # refilled at every use: never a graph
+        scratch.refill(packed)
+
+
+_SEEN = object()  # keys of CudaDevice._launch's memo besides launch keys
+_SCRATCH = object()
 
 
 class _PreparedLaunch:
@@ -379,6 +401,14 @@ class _PreparedLaunch:
                 self._call(*args)
         except self._dev._cp.cuda.driver.CUDADriverError as exc:
             raise DeviceError(f"launch of {self._kernel.name!r} on {self._dev.id} failed: {exc}") from exc
+
+    def refill(self, packed) -> None:
+        """Write every argument and launch with the driver call, as one step under the lock
+        (a scratch launch that several threads share)."""
+        with self._lock:
+            for cell, v in zip(self._cells, packed):
+                cell[0] = v
+            self.enqueue()
 
     def set(self, index: int, value) -> None:
         self._cells[index][0] = value

@@ -39,10 +39,10 @@ public final class Kernel {
     /**
      * Launches a kernel on an explicit grid.
      *
-     * <p>A launch repeated with the same config and the same arguments (the same buffers, equal
-     * numbers) is replayed from a prepared launch that the kernel keeps for it (the
-     * {@value LaunchMemo#CAPACITY} most recent such launches), so it costs about as much as
-     * {@link Plan#launch()}; {@link #prepare} gives the same speed for arguments that change.
+     * <p>A launch repeated with the same config and the same buffers is replayed from a prepared
+     * launch that the kernel keeps for it (for the {@value LaunchMemo#CAPACITY} most recent such
+     * configs and buffers), with the numbers that changed since its last launch rebound first, so
+     * it costs about as much as {@link Plan#launch()} plus one {@link Plan#bind} per changed number.
      *
      * @param config global and local size
      * @param args kernel arguments in declaration order: {@link DeviceBuffer}s and Java numbers
