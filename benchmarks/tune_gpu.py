@@ -40,7 +40,7 @@ SIZES = {
             "gemm": [{"m": 128, "n": 128, "k": 128}, {"m": 256, "n": 256, "k": 256}]},
 }
 WEIGHT = {"gemm": 4, "sum": 1.5, "max": 1}  # share of the time budget (big spaces get more)
-BUDGET = {"gemm": 100, "sum": 60, "max": 40, "axpy": 20, "transpose": 21, "softmax": 24}  # evaluations per run
+BUDGET = {"gemm": 100, "sum": 60, "max": 40, "axpy": 20, "transpose": 21, "softmax": 32}  # evaluations per run
 
 
 def moved(kernel: str, p: dict, itemsize: int) -> tuple[float, str]:
