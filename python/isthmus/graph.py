@@ -273,13 +273,13 @@ class Graph:
                           for s in self.steps)
 
     def _instantiate(self) -> None:
-        """CUDA: replay the steps into a stream capture (CudaDevice._capture) and instantiate it."""
+        """CUDA: replay the steps into a stream capture (CudaDevice._capture_graph) and instantiate it."""
         dev = self.device
         if not self._gos:
             self._native, self._dirty = _EMPTY, False
             return
         try:
-            self._native = dev._capture(self._gos)
+            self._native = dev._capture_graph(self._gos)
         except Exception as exc:
             raise DeviceError(f"CUDA graph capture on {dev.id} failed: {exc}") from exc
         self._dirty = False
