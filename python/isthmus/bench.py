@@ -4,8 +4,9 @@ For every library kernel: achieved GB/s or GFLOP/s (device events, median of rep
 the direct PyOpenCL / CuPy ``RawKernel`` call of the very same compiled kernel with the same
 arguments (recorded from the library call and replayed), the vendor library where there is one
 (CuPy / cuBLAS on CUDA) and NumPy on the host; a device-to-device copy gives the bandwidth
-ceiling. Host overhead per call is measured on tiny problems for the library call and the direct
-call. Results go to ``benchmarks/results/`` as JSON plus a markdown table.
+ceiling. Host overhead per call is measured on tiny problems for the library call (allocating its
+result, and with ``out=``) and the direct call, in alternating rounds. Results go to
+``benchmarks/results/`` as JSON plus a markdown table.
 """
 from __future__ import annotations
 
@@ -14,41 +15,61 @@ import datetime as _dt
 import json
 import platform
 import socket
+import statistics
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 from .buffer import Buffer
-from .kernel import Kernel
 from .measure import device_ms, host_ms, per_call_us
 from .workloads import sizes_for, standard, tolerance
 
 
+class Recording:
+    """What :func:`recording` saw: ``launches`` as (kernel, global, local, packed args), and the
+    buffers the calls closed meanwhile (``kept``), which stay open as long as this object so
+    that replaying the launches never writes memory that was handed to another buffer."""
+
+    def __init__(self):
+        self.launches: list = []
+        self.kept: list = []
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+
 @contextlib.contextmanager
-def recording():
-    """Record every (kernel, global, local, packed args) a library call enqueues; buffers closed
-    meanwhile stay alive so the recording can be replayed safely."""
-    launches, kept = [], []
-    enqueue, close = Kernel._enqueue, Buffer.close
+def recording(dev):
+    """Record every launch on ``dev`` (at the device's launch hook, so every library op's launches
+    are seen however the op packs them), running each as usual."""
+    rec = Recording()
+    saved = dev.__dict__.get("_launch")
+    launch, close = dev._launch, Buffer.close
 
-    def record(self, g, loc, packed):
-        launches.append((self, g, loc, list(packed)))
-        enqueue(self, g, loc, packed)
+    def record(kernel, g, loc, packed):
+        rec.launches.append((kernel, g, loc, list(packed)))
+        launch(kernel, g, loc, packed)
 
-    Kernel._enqueue = record
-    Buffer.close = lambda self: kept.append(self)
+    dev._launch = record
+    Buffer.close = lambda self: rec.kept.append(self)
     try:
-        yield launches
+        yield rec
     finally:
-        Kernel._enqueue, Buffer.close = enqueue, close
+        Buffer.close = close
+        if saved is None:
+            del dev._launch
+        else:
+            dev._launch = saved
 
 
 class DirectCalls:
     """The same launches made straight through PyOpenCL or CuPy, as a user without isthmus would."""
 
-    def __init__(self, dev, launches):
+    def __init__(self, dev, rec: Recording):
         self.dev = dev
+        self.rec = rec  # keeps the recorded buffers alive
+        launches = rec.launches
         self.calls = []
         if dev.backend == "opencl":
             import pyopencl as cl
@@ -140,10 +161,10 @@ def run(dev, quick: bool = False) -> dict:
     rows = []
     for w in standard(sizes):
         args = w.make(dev)
-        with recording() as launches:
+        with recording(dev) as rec:
             result = w.call(*args)
         ok = w.error(result.to_numpy()) <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
-        direct = DirectCalls(dev, launches)
+        direct = DirectCalls(dev, rec)
         batch = 10 if dev.kind == "gpu" else 1
         ms = device_ms(dev, lambda: w.call(*args), repeat=repeat, batch=batch)
         direct_ms = device_ms(dev, direct, repeat=repeat, batch=batch)
@@ -155,7 +176,7 @@ def run(dev, quick: bool = False) -> dict:
                "isthmus_ms": ms, "isthmus": value, "direct_ms": direct_ms, "direct": w.metric(direct_ms)[0],
                "vendor_ms": vendor_ms, "vendor": w.metric(vendor_ms)[0] if vendor_ms else None,
                "numpy_ms": numpy_ms, "numpy": w.metric(numpy_ms)[0],
-               "params": launches[0][0].program.defines if launches else {}}
+               "params": rec.launches[0][0].program.defines if rec.launches else {}}
         if unit == "GB/s":
             row["fraction_of_copy"] = value / ceiling
         rows.append(row)
@@ -165,27 +186,48 @@ def run(dev, quick: bool = False) -> dict:
             "kernels": rows, "overhead": overhead(dev), "date": _dt.datetime.now(_dt.timezone.utc).isoformat()}
 
 
-def overhead(dev, calls: int = 2000) -> list[dict]:
-    """Host time per call of tiny problems: the library call vs the direct call of the same launches."""
+def overhead(dev, calls: int = 2000, rounds: int = 7) -> list[dict]:
+    """Host time per call of tiny problems: the library call (allocating its result, and with
+    ``out=`` where the op has one) vs the direct call of the very same launches, writing into the
+    buffers the library call used. Rounds of the three alternate, so that drift (clocks, other
+    load) touches each alike; each is the median over rounds."""
     tiny = {"n": 1 << 10, "rows": 8, "cols": 32, "mnk": 16}
     out = []
     for w in standard(tiny):
         args = w.make(dev)
-        with recording() as launches:
+        with recording(dev) as rec:
             result = w.call(*args)
-        direct = DirectCalls(dev, launches)
-        lib = per_call_us(lambda: w.call(*args), calls, dev.synchronize)
-        raw = per_call_us(direct, calls, dev.synchronize)
-        row = {"op": w.op, "launches": len(launches), "isthmus_us": lib, "direct_us": raw, "ratio": lib / raw}
-        # The same call writing into an existing output (out= / gemm's c): no allocation per call.
-        into = _into(w.op, args, result)
+        fns = {"isthmus_us": lambda: w.call(*args), "direct_us": DirectCalls(dev, rec)}
+        into = _into(w.op, args, result)  # the same call into an existing output: no allocation per call
         if into is not None:
-            row["isthmus_out_us"] = per_call_us(into, calls, dev.synchronize)
-            row["ratio_out"] = row["isthmus_out_us"] / raw
+            with recording(dev) as rec_into:
+                into()
+            if _signature(rec_into) != _signature(rec):
+                raise RuntimeError(f"bench: {w.op} with out= makes other launches than without")
+            fns["isthmus_out_us"] = into
+        us = _interleaved(fns, calls, dev.synchronize, rounds)
+        row = {"op": w.op, "launches": len(rec), **us, "ratio": us["isthmus_us"] / us["direct_us"]}
+        if into is not None:
+            row["ratio_out"] = us["isthmus_out_us"] / us["direct_us"]
         out.append(row)
         for a in args:
             a.close()
     return out
+
+
+def _signature(rec: Recording) -> list:
+    return [(k, g, loc) for k, g, loc, _ in rec.launches]
+
+
+def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
+    """Median host µs per call of each function, measured in alternating rounds."""
+    times: dict = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(per_call_us(fn, calls, sync, rounds=1, warmup=0))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _into(op: str, args, result):
@@ -218,12 +260,15 @@ def markdown(result: dict) -> str:
         frac = f"{r['fraction_of_copy']:.0%}" if "fraction_of_copy" in r else "-"
         lines.append(f"| {r['label']} | {'yes' if r['correct'] else 'NO'} | {r['isthmus']:.1f} {u} | "
                      f"{r['direct']:.1f} {u} | {vend} | {r['numpy']:.1f} {u} | {frac} |")
-    lines += ["", f"Host time per call, tiny problems (library call vs direct {direct} call of the same launches):", "",
+    lines += ["", f"Host time per call, tiny problems: the library call (allocating its result, and with out= "
+              f"into an existing one) vs the direct {direct} call of the same launches into the buffers the "
+              f"library call used (median of alternating rounds):", "",
               "| op | launches | isthmus µs | with out= µs | direct µs | ratio | ratio with out= |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for o in result["overhead"]:
-        with_out = f"{o['isthmus_out_us']:.2f}" if "isthmus_out_us" in o else "-"
-        ratio_out = f"{o['ratio_out']:.2f}" if "ratio_out" in o else "-"
+        in_place = "in place" if o["op"] == "axpy" else "-"
+        with_out = f"{o['isthmus_out_us']:.2f}" if "isthmus_out_us" in o else in_place
+        ratio_out = f"{o['ratio_out']:.2f}" if "ratio_out" in o else in_place
         lines.append(f"| {o['op']} | {o['launches']} | {o['isthmus_us']:.2f} | {with_out} | {o['direct_us']:.2f} | "
                      f"{o['ratio']:.2f} | {ratio_out} |")
     return "\n".join(lines) + "\n"

@@ -26,12 +26,6 @@ def live_buffers() -> int:
     return _live
 
 
-def _count(delta: int) -> None:
-    global _live
-    with _live_lock:
-        _live += delta
-
-
 class Buffer:
     """Device memory.
 
@@ -42,18 +36,21 @@ class Buffer:
     ...     y.to_numpy()
     """
 
-    __slots__ = ("_mem", "_ptr", "shape", "dtype", "nbytes", "device", "_dt", "_owner", "__weakref__")
+    __slots__ = ("_mem", "_ptr", "_arg", "shape", "dtype", "nbytes", "device", "_dt", "_owner", "__weakref__")
 
     def __init__(self, device: "Device", mem, shape: tuple[int, ...], dt: DType, nbytes: int, owner=None):
         self.device = device
         self._mem = mem
         self._ptr = device._pointer(mem) if mem is not None else 0
+        self._arg = None  # the backend's packed launch argument, made on first use (_launch_arg)
         self.shape = shape
         self._dt = dt
         self.dtype = dt.np
         self.nbytes = nbytes
         self._owner = owner  # a foreign object whose memory this buffer views (kept alive)
-        _count(1)
+        global _live
+        with _live_lock:
+            _live += 1
 
     @classmethod
     def _allocate(cls, device: "Device", shape, dt: DType, nbytes: int) -> "Buffer":
@@ -88,13 +85,24 @@ class Buffer:
             self._check()
         return self._mem
 
+    def _launch_arg(self):
+        """This buffer as a packed kernel argument (``device._buffer_arg``), made once and kept:
+        library ops use ``buf._arg or buf._launch_arg()``. Not while a graph is being captured:
+        capture learns which buffer an argument is from by seeing ``_buffer_arg`` called."""
+        self._check()
+        arg = self._arg = self.device._buffer_arg(self)
+        return arg
+
     def close(self) -> None:
         """Release this buffer's hold on the memory. Idempotent."""
         if self._dt is not None:
             self._dt = None
             self._mem = None
+            self._arg = None
             self._owner = None
-            _count(-1)
+            global _live
+            with _live_lock:
+                _live -= 1
 
     def __enter__(self) -> "Buffer":
         self._check()

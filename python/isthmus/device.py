@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from . import knobs
+from .buffer import Buffer
 from .dtypes import DType, lookup
 from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .buffer import Buffer
     from .fuse import Fused
     from .graph import Graph
     from .kernel import Kernel
@@ -54,6 +54,7 @@ class Device:
         self._dtype_set = frozenset(dtypes)
         self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
         self._lock = threading.Lock()
+        self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
 
     # ---- description -------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -87,8 +88,6 @@ class Device:
     # ---- memory ------------------------------------------------------------------------------
     def empty(self, shape, dtype=np.float32) -> "Buffer":
         """An uninitialized buffer of ``shape`` and ``dtype`` on this device."""
-        from .buffer import Buffer
-
         shape = _shape(shape)
         dt = self.check_dtype(dtype)
         return Buffer._allocate(self, shape, dt, math.prod(shape) * dt.np.itemsize)
@@ -160,6 +159,19 @@ class Device:
         end = self._record()
         timing.ms = self._elapsed_ms(start, end)
 
+    def _scratch(self, nbytes: int) -> "_Scratch":
+        """Device memory private to the calling thread, at least ``nbytes``, kept and handed to
+        every call on this thread that asks (a reduction's partial results), so such a call
+        allocates nothing. No wait is needed before reuse: all work on a device goes to its one
+        in-order queue (OpenCL) or stream (CUDA), so the kernels of one call that use it run after
+        those of the previous call on this thread; other threads have their own. Graph capture
+        must not use it (a graph replayed later, from any thread, would share it): ops allocate
+        their scratch space while capturing."""
+        found = getattr(self._local, "scratch", None)
+        if found is None or found.nbytes < nbytes:
+            found = self._local.scratch = _Scratch(self, nbytes)
+        return found
+
     def _check_config(self, config):
         from .launch import check_config
 
@@ -181,6 +193,20 @@ class Device:
     def _pointer(self, mem) -> int: raise NotImplementedError
 
 
+class _Scratch:
+    """Memory of :meth:`Device._scratch`: not a Buffer (it is no one's result and not counted in
+    ``live_buffers()``), but it has what ``_buffer_arg`` reads; ``arg`` is the packed argument.
+    Freed when its thread ends (the memory returns to the device's stream-ordered pool)."""
+
+    __slots__ = ("nbytes", "_mem", "_ptr", "arg")
+
+    def __init__(self, device: Device, nbytes: int):
+        self.nbytes = nbytes
+        self._mem = device._alloc(nbytes)
+        self._ptr = device._pointer(self._mem)
+        self.arg = device._buffer_arg(self)
+
+
 class Timing:
     """Filled in when a :meth:`Device.timer` block ends: ``ms`` is the device time in milliseconds."""
 
@@ -188,8 +214,16 @@ class Timing:
 
 
 def _shape(shape) -> tuple[int, ...]:
-    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
-        return shape  # the common case, checked cheaply
+    # the common cases, checked cheaply: a tuple of ints, an int
+    t = type(shape)
+    if t is tuple:
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return shape
+    elif t is int and shape >= 0:
+        return (shape,)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:

@@ -50,6 +50,18 @@ class Param:
     dtype: np.dtype | None  # None: a pointer to a type isthmus has no buffer dtype for (any buffer accepted)
     writes: bool  # False for `const` pointees
 
+    def __post_init__(self):
+        # What convert_scalar's fast path needs, looked up once: (scalar type, lowest, highest,
+        # whether a Python float is taken) for Python numbers that need no further checks.
+        fast = None
+        if self.kind == "scalar":
+            dt = self.dtype
+            if dt.kind == "f" and dt.itemsize >= 4:
+                fast = (dt.type, -3.4e38, 3.4e38, True)  # float32 and float64 cannot overflow in this range
+            elif dt.kind in "iu":
+                fast = (dt.type, *_INT_RANGE[dt], False)
+        object.__setattr__(self, "_fast", fast)
+
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _QUALIFIERS = {"const", "volatile", "restrict", "__restrict__", "__global", "global", "__constant", "constant",
@@ -116,14 +128,14 @@ _INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
 
 def convert_scalar(value, param: Param, where: str):
     """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
+    # Fast path for the common cases: a Python float or int for a float (float32/64) in float32's
+    # range, a Python int for an int in range.
+    fast = param._fast
+    if fast is not None:
+        t = type(value)
+        if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
+            return fast[0](value)
     dt = param.dtype
-    kind = dt.kind
-    # Fast paths for the common cases (a Python float for a float, a Python int for an int in range).
-    t = type(value)
-    if t is float and kind == "f" and dt.itemsize >= 4 and (dt.itemsize == 8 or -3.4e38 < value < 3.4e38):
-        return dt.type(value)
-    if t is int and kind in "iu" and _INT_RANGE[dt][0] <= value <= _INT_RANGE[dt][1]:
-        return dt.type(value)
     if isinstance(value, Buffer):
         raise InvalidArgumentError(f"{where}: parameter {param.name!r} is a scalar {param.ctype}, got a Buffer")
     if isinstance(value, (bool, np.bool_)):

@@ -22,12 +22,12 @@ def axpy(a, x: Buffer, y: Buffer) -> Buffer:
 
 def sum(x: Buffer, out: Buffer | None = None) -> Buffer:  # noqa: A001 - mirrors numpy.sum
     """The sum of all elements, as a one-element Buffer of x's dtype (``out`` to reuse one)."""
-    return _reduce.run_sum(x, out)
+    return _reduce._run(_reduce.SUM, x, out)
 
 
 def max(x: Buffer, out: Buffer | None = None) -> Buffer:  # noqa: A001 - mirrors numpy.max
     """The largest element, as a one-element Buffer (an empty x is an error)."""
-    return _reduce.run_max(x, out)
+    return _reduce._run(_reduce.MAX, x, out)
 
 
 def softmax(x: Buffer, out: Buffer | None = None) -> Buffer:

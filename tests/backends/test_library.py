@@ -1,5 +1,7 @@
 """Every library kernel on every device, every supported dtype, odd sizes, poisoned outputs,
 NumPy references."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,163 @@ def test_out_buffers_are_filled_and_checked(dev, rng):
     for call, match in bad:
         with pytest.raises(isthmus.InvalidArgumentError, match=match):
             call()
+
+
+# ---- the repeated call: launch recipes, cached packed arguments, per-thread reduction scratch ----
+def _warm(dev, rng):
+    """Each op called twice on the same shapes, so the second call and later ones use recipes."""
+    x = dev.asarray(rng.standard_normal(3001).astype(np.float32))
+    y = dev.asarray(rng.standard_normal(3001).astype(np.float32))
+    m = dev.asarray(rng.standard_normal((5, 7)).astype(np.float32))
+    for _ in range(2):
+        isthmus.ops.axpy(1.0, x, y)
+        isthmus.ops.sum(x), isthmus.ops.max(x), isthmus.ops.softmax(m), isthmus.ops.transpose(m)
+        isthmus.ops.gemm(m, m.reshape(7, 5))
+    return x, y, m
+
+
+def test_repeated_calls_still_check_every_argument(dev, rng):
+    x, y, m = _warm(dev, rng)
+    closed = dev.asarray(rng.standard_normal(3001).astype(np.float32))
+    closed.close()
+    cases = [
+        (lambda: isthmus.ops.axpy(1.0, closed, y), isthmus.ClosedBufferError),
+        (lambda: isthmus.ops.axpy(1.0, x, closed), isthmus.ClosedBufferError),
+        (lambda: isthmus.ops.sum(closed), isthmus.ClosedBufferError),
+        (lambda: isthmus.ops.sum(x, out=closed), isthmus.ClosedBufferError),
+        (lambda: isthmus.ops.axpy(1.0, x, y.reshape(1, 3001).to_numpy()), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.axpy(1.5, x, dev.zeros(3001, np.int32)), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.axpy(True, x, y), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.max(x, out=dev.zeros(1, np.int32)), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.softmax(m, out=dev.zeros((7, 5), np.float32)), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.transpose(m, out=m.reshape(7, 5)), isthmus.InvalidArgumentError),  # same memory
+        (lambda: isthmus.ops.gemm(m, m.reshape(7, 5), dev.zeros((5, 5), np.float64)), isthmus.InvalidArgumentError),
+        (lambda: isthmus.ops.gemm(m, m.reshape(7, 5), alpha="2"), isthmus.InvalidArgumentError),
+    ]
+    for call, error in cases:
+        with pytest.raises(error):
+            call()
+
+
+def test_repeated_calls_compute_right_and_closed_buffers_forget_their_packed_argument(dev, rng):
+    x, y, m = _warm(dev, rng)
+    xh, yh, mh = x.to_numpy(), y.to_numpy(), m.to_numpy()
+    out = dev.empty(1, np.float32)
+    for _ in range(3):
+        isthmus.ops.axpy(0.5, x, y)
+        yh = REFERENCES["axpy"](0.5, xh, yh)
+        np.testing.assert_allclose(isthmus.ops.sum(x, out=out).to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4)
+        assert isthmus.ops.max(x).to_numpy()[0] == xh.max()
+    np.testing.assert_allclose(y.to_numpy(), yh, rtol=1e-6)
+    np.testing.assert_allclose(isthmus.ops.softmax(m).to_numpy(), REFERENCES["softmax"](mh), rtol=1e-5)
+    np.testing.assert_array_equal(isthmus.ops.transpose(m).to_numpy(), mh.T)
+    assert x._arg is not None
+    x.close()
+    assert x._arg is None
+    with pytest.raises(isthmus.ClosedBufferError):
+        x._launch_arg()
+
+
+def test_reductions_on_many_threads_at_once_each_use_their_own_partials(dev, rng):
+    import threading
+
+    inputs = [rng.standard_normal(20011 + 17 * i).astype(np.float32) for i in range(4)]
+    bufs = [dev.asarray(h) for h in inputs]
+    failures, scratch = [], {}
+    start = threading.Barrier(len(bufs))
+
+    def work(i):
+        out = dev.empty(1, np.float32)
+        start.wait()
+        for j in range(40):
+            got = (isthmus.ops.sum(bufs[i], out=out) if j % 2 else isthmus.ops.sum(bufs[i])).to_numpy()[0]
+            if abs(got - inputs[i].sum(dtype=np.float64)) > 1e-3 * np.abs(inputs[i]).sum():
+                failures.append((i, j, got))
+        scratch[i] = dev._scratch(1)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(bufs))]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between the two launches of a reduction (a shared scratch fails)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures
+    assert len({id(s) for s in scratch.values()}) == len(bufs)  # one scratch per thread
+
+
+def test_scratch_is_no_live_buffer_and_goes_with_its_thread(dev, rng):
+    import gc
+    import threading
+
+    x = dev.asarray(rng.standard_normal(5000).astype(np.float32))
+    gc.collect()
+    live, used = isthmus.live_buffers(), dev.memory_in_use()
+
+    def work():
+        for _ in range(3):
+            isthmus.ops.sum(x).close()
+        assert isthmus.live_buffers() == live
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    gc.collect()
+    dev.synchronize()
+    assert isthmus.live_buffers() == live
+    assert dev.memory_in_use() == used
+
+
+def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
+    x, y, m = _warm(dev, rng)
+    xh = x.to_numpy()
+    with dev.capture() as graph:
+        s = isthmus.ops.sum(x)  # partials of its own, kept by the graph, not this thread's scratch
+    scratch = dev._scratch(1)
+    partial = graph.plans[0]._values[2]
+    assert isinstance(partial, isthmus.Buffer) and partial.ptr != dev._pointer(scratch._mem)
+    other = dev.asarray(rng.standard_normal(777).astype(np.float32))
+    for _ in range(3):
+        graph.launch()
+        eager = isthmus.ops.sum(other)  # the eager reduction between replays uses the scratch
+        np.testing.assert_allclose(s.to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4)
+        np.testing.assert_allclose(eager.to_numpy()[0], other.to_numpy().sum(dtype=np.float64), rtol=1e-4)
+    graph.close()
+    yh = y.to_numpy()
+    plan = dev.kernel("axpy").prepare(2.0, x, y)
+    plan.launch()
+    plan.launch()
+    np.testing.assert_allclose(y.to_numpy(), yh + 4 * xh, rtol=1e-5, atol=1e-5)
+    plan.close()
+
+
+def test_op_recipes_follow_the_tuning_database_and_forced_configs(dev, tuning_db, rng):
+    from isthmus.bench import recording
+    from isthmus.library.family import forced
+    from isthmus.tune import db as dbmod
+
+    fam = FAMILIES["axpy"]
+    n = 3000
+    x = dev.asarray(rng.standard_normal(n).astype(np.float32))
+    y = dev.zeros(n, np.float32)
+
+    def used():
+        with recording(dev) as rec:
+            isthmus.ops.axpy(1.0, x, y)
+        return {k: rec.launches[0][0].program.defines[k] for k in ("WG", "VPT")}
+
+    first = used()
+    assert used() == first  # the second call comes from the recipe (bundled config or defaults)
+    tuned = next(p for p in fam.space(dev, {"n": n}) if p != first)
+    dbmod.user().record(dbmod.key_for(fam, dev, "float32", {"n": n}), {"n": n}, tuned, 1.0, "ok")
+    assert used() == first  # memoized until the process learns that the database changed
+    dbmod.forget()
+    assert used() == tuned
+    other = next(p for p in fam.space(dev, {"n": n}) if p not in (first, tuned))
+    with forced(fam, other):
+        assert used() == other  # the tuner's candidate, not the recipe
+    assert used() == tuned
+    np.testing.assert_allclose(y.to_numpy(), 6 * x.to_numpy(), rtol=1e-5)

@@ -50,3 +50,45 @@ def test_two_pocl_devices_in_one_process():
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600,
                           cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stdout + proc.stderr
+
+
+REPEATED = r"""
+import numpy as np, isthmus
+devs = [d for d in isthmus.devices() if d.backend == "opencl"]
+by_platform = {}
+for d in devs:
+    by_platform.setdefault(d.platform, []).append(d)
+d1, d2 = max(by_platform.values(), key=len)[:2]
+rng = np.random.default_rng()
+x = rng.standard_normal(4099).astype(np.float32)
+m = rng.standard_normal((6, 9)).astype(np.float32)
+on = {d: (d.asarray(x), d.asarray(x), d.asarray(m), d.empty(1, np.float32), d.empty((6, 9), np.float32),
+          d.empty((9, 6), np.float32), d.asarray(m.T.copy())) for d in (d1, d2)}
+for d, (a, b, mm, s, sm, t, mt) in on.items():     # twice: the second call on each device uses its recipes
+    for _ in range(2):
+        isthmus.ops.axpy(1.0, a, b); isthmus.ops.sum(a, out=s); isthmus.ops.max(a, out=s)
+        isthmus.ops.softmax(mm, out=sm); isthmus.ops.transpose(mm, out=t); isthmus.ops.gemm(mm, mt)
+a1, b1, m1, s1, sm1, t1, mt1 = on[d1]
+a2, b2, m2, s2, sm2, t2, mt2 = on[d2]
+mixed = [lambda: isthmus.ops.axpy(1.0, a1, b2), lambda: isthmus.ops.sum(a1, out=s2),
+         lambda: isthmus.ops.max(a2, out=s1), lambda: isthmus.ops.softmax(m1, out=sm2),
+         lambda: isthmus.ops.transpose(m2, out=t1), lambda: isthmus.ops.gemm(m1, mt2),
+         lambda: isthmus.ops.gemm(m1, mt1, dev_c := d2.zeros((6, 6), np.float32)),
+         lambda: d1.kernel("sum")(a2)]
+for i, call in enumerate(mixed):
+    try:
+        call()
+        raise SystemExit(f"mixed call {i} did not raise")
+    except isthmus.InvalidArgumentError as e:
+        assert d1.id in str(e) or d2.id in str(e), e
+np.testing.assert_allclose(isthmus.ops.sum(a2, out=s2).to_numpy()[0], x.sum(dtype=np.float64), rtol=1e-4)
+np.testing.assert_allclose(b1.to_numpy(), 3 * x, rtol=1e-6)
+print("OK")
+"""
+
+
+def test_repeated_ops_on_two_devices_keep_refusing_mixed_buffers():
+    env = {**os.environ, "POCL_DEVICES": "pthread pthread"}
+    proc = subprocess.run([sys.executable, "-c", REPEATED], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stdout + proc.stderr

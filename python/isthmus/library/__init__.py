@@ -1,6 +1,7 @@
 """The kernel library: one module per family (source, tunables, grid rule, NumPy reference)."""
 from __future__ import annotations
 
+from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from . import axpy, gemm, reduce, softmax, transpose
 from .family import Family, Tunable, bucket, resolve
@@ -34,12 +35,19 @@ class LibraryKernel:
         self._run = _RUN[name]
 
     def __call__(self, *args, **kwargs):
-        from ..buffer import Buffer
+        dev = self.device
+        for a in args:
+            if isinstance(a, Buffer) and a.device is not dev:
+                self._wrong_device(args, kwargs)
+        for a in kwargs.values():
+            if isinstance(a, Buffer) and a.device is not dev:
+                self._wrong_device(args, kwargs)
+        return self._run(*args, **kwargs)
 
-        for i, a in enumerate(list(args) + list(kwargs.values())):
+    def _wrong_device(self, args, kwargs):
+        for i, a in enumerate((*args, *kwargs.values())):
             if isinstance(a, Buffer) and not a.closed and a.device is not self.device:
                 raise InvalidArgumentError(f"{self.name} on {self.device.id}: argument {i} lives on {a.device.id}")
-        return self._run(*args, **kwargs)
 
     def prepare(self, *args, **kwargs):
         """The op with these arguments, checked and recorded once: a Plan (one launch) or a Graph;

@@ -1,12 +1,14 @@
 """axpy: y = a*x + y in place (integers wrap like NumPy)."""
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..kernel import convert_scalar
 from . import checks
-from .family import Family, Tunable, resolve
+from .family import Family, Tunable, forcing, recipe, recipes, resolve
 
 FAMILY = Family(
     name="axpy", source="axpy.cl", entries=("axpy",),
@@ -16,6 +18,7 @@ FAMILY = Family(
     restrictions=("WG <= max_work_group_size",),
     cpu_defaults=(("WG", 64), ("VPT", 8)),
 )
+_RECIPES = recipes()
 
 
 def grid(n: int, p: dict) -> tuple[tuple[int], tuple[int]]:
@@ -23,19 +26,40 @@ def grid(n: int, p: dict) -> tuple[tuple[int], tuple[int]]:
     return ((-(-n // (wg * vpt))) * wg,), (wg,)
 
 
-def run(a, x, y):
-    x = checks.buffer("axpy", "x", x)
-    y = checks.buffer("axpy", "y", y)
-    dev, dt = checks.same("axpy", x, y=y)
-    n = x.size
-    if y.size != n:
-        raise InvalidArgumentError(f"axpy: x has {n} elements, y has {y.size}")
-    if n == 0:
-        return y
+class _Recipe(NamedTuple):
+    kernel: Any
+    global_size: tuple
+    local_size: tuple
+    n: np.int64
+    a: Any  # the Param `a` (converts the scalar)
+
+
+def _recipe(dev, dt, n: int) -> _Recipe:
     params, kernels = resolve(FAMILY, dev, dt, {"n": n})
     k = kernels["axpy"]
     g, loc = grid(n, params)
-    k._enqueue(g, loc, [np.int64(n), convert_scalar(a, k.params[1], "axpy: a"), dev._buffer_arg(x), dev._buffer_arg(y)])
+    return _Recipe(k, g, loc, np.int64(n), k.params[1])
+
+
+def run(a, x, y):
+    x = checks.buffer("axpy", "x", x)
+    y = checks.buffer("axpy", "y", y)
+    checks.like("axpy", x, "y", y)
+    nbytes = x.nbytes
+    if y.nbytes != nbytes:
+        raise InvalidArgumentError(f"axpy: x has {x.size} elements, y has {y.size}")
+    if nbytes == 0:
+        return y
+    dev, dt = x.device, x._dt
+    key = (dev, dt.name, nbytes)
+    found = _RECIPES.get(key)
+    if found is not None and dev._capture is None and forcing() is None:
+        k, g, loc, n, param = found
+        dev._launch(k, g, loc, [n, convert_scalar(a, param, "axpy: a"), x._arg or x._launch_arg(),
+                                y._arg or y._launch_arg()])
+        return y
+    k, g, loc, n, param = recipe(_RECIPES, key, lambda: _recipe(dev, dt, x.size))
+    dev._launch(k, g, loc, [n, convert_scalar(a, param, "axpy: a"), dev._buffer_arg(x), dev._buffer_arg(y)])
     return y
 
 

@@ -1,4 +1,9 @@
-"""Argument checks shared by the library ops (done before anything is enqueued)."""
+"""Argument checks shared by the library ops (done before anything is enqueued).
+
+Each check is one cheap test for the common, valid case (an open isthmus Buffer on the expected
+device with the expected dtype and shape); only a failing or unusual argument goes on to the
+slower path that finds out what is wrong and says so.
+"""
 from __future__ import annotations
 
 from ..buffer import Buffer
@@ -7,6 +12,8 @@ from ..errors import InvalidArgumentError
 
 
 def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
+    if value.__class__ is Buffer and value._dt is not None and (ndim is None or len(value.shape) == ndim):
+        return value
     if not isinstance(value, Buffer):
         raise InvalidArgumentError(f"{op}: {what} must be an isthmus Buffer, got {type(value).__name__} "
                                    f"(wrap host data with dev.asarray(...) or isthmus.asarray(...))")
@@ -16,10 +23,19 @@ def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
     return value
 
 
-def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True) -> Buffer:
-    """``out`` checked to take the result (device, dtype, shape), or a new buffer when None."""
+def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True, nbytes: int | None = None) -> Buffer:
+    """``out`` checked to take the result (device, dtype, shape), or a new buffer when None
+    (``nbytes``: its size, when the caller knows it)."""
     if out is None:
-        return x.device.empty(shape, x.dtype)
+        dt = x._dt
+        if nbytes is None:
+            nbytes = dt.np.itemsize
+            for s in shape:
+                nbytes *= s
+        return Buffer._allocate(x.device, tuple(shape), dt, nbytes)  # x's device holds x's dtype: no check
+    if (out.__class__ is Buffer and out._dt is x._dt and out.device is x.device and out.shape == shape
+            and (alias_ok or out._ptr != x._ptr or not out.nbytes)):
+        return out
     out = buffer(op, "out", out)
     same(op, x, out=out)
     if out.shape != tuple(shape):
@@ -38,6 +54,12 @@ def same(op: str, first: Buffer, **others: Buffer) -> tuple:
         if b.dtype != first.dtype:
             raise InvalidArgumentError(f"{op}: {name} has dtype {b.dtype}, the other arguments {first.dtype}")
     return first.device, first._dt
+
+
+def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
+    """``other`` lives on ``first``'s device and holds its dtype (one pair: :func:`same` without its dict)."""
+    if other.device is not first.device or other._dt is not first._dt:
+        same(op, first, **{name: other})
 
 
 def dtype_of(b: Buffer) -> DType:

@@ -110,6 +110,9 @@ def bucket(value: int) -> int:
 
 _resolve_lock = threading.Lock()
 _resolved: dict = {}
+_generation = 0  # bumped by forget_resolved(): what was resolved before it must not be stored after it
+_recipe_memos: list[dict] = []
+_RECIPES_MAX = 4096  # distinct (device, dtype, shape) per op kept; past that the memo starts over
 # Set by isthmus.tune.db when it is importable: (family, device, dtype, problem) -> params or None.
 config_source: list[Callable] = []
 
@@ -123,6 +126,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
     key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
     found = _resolved.get(key)
     if found is None:
+        generation = _generation
         family.check_dtype(device, dt)
         params = None
         for source in config_source:
@@ -136,13 +140,44 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
                 params = _first_valid(family, device, problem, dt)
         found = (params, family.kernels(device, dt, params))
         with _resolve_lock:
-            _resolved[key] = found
+            if generation == _generation:
+                _resolved[key] = found
+    return found
+
+
+def recipes() -> dict:
+    """A memo for one op's launch recipes: what its launches need that depends only on (device,
+    dtype, shape) (resolved params, grid, kernels, packed scalar arguments), so a repeated call
+    skips resolving and packing. Filled through :func:`recipe`, emptied with the resolved configs
+    (:func:`forget_resolved`, i.e. when a tuning database changes).
+
+    An op launches from a remembered recipe, with its buffers' cached packed arguments, only when
+    ``dev._capture is None and forcing() is None``: while the tuner forces a config the recipe
+    would be the wrong config, and a graph being captured on the device sees launches through the
+    device's hooks; both take the op's general path."""
+    memo: dict = {}
+    _recipe_memos.append(memo)
+    return memo
+
+
+def recipe(memo: dict, key, make: Callable[[], Any]):
+    """``make()`` (which resolves configs), remembered in ``memo`` under ``key`` unless the tuner
+    forces a config in this context or the resolved configs were forgotten meanwhile."""
+    generation = _generation
+    found = make()
+    if _forced.get() is None:
+        with _resolve_lock:
+            if generation == _generation:
+                if len(memo) >= _RECIPES_MAX:
+                    memo.clear()
+                memo[key] = found
     return found
 
 
 # (family, params) that resolve() returns unmemoized in this context: how the tuner launches a
 # candidate config through the op's own run() without touching what other threads resolve.
 _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
+forcing = _forced.get  # () -> the forced (family, params) of this context, or None
 
 
 @contextmanager
@@ -170,9 +205,13 @@ def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
 
 
 def forget_resolved() -> None:
-    """Drop memoized configs (after the tuning database changed)."""
+    """Drop memoized configs and the op recipes made from them (after the tuning database changed)."""
+    global _generation
     with _resolve_lock:
+        _generation += 1
         _resolved.clear()
+        for memo in _recipe_memos:
+            memo.clear()
 
 
 def _tuning_database(family: Family, device, dt: DType, problem: dict) -> dict | None:

@@ -4,12 +4,15 @@ When beta == 0, C is not read (it may hold garbage, NaN included), as in BLAS.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
+from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from ..kernel import convert_scalar
 from . import checks
-from .family import Family, Tunable, resolve
+from .family import Family, Tunable, forcing, recipe, recipes, resolve
 
 FAMILY = Family(
     name="gemm", source="gemm.cl", entries=("gemm",), dtypes=("float32", "float64", "float16"),
@@ -22,6 +25,7 @@ FAMILY = Family(
                   "m // TM < 65535"),
     cpu_defaults=(("TM", 64), ("TN", 64), ("TK", 16), ("WPTM", 4), ("WPTN", 4)),
 )
+_RECIPES = recipes()
 
 
 def grid(m: int, n: int, p: dict):
@@ -29,10 +33,32 @@ def grid(m: int, n: int, p: dict):
     return (-(-n // p["TN"]) * lx, -(-m // p["TM"]) * ly), (lx, ly)
 
 
+class _Recipe(NamedTuple):
+    kernel: Any
+    global_size: tuple
+    local_size: tuple
+    m: np.int32
+    n: np.int32
+    k: np.int32
+    alpha: Any  # the Params alpha and beta (convert the scalars)
+    beta: Any
+    c_shape: tuple
+    c_nbytes: int
+
+
+def _recipe(dev, dt, m: int, n: int, k: int) -> _Recipe:
+    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+    kern = kernels["gemm"]
+    g, loc = grid(m, n, params)
+    return _Recipe(kern, g, loc, np.int32(m), np.int32(n), np.int32(k), kern.params[3], kern.params[4], (m, n),
+                   m * n * dt.np.itemsize)
+
+
 def run(a, b, c=None, alpha=1.0, beta=0.0):
     a = checks.buffer("gemm", "a", a, ndim=2)
     b = checks.buffer("gemm", "b", b, ndim=2)
-    dev, dt = checks.same("gemm", a, b=b)
+    checks.like("gemm", a, "b", b)
+    dev, dt = a.device, a._dt
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; a's columns ({k}) must equal "
@@ -42,19 +68,25 @@ def run(a, b, c=None, alpha=1.0, beta=0.0):
             raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     else:
         c = checks.buffer("gemm", "c", c, ndim=2)
-        checks.same("gemm", a, c=c)
+        checks.like("gemm", a, "c", c)
         if c.shape != (m, n):
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected ({m}, {n}) for a {a.shape} @ b {b.shape}")
-    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+    key = (dev, dt.name, m, n, k)
+    found = _RECIPES.get(key)
+    fast = found is not None and dev._capture is None and forcing() is None
+    if not fast:
+        found = recipe(_RECIPES, key, lambda: _recipe(dev, dt, m, n, k))
+    kern, g, loc, pm, pn, pk, palpha, pbeta, shape, nbytes = found
+    al = convert_scalar(alpha, palpha, "gemm: alpha")
+    be = convert_scalar(beta, pbeta, "gemm: beta")
     if c is None:
-        c = dev.empty((m, n), a.dtype)
-    if m and n:
-        kern = kernels["gemm"]
-        g, loc = grid(m, n, params)
-        kern._enqueue(g, loc, [np.int32(m), np.int32(n), np.int32(k),
-                               convert_scalar(alpha, kern.params[3], "gemm: alpha"),
-                               convert_scalar(beta, kern.params[4], "gemm: beta"),
-                               dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)])
+        c = Buffer._allocate(dev, shape, dt, nbytes)
+    if nbytes:
+        if fast:
+            dev._launch(kern, g, loc, [pm, pn, pk, al, be, a._arg or a._launch_arg(), b._arg or b._launch_arg(),
+                                       c._arg or c._launch_arg()])
+        else:
+            dev._launch(kern, g, loc, [pm, pn, pk, al, be, dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)])
     return c
 
 

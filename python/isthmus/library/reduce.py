@@ -3,14 +3,23 @@
 Stage one: at most GROUPS work-groups, each grid-striding over the input and reducing its share
 in local memory to one partial (in the accumulator type). Stage two: one work-group reduces the
 partials and writes the result in the input dtype.
+
+The partials live in the calling thread's scratch memory on the device (``Device._scratch``),
+reused by every reduction on that thread, so a call allocates nothing but its result (nothing at
+all with ``out=``). While a graph is being captured they get a buffer of their own, which the
+graph keeps.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
+from ..buffer import Buffer
+from ..dtypes import lookup
 from ..errors import InvalidArgumentError
 from . import checks
-from .family import Family, Tunable, resolve
+from .family import Family, Tunable, forcing, recipe, recipes, resolve
 
 _TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
              Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),
@@ -22,29 +31,66 @@ _COMMON = dict(source="reduce.cl", entries=("reduce_first", "reduce_final"),
                cpu_defaults=(("WG", 16), ("VPT", 16), ("GROUPS", 16), ("LAYOUT", 1)))
 SUM = Family(name="sum", defines=(("OP_SUM", 1),), **_COMMON)
 MAX = Family(name="max", defines=(("OP_MAX", 1),), **_COMMON)
+_RECIPES = recipes()
+_OUT_SHAPE = (1,)
+# The scratch asked for: room for the most partials any config makes, in the widest accumulator (8
+# bytes), so each thread allocates it once.
+_SCRATCH_NBYTES = max(next(t for t in _TUNABLES if t.name == "GROUPS").values) * 8
 
 
-def _run(family: Family, x, out=None):
-    x = checks.buffer(family.name, "x", x)
-    dev, dt = x.device, x._dt
-    n = x.size
-    if n == 0:
-        if family is MAX:
-            raise InvalidArgumentError("max of an empty buffer: the maximum has no identity (like NumPy)")
-        family.check_dtype(dev, dt)
-        out = checks.output(family.name, out, x, (1,))
-        dev._zero(out._handle(), out.nbytes)
-        return out
+class _Recipe(NamedTuple):
+    first: Any  # Kernel: reduce_first
+    first_global: tuple
+    first_local: tuple
+    n: np.int64
+    final: Any  # Kernel: reduce_final
+    final_global: tuple
+    final_local: tuple
+    groups: np.int64  # how many partials
+    out_nbytes: int
+    acc: Any  # DType of the partials
+    count: int  # int(groups)
+    partial_nbytes: int
+
+
+def _recipe(family: Family, dev, dt, n: int) -> _Recipe:
     params, kernels = resolve(family, dev, dt, {"n": n})
     wg, vpt = params["WG"], params["VPT"]
     groups = max(1, min(-(-n // (wg * vpt)), params["GROUPS"]))
-    acc = np.dtype({"float": np.float32, "double": np.float64}.get(dt.acc, x.dtype))
-    out = checks.output(family.name, out, x, (1,))
-    partial = dev.empty((groups,), acc)
-    first, final = kernels["reduce_first"], kernels["reduce_final"]
-    first._enqueue((groups * wg,), (wg,), [np.int64(n), dev._buffer_arg(x), dev._buffer_arg(partial)])
-    final._enqueue((wg,), (wg,), [np.int64(groups), dev._buffer_arg(partial), dev._buffer_arg(out)])
-    partial.close()  # freed once the queued work that reads it is done
+    acc = lookup({"float": "float32", "double": "float64"}.get(dt.acc, dt.name))
+    return _Recipe(kernels["reduce_first"], (groups * wg,), (wg,), np.int64(n), kernels["reduce_final"], (wg,),
+                   (wg,), np.int64(groups), dt.np.itemsize, acc, groups, groups * acc.np.itemsize)
+
+
+def _run(family: Family, x, out=None):
+    name = family.name
+    x = checks.buffer(name, "x", x)
+    dev, dt = x.device, x._dt
+    nbytes = x.nbytes
+    key = (name, dev, dt.name, nbytes)
+    found = _RECIPES.get(key)
+    if found is not None and dev._capture is None and forcing() is None:
+        first, g1, l1, n, final, g2, l2, groups, out_nbytes, _, _, _ = found
+        out = checks.output(name, out, x, _OUT_SHAPE, nbytes=out_nbytes)
+        partial = dev._scratch(_SCRATCH_NBYTES).arg
+        launch = dev._launch
+        launch(first, g1, l1, [n, x._arg or x._launch_arg(), partial])
+        launch(final, g2, l2, [groups, partial, out._arg or out._launch_arg()])
+        return out
+    if nbytes == 0:
+        if family is MAX:
+            raise InvalidArgumentError("max of an empty buffer: the maximum has no identity (like NumPy)")
+        family.check_dtype(dev, dt)
+        out = checks.output(name, out, x, _OUT_SHAPE)
+        dev._zero(out._handle(), out.nbytes)
+        return out
+    first, g1, l1, n, final, g2, l2, groups, _, acc, count, partial_nbytes = recipe(
+        _RECIPES, key, lambda: _recipe(family, dev, dt, x.size))
+    out = checks.output(name, out, x, _OUT_SHAPE)
+    partial = Buffer._allocate(dev, (count,), acc, partial_nbytes)
+    dev._launch(first, g1, l1, [n, dev._buffer_arg(x), dev._buffer_arg(partial)])
+    dev._launch(final, g2, l2, [groups, dev._buffer_arg(partial), dev._buffer_arg(out)])
+    partial.close()  # freed once the queued work that reads it is done (a graph being captured keeps it)
     return out
 
 

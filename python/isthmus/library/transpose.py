@@ -1,10 +1,12 @@
 """transpose: 2-D transpose through local-memory tiles into a new buffer."""
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from . import checks
-from .family import Family, Tunable, resolve
+from .family import Family, Tunable, forcing, recipe, recipes, resolve
 
 FAMILY = Family(
     name="transpose", source="transpose.cl", entries=("transpose",),
@@ -16,6 +18,7 @@ FAMILY = Family(
     storage=(("float16", "ushort"),),  # a transpose only moves bits
     cpu_defaults=(("TILE", 16), ("BLOCK_ROWS", 4)),
 )
+_RECIPES = recipes()
 
 
 def grid(rows: int, cols: int, p: dict):
@@ -23,15 +26,38 @@ def grid(rows: int, cols: int, p: dict):
     return (-(-cols // t) * t, -(-rows // t) * br), (t, br)
 
 
+class _Recipe(NamedTuple):
+    kernel: Any
+    global_size: tuple
+    local_size: tuple
+    rows: np.int32
+    cols: np.int32
+    out_shape: tuple
+    nbytes: int
+
+
+def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
+    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
+    g, loc = grid(rows, cols, params)
+    return _Recipe(kernels["transpose"], g, loc, np.int32(rows), np.int32(cols), (cols, rows),
+                   rows * cols * dt.np.itemsize)
+
+
 def run(x, out=None):
     x = checks.buffer("transpose", "x", x, ndim=2)
-    dev, dt = x.device, x._dt
-    rows, cols = x.shape
-    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
-    y = checks.output("transpose", out, x, (cols, rows), alias_ok=False)
-    if rows and cols:
-        g, loc = grid(rows, cols, params)
-        kernels["transpose"]._enqueue(g, loc, [np.int32(rows), np.int32(cols), dev._buffer_arg(x), dev._buffer_arg(y)])
+    dev, dt, shape = x.device, x._dt, x.shape
+    key = (dev, dt.name, shape)
+    found = _RECIPES.get(key)
+    if found is not None and dev._capture is None and forcing() is None:
+        k, g, loc, rows, cols, out_shape, nbytes = found
+        y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
+        if nbytes:
+            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
+        return y
+    k, g, loc, rows, cols, out_shape, nbytes = recipe(_RECIPES, key, lambda: _recipe(dev, dt, *shape))
+    y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
+    if nbytes:
+        dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
     return y
 
 
