@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
-#   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...   (stages: test bench java launch tune multi)
+#   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...   (stages: test quicktest bench java launch tune tuneocl softmax strategies multi)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 set -u
@@ -25,6 +25,11 @@ for stage in "$@"; do
             timeout 120 python3 benchmarks/fusion.py --device $cuda --out "$R" 2>&1 | tail -15 ;;
     tune) timeout 260 python3 benchmarks/tune_gpu.py --device $cuda --out "$R" --seconds ${TUNE_S:-150} 2>&1 | tail -25 ;;
     tuneocl) timeout 150 python3 benchmarks/tune_gpu.py --device $ocl --out "$R" --seconds ${TUNEOCL_S:-45} 2>&1 | tail -25 ;;
+    softmax) for d in $cuda $ocl; do timeout 90 python3 benchmarks/softmax_variants.py --device $d --out "$R" 2>&1 | tail -30; done
+             timeout 170 python3 benchmarks/tune_gpu.py --device $cuda --kernels softmax --out "$R/sm-cuda" --seconds ${SM_S:-120} 2>&1 | tail -12
+             timeout 100 python3 benchmarks/tune_gpu.py --device $ocl --kernels softmax --out "$R/sm-ocl" --seconds ${SMOCL_S:-60} 2>&1 | tail -12 ;;
+    quicktest) timeout 200 python3 -m pytest tests/unit/test_plan.py tests/unit/test_graph.py tests/backends/test_cuda.py tests/backends/test_library.py \
+                 tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 benchmarks/tune_strategies.py --record --device $cuda --kernel sum --size n=16777216 \
                   --seconds ${STRAT_S:-45} --out "$R" 2>&1 | tail -8 ;;
     multi) timeout 120 python3 benchmarks/multidevice.py --out "$R" 2>&1 | tail -30
