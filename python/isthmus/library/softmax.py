@@ -1,10 +1,12 @@
 """softmax: numerically stable row-wise softmax of a 2-D buffer into a new buffer."""
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from . import checks
-from .family import Family, Tunable, resolve
+from .family import Family, Tunable, forcing, recipe, recipes, resolve
 
 # CACHE > 0 holds the row in registers between the reduction and the write (one read per element);
 # its restrictions keep the held configs to those that hold the whole row, each once (see softmax.cl).
@@ -22,16 +24,41 @@ FAMILY = Family(
 )
 
 
+_RECIPES = recipes()
+
+
+class _Recipe(NamedTuple):
+    kernel: Any
+    global_size: tuple
+    local_size: tuple
+    rows: np.int32
+    cols: np.int32
+    nbytes: int
+
+
+def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
+    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
+    wg = params["WG"]
+    return _Recipe(kernels["softmax"], (rows * wg,), (wg,), np.int32(rows), np.int32(cols),
+                   rows * cols * dt.np.itemsize)
+
+
 def run(x, out=None):
     x = checks.buffer("softmax", "x", x, ndim=2)
-    dev, dt = x.device, x._dt
-    rows, cols = x.shape
-    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
-    y = checks.output("softmax", out, x, x.shape)  # in place is fine: each item reads its elements first
-    if rows and cols:
-        wg = params["WG"]
-        kernels["softmax"]._enqueue((rows * wg,), (wg,), [np.int32(rows), np.int32(cols), dev._buffer_arg(x),
-                                                          dev._buffer_arg(y)])
+    dev, dt, shape = x.device, x._dt, x.shape
+    key = (dev, dt.name, shape)
+    found = _RECIPES.get(key)
+    fast = found is not None and dev._capture is None and forcing() is None
+    if not fast:
+        found = recipe(_RECIPES, key, lambda: _recipe(dev, dt, *shape))
+    k, g, loc, rows, cols, nbytes = found
+    # in place is fine: each item reads the elements it writes before the row's reduction
+    y = checks.output("softmax", out, x, shape, nbytes=nbytes)
+    if nbytes:
+        if fast:
+            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
+        else:  # the general path: a graph being captured sees the buffers through _buffer_arg
+            dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
     return y
 
 
