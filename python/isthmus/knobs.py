@@ -26,7 +26,6 @@ KNOBS = (
     Knob("ISTHMUS_CLASSPATH", "", "extra jars/folders for the hosted JVM, separated by os.pathsep"),
     Knob("ISTHMUS_JVM", "", "path of libjvm to host; empty: JPype's default (JAVA_HOME)"),
     Knob("ISTHMUS_OPENCL_POOL_MB", "1024", "freed OpenCL buffers kept for reuse, per device (MiB, 0 disables)"),
-    Knob("ISTHMUS_CUDA_POOL_MB", "1024", "freed CUDA buffers kept for reuse, per device (MiB, 0 disables)"),
     Knob("ISTHMUS_CUDA_LAUNCH_GRAPHS", "1", "0: a repeated CUDA launch stays a driver call instead of becoming a "
          "one-kernel CUDA graph"),
     Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
@@ -67,20 +66,12 @@ def jvm_path() -> str | None:
     return _get("ISTHMUS_JVM").strip() or None
 
 
-def _pool_mb(name: str) -> int:
-    value = _get(name).strip()
+def opencl_pool_bytes() -> int:
+    value = _get("ISTHMUS_OPENCL_POOL_MB").strip()
     try:
         return max(0, int(value)) << 20 if value else 1 << 30
     except ValueError:
         return 1 << 30
-
-
-def opencl_pool_bytes() -> int:
-    return _pool_mb("ISTHMUS_OPENCL_POOL_MB")
-
-
-def cuda_pool_bytes() -> int:
-    return _pool_mb("ISTHMUS_CUDA_POOL_MB")
 
 
 def cuda_launch_graphs() -> bool:

@@ -292,39 +292,3 @@ def test_graph_of_plans_that_replay_their_own_graphs(dev, rng):
     graph.bind(1, "a", 10)
     graph.launch()
     np.testing.assert_array_equal(y.to_numpy(), np.full(n, 5 * 2 + 4 * 4 + 12, np.int32))
-
-
-def test_cuda_free_list_reuses_blocks_isthmus_freed_and_gives_them_up():
-    """Without a GPU: CudaDevice's free list of freed blocks (per size, capped), handed out again
-    before CuPy's allocator is asked, emptied on free_pool(), not counted as memory in use."""
-    import threading
-
-    from isthmus.backends import cuda
-
-    made = []
-
-    class MP:
-        def __init__(self, n):
-            self.ptr = 0x1000 * (len(made) + 1)
-            self.n = n
-            made.append(self)
-
-    dev = object.__new__(cuda.CudaDevice)
-    dev._free, dev._free_bytes, dev._free_limit, dev._free_lock = {}, 0, 300, threading.RLock()
-    dev._cupy_alloc = MP
-    a = dev._alloc(100)
-    pa = a.ptr
-    del a  # the last reference: the block goes to the free list
-    assert dev._free_bytes == 100
-    b = dev._alloc(100)
-    assert b.ptr == pa and len(made) == 1 and dev._free_bytes == 0  # reused, CuPy not asked
-    c = dev._alloc(64)
-    assert len(made) == 2  # another size: a new block
-    big = dev._alloc(400)
-    del big  # over the limit: not kept
-    assert dev._free_bytes == 0
-    del b, c
-    assert dev._free_bytes == 164
-    dev.free_pool()
-    assert dev._free_bytes == 0 and dev._free == {}
-    assert cuda._mp(dev._alloc(8)).__class__ is MP and cuda._mp(made[0]) is made[0]

@@ -40,31 +40,6 @@ def discover() -> list["CudaDevice"]:
     return [CudaDevice(cupy, i) for i in range(count)]
 
 
-class _Pooled:
-    """Device memory isthmus allocated: a block of CuPy's pool (``mp``, a MemoryPointer) that goes
-    back to its device's free list, not to CuPy, when the last reference goes. (A buffer wrapping
-    a foreign array holds that array's MemoryPointer instead; :func:`_mp` takes either.)"""
-
-    __slots__ = ("mp", "ptr", "nbytes", "device")
-
-    def __init__(self, mp, nbytes: int, device: "CudaDevice"):
-        self.mp = mp
-        self.ptr = mp.ptr
-        self.nbytes = nbytes
-        self.device = device
-
-    def __del__(self):
-        try:
-            self.device._give_back(self.mp, self.nbytes)
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-
-def _mp(mem):
-    """The CuPy MemoryPointer of a buffer's memory."""
-    return mem.mp if mem.__class__ is _Pooled else mem
-
-
 def defines_as_source(options: list[str]) -> str:
     """``-DNAME=value`` options as ``#define`` lines. NVRTC applies -D before its built-in header,
     whose templates use names such as T, so defines must go into the source instead."""
@@ -113,11 +88,6 @@ class CudaDevice(Device):
         self._launch_graphs = knobs.cuda_launch_graphs()
         self._capture_stream = None
         self._capture_lock = threading.Lock()
-        self._free: dict[int, list] = {}  # nbytes -> blocks isthmus freed (see _alloc)
-        self._free_bytes = 0
-        self._free_limit = None
-        # re-entrant: a block's last reference can go (and give it back) inside a locked section
-        self._free_lock = threading.RLock()
 
     @property
     def stream(self):
@@ -166,56 +136,20 @@ class CudaDevice(Device):
 
     # ---- memory ------------------------------------------------------------------------------
     def _alloc(self, nbytes: int):
-        # A block freed by isthmus on this device is kept for the next allocation of its size: all
-        # isthmus work on the device is queued on its one stream, so reusing it is stream-ordered,
-        # like CuPy's pool, and costs a dict lookup instead of the allocator under a stream context.
-        with self._free_lock:
-            blocks = self._free.get(nbytes)
-            if blocks:
-                mp, held = blocks.pop()
-                self._free_bytes -= held
-            else:
-                mp = None
-        if mp is None:
-            mp = self._cupy_alloc(nbytes)
-        return _Pooled(mp, nbytes, self)
-
-    def _cupy_alloc(self, nbytes: int):
         cp = self._cp
-        for attempt in (0, 1):
-            try:
-                # The allocation is tied to this device's stream in CuPy's pool (stream-ordered reuse).
-                if cp.cuda.runtime.getDevice() == self.index:
-                    with self.stream:
-                        return cp.cuda.alloc(nbytes)
-                with self._cp_device, self.stream:
+        try:
+            # The allocation is tied to this device's stream in CuPy's pool (stream-ordered reuse).
+            if cp.cuda.runtime.getDevice() == self.index:
+                with self.stream:
                     return cp.cuda.alloc(nbytes)
-            except cp.cuda.memory.OutOfMemoryError as exc:
-                if attempt == 0 and self._free_bytes:
-                    self.free_pool()  # the kept blocks go back to CuPy, which can then reuse them
-                    continue
-                raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
-
-    def _give_back(self, mp, nbytes: int) -> None:
-        with self._free_lock:
-            if self._free_limit is None:
-                self._free_limit = knobs.cuda_pool_bytes()
-            held = getattr(getattr(mp, "mem", None), "size", nbytes)  # what CuPy counts: rounded up
-            if self._free_bytes + held <= self._free_limit:
-                self._free.setdefault(nbytes, []).append((mp, held))
-                self._free_bytes += held
-                return
-        # over the limit: the block returns to CuPy's pool as `mp` goes
-
-    def free_pool(self) -> None:
-        """Return the kept free blocks to CuPy's memory pool."""
-        with self._free_lock:
-            self._free = {}
-            self._free_bytes = 0
+            with self._cp_device, self.stream:
+                return cp.cuda.alloc(nbytes)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
     def _memory_in_use(self) -> int:
         with self._cp_device:
-            return self._cp.get_default_memory_pool().used_bytes() - self._free_bytes
+            return self._cp.get_default_memory_pool().used_bytes()
 
     def _pointer(self, mem) -> int:
         return int(mem.ptr)
@@ -232,18 +166,18 @@ class CudaDevice(Device):
 
     def _upload(self, mem, host):
         def run():
-            _mp(mem).copy_from_host_async(host.ctypes.data, host.nbytes, self.stream)
+            mem.copy_from_host_async(host.ctypes.data, host.nbytes, self.stream)
             self.stream.synchronize()  # the host array may be freed as soon as we return
         self._guard(run, "host->device copy")
 
     def _download(self, mem, host):
         def run():
-            _mp(mem).copy_to_host_async(host.ctypes.data, host.nbytes, self.stream)
+            mem.copy_to_host_async(host.ctypes.data, host.nbytes, self.stream)
             self.stream.synchronize()
         self._guard(run, "device->host copy")
 
     def _copy(self, dst, src, nbytes, stream=None):
-        self._guard(lambda: _mp(dst).copy_from_device_async(_mp(src), nbytes, stream or self.stream), "device copy")
+        self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")
 
     def _peer_copy(self, dst, src_buf, nbytes):
         """Copy from a buffer on another CUDA device: a peer copy where the GPUs allow it."""
@@ -255,7 +189,7 @@ class CudaDevice(Device):
         self._guard(run, "peer copy")
 
     def _zero(self, mem, nbytes, stream=None):
-        self._guard(lambda: _mp(mem).memset_async(0, nbytes, stream or self.stream), "fill")
+        self._guard(lambda: mem.memset_async(0, nbytes, stream or self.stream), "fill")
 
     def _empty_host(self, shape, dtype):
         import cupyx
@@ -278,7 +212,7 @@ class CudaDevice(Device):
 
     def _cupy_view(self, buf):
         with self._cp_device:
-            return self._cp.ndarray(buf.shape, buf.dtype, memptr=_mp(buf._mem))
+            return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._mem)
 
     def _array_interface(self, buf) -> dict:
         return {"shape": buf.shape, "typestr": buf.dtype.str, "descr": [("", buf.dtype.str)],
