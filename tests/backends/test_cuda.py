@@ -111,3 +111,27 @@ def test_two_gpus_peer_copy_and_concurrent_kernels():
     with pytest.raises(isthmus.InvalidArgumentError):
         isthmus.ops.axpy(1.0, a, yb)
     np.testing.assert_array_equal(yb.to(d0).to_numpy(), 2 * host)
+
+
+def test_allocations_under_a_users_stream_are_tied_to_the_device_stream():
+    """A result allocated while the thread's current CuPy stream is a user's non-blocking stream
+    is tied to isthmus' stream (so CuPy never hands the block to that stream's work early); on the
+    legacy default stream it is tied to that one, which synchronizes with isthmus' stream."""
+    dev = _cuda()
+    import cupy
+
+    rng = np.random.default_rng()
+    host = rng.standard_normal((64, 257)).astype(np.float32)
+    x = dev.asarray(host)
+    ref = np.exp(host - host.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    user = cupy.cuda.Stream(non_blocking=True)
+    for current in (user, cupy.cuda.Stream.null):
+        with current:
+            outs = [isthmus.ops.softmax(x) for _ in range(20)]
+            for o in outs[:-1]:
+                o.close()  # freed while later launches may still run: reuse must stay ordered
+            scratch = [cupy.full(64 * 257, np.nan, cupy.float32) for _ in range(4)]  # CuPy work on `current`
+            current.synchronize()
+        np.testing.assert_allclose(outs[-1].to_numpy(), ref, rtol=1e-5, atol=1e-7)
+        del scratch
