@@ -21,6 +21,7 @@ def main() -> None:
     p.add_argument("--device", default=None)
     p.add_argument("--calls", type=int, default=3000)
     p.add_argument("--top", type=int, default=14)
+    p.add_argument("--big", action="store_true", help="8192x8192 softmax/transpose and a 64M sum, 20 calls each")
     a = p.parse_args()
     import isthmus
 
@@ -32,8 +33,18 @@ def main() -> None:
     cases = {"sum": lambda: isthmus.ops.sum(x), "sum out=": lambda: isthmus.ops.sum(x, out=s),
              "softmax": lambda: isthmus.ops.softmax(m), "softmax out=": lambda: isthmus.ops.softmax(m, out=mo),
              "empty(1)": lambda: dev.empty(1, np.float32)}
+    if a.big:
+        big = dev.asarray(np.random.rand(8192, 8192).astype(np.float32))
+        big_out = dev.empty((8192, 8192), np.float32)
+        v = dev.asarray(np.random.rand(1 << 26).astype(np.float32))
+        cases = {"softmax 8192^2": lambda: isthmus.ops.softmax(big),
+                 "softmax 8192^2 out=": lambda: isthmus.ops.softmax(big, out=big_out),
+                 "transpose 8192^2": lambda: isthmus.ops.transpose(big),
+                 "transpose 8192^2 out=": lambda: isthmus.ops.transpose(big, out=big_out),
+                 "sum 64M": lambda: isthmus.ops.sum(v)}
+        a.calls = 20
     for name, fn in cases.items():
-        for _ in range(200):
+        for _ in range(200 if not a.big else 3):
             fn()
         dev.synchronize()
         t0 = time.perf_counter()
@@ -50,7 +61,14 @@ def main() -> None:
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(a.top)
         body = "\n".join(line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit() or "ncalls" in line)
-        print(f"== {dev.id} {name}: {(t1 - t0) / a.calls * 1e6:.2f} us per call\n{body}\n")
+        dev.synchronize()
+        t2 = time.perf_counter()
+        for _ in range(a.calls):
+            fn()
+        dev.synchronize()
+        t3 = time.perf_counter()
+        print(f"== {dev.id} {name}: {(t1 - t0) / a.calls * 1e6:.2f} us per call (host), "
+              f"{(t3 - t2) / a.calls * 1e6:.1f} us per call with the device\n{body}\n")
 
 
 if __name__ == "__main__":
