@@ -17,6 +17,7 @@ from . import knobs
 from .buffer import Buffer
 from .dtypes import DType, lookup
 from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
+from .launch import LaunchConfig, check_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
@@ -54,6 +55,7 @@ class Device:
         self._dtype_set = frozenset(dtypes)
         self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
         self._lock = threading.Lock()
+        self._configs: dict = {}  # LaunchConfig -> its checked sizes on this device
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
 
     # ---- description -------------------------------------------------------------------------
@@ -173,9 +175,12 @@ class Device:
         return found
 
     def _check_config(self, config):
-        from .launch import check_config
-
-        return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+        found = self._configs.get(config) if config.__class__ is LaunchConfig else None
+        if found is None:
+            found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+            if config.__class__ is LaunchConfig and len(self._configs) < 4096:
+                self._configs[config] = found  # a config valid here once is valid here always
+        return found
 
     # ---- hooks a backend fills in ------------------------------------------------------------
     # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg:

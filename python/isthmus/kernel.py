@@ -290,7 +290,25 @@ class Kernel:
         if len(args) != len(self.params):
             raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
                                        f"({', '.join(p.name for p in self.params)}), got {len(args)}")
-        return [self._pack_arg(i, param, value) for i, (param, value) in enumerate(zip(self.params, args))]
+        dev = self.device
+        direct = dev._capture is None  # capturing: buffers go through _buffer_arg, where the graph sees them
+        out = []
+        for i, (param, value) in enumerate(zip(self.params, args)):
+            # the common cases checked cheaply (anything else: _pack_arg, with its errors)
+            if param.kind == "buffer":
+                if (direct and value.__class__ is Buffer and value._dt is not None and value.device is dev
+                        and (param.dtype is None or value.dtype == param.dtype)):
+                    out.append(value._arg or value._launch_arg())
+                    continue
+            else:
+                fast = param._fast
+                if fast is not None:
+                    t = type(value)
+                    if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
+                        out.append(fast[0](value))
+                        continue
+            out.append(self._pack_arg(i, param, value))
+        return out
 
     def _pack_arg(self, i: int, param: Param, value, what: str = "kernel"):
         """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``)."""
