@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..kernel import convert_scalar
 from . import checks
-from .family import Family, Tunable, forcing, recipe, recipes, resolve
+from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="axpy", source="axpy.cl", entries=("axpy",),
@@ -52,14 +52,12 @@ def run(a, x, y):
         return y
     dev, dt = x.device, x._dt
     key = (dev, dt.name, nbytes)
-    found = _RECIPES.get(key)
-    if found is not None and dev._capture is None and forcing() is None:
-        k, g, loc, n, param = found
+    (k, g, loc, n, param), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, x.size))
+    if fast:
         dev._launch(k, g, loc, [n, convert_scalar(a, param, "axpy: a"), x._arg or x._launch_arg(),
                                 y._arg or y._launch_arg()])
-        return y
-    k, g, loc, n, param = recipe(_RECIPES, key, lambda: _recipe(dev, dt, x.size))
-    dev._launch(k, g, loc, [n, convert_scalar(a, param, "axpy: a"), dev._buffer_arg(x), dev._buffer_arg(y)])
+    else:
+        dev._launch(k, g, loc, [n, convert_scalar(a, param, "axpy: a"), dev._buffer_arg(x), dev._buffer_arg(y)])
     return y
 
 

@@ -174,6 +174,17 @@ def recipe(memo: dict, key, make: Callable[[], Any]):
     return found
 
 
+def recall(memo: dict, key, dev, make: Callable[[], Any]) -> tuple[Any, bool]:
+    """(recipe, fast): the op's recipe for ``key`` (made and remembered through :func:`recipe` when
+    missing), and whether the op may launch it with its buffers' cached packed arguments
+    (``buf._arg or buf._launch_arg()``): not while a graph is being captured on ``dev`` (capture
+    sees buffers through ``dev._buffer_arg``) or the tuner forces a config."""
+    found = memo.get(key)
+    if found is not None and dev._capture is None and _forced.get() is None:
+        return found, True
+    return recipe(memo, key, make), False
+
+
 # (family, params) that resolve() returns unmemoized in this context: how the tuner launches a
 # candidate config through the op's own run() without touching what other threads resolve.
 _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)

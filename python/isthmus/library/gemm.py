@@ -12,7 +12,7 @@ from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from ..kernel import convert_scalar
 from . import checks
-from .family import Family, Tunable, forcing, recipe, recipes, resolve
+from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="gemm", source="gemm.cl", entries=("gemm",), dtypes=("float32", "float64", "float16"),
@@ -72,11 +72,8 @@ def run(a, b, c=None, alpha=1.0, beta=0.0):
         if c.shape != (m, n):
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected ({m}, {n}) for a {a.shape} @ b {b.shape}")
     key = (dev, dt.name, m, n, k)
-    found = _RECIPES.get(key)
-    fast = found is not None and dev._capture is None and forcing() is None
-    if not fast:
-        found = recipe(_RECIPES, key, lambda: _recipe(dev, dt, m, n, k))
-    kern, g, loc, pm, pn, pk, palpha, pbeta, shape, nbytes = found
+    (kern, g, loc, pm, pn, pk, palpha, pbeta, shape, nbytes), fast = recall(_RECIPES, key, dev,
+                                                                           lambda: _recipe(dev, dt, m, n, k))
     al = convert_scalar(alpha, palpha, "gemm: alpha")
     be = convert_scalar(beta, pbeta, "gemm: beta")
     if c is None:

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import checks
-from .family import Family, Tunable, forcing, recipe, recipes, resolve
+from .family import Family, Tunable, recall, recipes, resolve
 
 # CACHE > 0 holds the row in registers between the reduction and the write (one read per element);
 # its restrictions keep the held configs to those that hold the whole row, each once (see softmax.cl).
@@ -47,11 +47,7 @@ def run(x, out=None):
     x = checks.buffer("softmax", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt, x.shape
     key = (dev, dt.name, shape)
-    found = _RECIPES.get(key)
-    fast = found is not None and dev._capture is None and forcing() is None
-    if not fast:
-        found = recipe(_RECIPES, key, lambda: _recipe(dev, dt, *shape))
-    k, g, loc, rows, cols, nbytes = found
+    (k, g, loc, rows, cols, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
     # in place is fine: each item reads the elements it writes before the row's reduction
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:

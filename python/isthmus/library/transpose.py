@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import checks
-from .family import Family, Tunable, forcing, recipe, recipes, resolve
+from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="transpose", source="transpose.cl", entries=("transpose",),
@@ -47,17 +47,13 @@ def run(x, out=None):
     x = checks.buffer("transpose", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt, x.shape
     key = (dev, dt.name, shape)
-    found = _RECIPES.get(key)
-    if found is not None and dev._capture is None and forcing() is None:
-        k, g, loc, rows, cols, out_shape, nbytes = found
-        y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
-        if nbytes:
-            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
-        return y
-    k, g, loc, rows, cols, out_shape, nbytes = recipe(_RECIPES, key, lambda: _recipe(dev, dt, *shape))
+    (k, g, loc, rows, cols, out_shape, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
     y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
     if nbytes:
-        dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
+        if fast:
+            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
+        else:
+            dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
     return y
 
 
