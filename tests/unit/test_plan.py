@@ -292,3 +292,25 @@ def test_graph_of_plans_that_replay_their_own_graphs(dev, rng):
     graph.bind(1, "a", 10)
     graph.launch()
     np.testing.assert_array_equal(y.to_numpy(), np.full(n, 5 * 2 + 4 * 4 + 12, np.int32))
+
+
+def test_unpinned_plan_lets_a_closed_buffer_go_and_refuses_it(dev):
+    """Plan(pin=False), behind Java's launch memo: closing a bound buffer frees its memory at once
+    (a pinned plan keeps it), and the next launch is refused with a ClosedBufferError."""
+    from isthmus.plan import Plan
+
+    k = dev.compile(ACCUMULATE, "acc")
+    before = dev.memory_in_use()
+    y = dev.zeros(1 << 14, np.int32)
+    plan = Plan(k, (y, 1, 1 << 14), isthmus.LaunchConfig((1 << 14,)), pin=False)
+    plan.launch()
+    np.testing.assert_array_equal(y.to_numpy()[:3], [1, 1, 1])
+    y.close()
+    dev.synchronize()
+    assert dev.memory_in_use() == before
+    with pytest.raises(isthmus.ClosedBufferError, match="closed buffer"):
+        plan.launch()
+    pinned = k.prepare(dev.zeros(1 << 14, np.int32), 1, 1 << 14, config=isthmus.LaunchConfig((1 << 14,)))
+    assert dev.memory_in_use() == before + (1 << 16)  # the pinned plan holds its (temporary) buffer
+    pinned.close()
+    assert dev.memory_in_use() == before
