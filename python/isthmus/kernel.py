@@ -126,15 +126,23 @@ _INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
               for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)}
 
 
-def convert_scalar(value, param: Param, where: str):
-    """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
-    # Fast path for the common cases: a Python float or int for a float (float32/64) in float32's
-    # range, a Python int for an int in range.
+def _quick_scalar(value, param: Param):
+    """``value`` as the NumPy scalar of ``param``'s type in the common cases that need no check but
+    a range test (a Python float or int for a float32/64 in float32's range, a Python int for an
+    int in range), else None."""
     fast = param._fast
     if fast is not None:
         t = type(value)
         if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
             return fast[0](value)
+    return None
+
+
+def convert_scalar(value, param: Param, where: str):
+    """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
+    quick = _quick_scalar(value, param)
+    if quick is not None:
+        return quick
     dt = param.dtype
     if isinstance(value, Buffer):
         raise InvalidArgumentError(f"{where}: parameter {param.name!r} is a scalar {param.ctype}, got a Buffer")
@@ -290,31 +298,19 @@ class Kernel:
         if len(args) != len(self.params):
             raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
                                        f"({', '.join(p.name for p in self.params)}), got {len(args)}")
-        dev = self.device
-        direct = dev._capture is None  # capturing: buffers go through _buffer_arg, where the graph sees them
-        out = []
-        for i, (param, value) in enumerate(zip(self.params, args)):
-            # the common cases checked cheaply (anything else: _pack_arg, with its errors)
-            if param.kind == "buffer":
-                if (direct and value.__class__ is Buffer and value._dt is not None and value.device is dev
-                        and (param.dtype is None or value.dtype == param.dtype)):
-                    out.append(value._arg or value._launch_arg())
-                    continue
-            else:
-                fast = param._fast
-                if fast is not None:
-                    t = type(value)
-                    if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
-                        out.append(fast[0](value))
-                        continue
-            out.append(self._pack_arg(i, param, value))
-        return out
+        return [self._pack_arg(i, param, value) for i, (param, value) in enumerate(zip(self.params, args))]
 
     def _pack_arg(self, i: int, param: Param, value, what: str = "kernel"):
         """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``)."""
         dev = self.device
-        where = f"{what} {self.name!r} argument {i} ({param.name})"
         if param.kind == "buffer":
+            # the common case checked cheaply: an open buffer of this device and the declared dtype
+            # (its packed argument is kept, except while a graph is captured: capture sees buffers
+            # through _buffer_arg)
+            if (value.__class__ is Buffer and value._dt is not None and value.device is dev
+                    and (param.dtype is None or value.dtype == param.dtype)):
+                return (value._arg or value._launch_arg()) if dev._capture is None else dev._buffer_arg(value)
+            where = f"{what} {self.name!r} argument {i} ({param.name})"
             if not isinstance(value, Buffer):
                 raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")
             value._check()
@@ -325,7 +321,10 @@ class Kernel:
                 raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
                                            f"got {value.dtype}")
             return dev._buffer_arg(value)
-        return convert_scalar(value, param, where)
+        quick = _quick_scalar(value, param)
+        if quick is not None:
+            return quick
+        return convert_scalar(value, param, f"{what} {self.name!r} argument {i} ({param.name})")
 
     def prepare(self, *args, config: LaunchConfig | None = None) -> "Plan":
         """A prepared launch: ``args`` checked and packed once, ``plan.launch()`` only enqueues.
