@@ -314,3 +314,37 @@ def test_unpinned_plan_lets_a_closed_buffer_go_and_refuses_it(dev):
     assert dev.memory_in_use() == before + (1 << 16)  # the pinned plan holds its (temporary) buffer
     pinned.close()
     assert dev.memory_in_use() == before
+
+
+def test_cuda_eager_memo_refills_scratch_first_then_keeps_a_repeated_launch_prepared():
+    """Without a GPU: CudaDevice._launch refills one scratch launch per grid for a launch seen once,
+    prepares a launch seen twice and replays it from then on."""
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    made = []
+
+    class Fake:
+        def __init__(self, packed):
+            self.packed, self.launches, self.refills, self._calm = list(packed), 0, [], 0
+            made.append(self)
+
+        def launch(self):
+            self.launches += 1
+
+        def refill(self, packed):
+            self.refills.append(list(packed))
+
+    dev = object.__new__(cuda.CudaDevice)
+    dev._prepare = lambda kernel, g, l, packed: Fake(packed)
+    kernel = SimpleNamespace(name="k")
+    g, l = (64,), (64,)
+    dev._launch(kernel, g, l, [np.float32(1)])  # first sighting: the scratch launch
+    dev._launch(kernel, g, l, [np.float32(2)])  # another first sighting: the same scratch
+    assert len(made) == 1 and made[0].refills == [[1], [2]] and made[0]._calm < 0
+    dev._launch(kernel, g, l, [np.float32(1)])  # second sighting: prepared and launched
+    dev._launch(kernel, g, l, [np.float32(1)])  # replayed
+    assert len(made) == 2 and made[1].packed == [1] and made[1].launches == 2
+    dev._launch(kernel, (128,), l, [np.float32(1)])  # another grid: its own scratch
+    assert len(made) == 3 and made[2].refills == [[1]]

@@ -126,6 +126,8 @@ class CudaDevice(Device):
 
     def _one_kernel_graph(self, prepared: "_PreparedLaunch"):
         """The CUDA graph of one prepared launch, or None (with a warning, once) where capture fails."""
+        if not self._launch_graphs:  # failed before (or turned off): do not try again
+            return None
         try:
             return self._capture_graph((prepared.enqueue,))
         except Exception as exc:  # noqa: BLE001 - the driver call works: stay with it, and say so once
@@ -304,33 +306,39 @@ class CudaDevice(Device):
         # not seen recently refills the grid's scratch parameter block in place, which costs far
         # less than preparing a launch that may never come back.
         key = (gsize, lsize, *packed)
-        memo = kernel.__dict__.get("_cuda_memo")
-        if memo is None:
-            memo = kernel.__dict__.setdefault("_cuda_memo", {})
-        prepared = memo.get(key)
+        memo = kernel.__dict__.get("_cuda_memo") or kernel.__dict__.setdefault("_cuda_memo", _LaunchMemo())
+        prepared = memo.prepared.get(key)
         if prepared is not None:
             prepared.launch()
             return
-        seen = memo.setdefault(_SEEN, {})
-        if seen.pop(key, None) is not None:
-            if len(memo) >= 66:
-                memo.clear()
-                memo[_SEEN] = seen
-            prepared = memo[key] = self._prepare(kernel, gsize, lsize, packed)
+        if memo.seen.pop(key, None) is not None:  # the second sighting: keep it prepared
+            if len(memo.prepared) >= 64:
+                memo.prepared.clear()
+            prepared = memo.prepared[key] = self._prepare(kernel, gsize, lsize, packed)
             prepared.launch()
             return
-        if len(seen) >= 256:
-            seen.clear()
-        seen[key] = True
-        scratch = memo.get((_SCRATCH, gsize, lsize))
+        if len(memo.seen) >= 256:
+            memo.seen.clear()
+        memo.seen[key] = True
+        scratch = memo.scratch.get((gsize, lsize))
         if scratch is None:
-            scratch = memo[(_SCRATCH, gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
+            if len(memo.scratch) >= 16:
+                memo.scratch.clear()
+            scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
             scratch._calm = -(1 << 62)  # refilled at every use: never a graph
         scratch.refill(packed)
 
 
-_SEEN = object()  # keys of CudaDevice._launch's memo besides launch keys
-_SCRATCH = object()
+class _LaunchMemo:
+    """What CudaDevice._launch remembers of one kernel's launches: prepared launches by launch key
+    (grid and packed arguments), launch keys seen once, and one scratch launch per grid."""
+
+    __slots__ = ("prepared", "seen", "scratch")
+
+    def __init__(self):
+        self.prepared: dict = {}
+        self.seen: dict = {}
+        self.scratch: dict = {}
 
 
 class _PreparedLaunch:
