@@ -175,10 +175,12 @@ class Device:
         return found
 
     def _check_config(self, config):
-        found = self._configs.get(config) if config.__class__ is LaunchConfig else None
+        if config.__class__ is not LaunchConfig:  # check_config says what is wrong with it
+            return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+        found = self._configs.get(config)
         if found is None:
             found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
-            if config.__class__ is LaunchConfig and len(self._configs) < 4096:
+            if len(self._configs) < 4096:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 

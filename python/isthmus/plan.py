@@ -41,19 +41,18 @@ class Plan:
         packed = kernel.pack(args)
         gsize, lsize = kernel.device._check_config(config)
         values = [a if isinstance(a, Buffer) else p for a, p in zip(args, packed)]
-        self._pin = pin
-        self._setup(kernel, config, gsize, lsize, packed, values)
+        self._setup(kernel, config, gsize, lsize, packed, values, pin)
 
     @classmethod
     def _from_packed(cls, kernel: "Kernel", gsize, lsize, packed: list, values: list) -> "Plan":
         """A plan from arguments a launch already checked and packed (graph capture of eager launches)."""
         plan = cls.__new__(cls)
-        plan._pin = True
         plan._setup(kernel, LaunchConfig(tuple(gsize), None if lsize is None else tuple(lsize)), gsize, lsize,
                     packed, values)
         return plan
 
-    def _setup(self, kernel, config, gsize, lsize, packed, values) -> None:
+    def _setup(self, kernel, config, gsize, lsize, packed, values, pin: bool = True) -> None:
+        self._pin = pin
         self.kernel = kernel
         self.device = kernel.device
         self.config = config

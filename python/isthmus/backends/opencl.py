@@ -263,10 +263,7 @@ class OpenCLDevice(Device):
             # launch_overhead.py). The kernel object holds its arguments: set+enqueue is one step.
             with kernel._lock:
                 for i, v in enumerate(packed):
-                    if isinstance(v, np.generic):
-                        native._set_arg_buf(i, v)
-                    else:
-                        native.set_arg(i, v)
+                    _set_arg(native, i, v)
                 cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
         except cl.Error as exc:
             raise self._launch_error(kernel, gsize, lsize, exc) from exc
@@ -288,7 +285,7 @@ class OpenCLDevice(Device):
 class _PreparedLaunch:
     """One kernel object per plan, so setting its arguments once is safe: launches only enqueue."""
 
-    __slots__ = ("_dev", "_kernel", "_native", "_args", "_enqueue", "_set_scalar")
+    __slots__ = ("_dev", "_kernel", "_native", "_args", "_enqueue")
 
     def __init__(self, dev: OpenCLDevice, kernel, gsize, lsize, packed):
         cl = dev._cl
@@ -301,7 +298,6 @@ class _PreparedLaunch:
             raise dev._launch_error(kernel, gsize, lsize, exc) from exc
         self._args = (dev.queue, self._native, tuple(gsize), None if lsize is None else tuple(lsize))
         self._enqueue = cl.enqueue_nd_range_kernel
-        self._set_scalar = getattr(self._native, "_set_arg_buf", None)
 
     def launch(self) -> None:
         try:
@@ -310,9 +306,14 @@ class _PreparedLaunch:
             raise self._dev._launch_error(self._kernel, self._args[2], self._args[3], exc) from exc
 
     def set(self, index: int, value) -> None:
-        if isinstance(value, np.generic) and self._set_scalar is not None:
-            # the raw bytes of the scalar in its declared type: what PyOpenCL's own generated
-            # argument setters call (set_arg's generic dispatch costs ~100x more)
-            self._set_scalar(index, value)
-        else:
-            self._native.set_arg(index, value)
+        _set_arg(self._native, index, value)
+
+
+def _set_arg(native, index: int, value) -> None:
+    """One kernel argument: a NumPy scalar as its raw bytes in its (the declared) type, which is
+    what PyOpenCL's generated argument setters call (set_arg's generic dispatch costs ~100x more
+    on PoCL); a cl.Buffer or None through set_arg."""
+    if isinstance(value, np.generic):
+        native._set_arg_buf(index, value)
+    else:
+        native.set_arg(index, value)
