@@ -6,7 +6,7 @@ a Java handle, a prepared launch). Any use of a closed Buffer raises ClosedBuffe
 """
 from __future__ import annotations
 
-import threading
+from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,13 +17,14 @@ from .errors import ClosedBufferError, InvalidArgumentError
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
-_live_lock = threading.Lock()
-_live = 0
+# One token per open Buffer: deque.append and deque.pop are atomic (no lock on the allocation
+# path, which every library call that returns a new buffer takes), and len() is the count.
+_live = deque()
 
 
 def live_buffers() -> int:
     """How many Buffers are open (allocated and not yet closed or collected): for leak checks."""
-    return _live
+    return len(_live)
 
 
 class Buffer:
@@ -48,9 +49,7 @@ class Buffer:
         self.dtype = dt.np
         self.nbytes = nbytes
         self._owner = owner  # a foreign object whose memory this buffer views (kept alive)
-        global _live
-        with _live_lock:
-            _live += 1
+        _live.append(None)
 
     @classmethod
     def _allocate(cls, device: "Device", shape, dt: DType, nbytes: int) -> "Buffer":
@@ -100,9 +99,7 @@ class Buffer:
             self._mem = None
             self._arg = None
             self._owner = None
-            global _live
-            with _live_lock:
-                _live -= 1
+            _live.pop()
 
     def __enter__(self) -> "Buffer":
         self._check()
