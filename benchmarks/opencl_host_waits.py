@@ -1,0 +1,85 @@
+"""Why an allocating library call on a GPU OpenCL device can be slower than the direct call (diagnostic).
+
+    python benchmarks/opencl_host_waits.py [--device opencl:0]
+
+For a 64M float32 sum and an 8192x8192 softmax: the host µs per call of 20 back-to-back calls
+(a call that waits for the device shows the device's time here), the wall µs per call with the
+final wait, and the device ms per call as ``isthmus bench`` measures it, for the library call, the
+call with ``out=``, the direct PyOpenCL call of the launches it recorded, the call with the free
+buffer cache off, the call with every result kept, and the softmax call after the cache was
+filled to its limit with buffers of another size (as earlier benchmarks leave it). Prints only.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def host_and_wall(dev, fn, calls: int = 20) -> tuple[float, float]:
+    for _ in range(3):
+        fn()
+    dev.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    dev.synchronize()
+    t2 = time.perf_counter()
+    return (t1 - t0) / calls * 1e6, (t2 - t0) / calls * 1e6
+
+
+def main() -> None:
+    import isthmus
+    from isthmus.bench import DirectCalls, recording
+    from isthmus.measure import device_ms
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="opencl:0")
+    p.add_argument("--side", type=int, default=8192, help="softmax rows = cols; the sum has side**2 elements")
+    a = p.parse_args()
+    dev = isthmus.device(a.device)
+    rng = np.random.default_rng()
+    v = dev.asarray(rng.random(a.side ** 2, dtype=np.float32))
+    s = dev.empty(1, np.float32)
+    m = dev.asarray(rng.random((a.side, a.side), dtype=np.float32))
+    mo = dev.empty((a.side, a.side), np.float32)
+    from isthmus import knobs
+
+    limit = knobs.opencl_pool_bytes()
+
+    def row(name, fn, batch=10):
+        host, wall = host_and_wall(dev, fn)
+        ms = device_ms(dev, fn, batch=batch)
+        print(f"{dev.id} {name:44s} host {host:8.1f} us/call  wall {wall:8.1f} us/call  device {ms * 1e3:8.1f} us/call "
+              f"(pool {dev._pooled >> 20} MiB)", flush=True)
+
+    for label, call, out_call in ((f"sum {a.side}^2", lambda: isthmus.ops.sum(v), lambda: isthmus.ops.sum(v, out=s)),
+                                  (f"softmax {a.side}^2", lambda: isthmus.ops.softmax(m),
+                                   lambda: isthmus.ops.softmax(m, out=mo))):
+        with recording(dev) as rec:
+            call()
+        direct = DirectCalls(dev, rec)
+        row(f"{label}", call)
+        row(f"{label} out=", out_call)
+        row(f"{label} direct", direct)
+        dev._pool_limit = 0
+        dev.free_pool()
+        row(f"{label} no free-buffer cache", call)
+        dev._pool_limit = limit
+        kept: list = []
+        row(f"{label} every result kept", lambda: kept.append(call()), batch=2)
+        for b in kept:
+            b.close()
+        del kept
+        dev.free_pool()
+        fill = [dev.empty((limit // 4 - 1024,), np.float32)]  # one buffer of another size, the cache's whole room
+        del fill
+        row(f"{label} cache full of another size", call)
+        dev.free_pool()
+        row(f"{label} again", call)
+
+
+if __name__ == "__main__":
+    main()
