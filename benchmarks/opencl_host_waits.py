@@ -72,7 +72,7 @@ def main() -> None:
         row(f"{label} every result kept", lambda: kept.append(call()), batch=2)
         for b in kept:
             b.close()
-        del kept
+        kept.clear()
         dev.free_pool()
         fill = [dev.empty((limit // 4 - 1024,), np.float32)]  # one buffer of another size, the cache's whole room
         del fill
