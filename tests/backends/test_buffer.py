@@ -124,3 +124,53 @@ def test_asarray_of_host_data_and_buffers(dev, rng):
     buf = isthmus.asarray(host, device=dev)
     np.testing.assert_array_equal(buf.to_numpy(), host)
     assert isthmus.asarray(buf) is buf
+
+
+def test_opencl_free_buffer_cache_keeps_the_newest_and_drops_the_oldest(dev, monkeypatch):
+    """A freed OpenCL buffer is cached for the next allocation of its size; a full cache drops its
+    oldest buffers to take the one just freed, and a buffer over the limit is not cached at all.
+    Identity is the cl_mem handle (``ptr``): a cached buffer comes back as the same handle."""
+    if dev.backend != "opencl":
+        pytest.skip("the free-buffer cache is the OpenCL backend's (CUDA uses CuPy's pool)")
+    mib = 1 << 20
+    dev.free_pool()
+    monkeypatch.setattr(dev, "_pool_limit", 3 * mib)
+    in_use = dev.memory_in_use()
+    a, b, c = dev.empty(mib, np.uint8), dev.empty(mib, np.uint8), dev.empty(2 * mib, np.uint8)
+    pa, pb, pc = a.ptr, b.ptr, c.ptr
+    for buf in (a, b, c):  # freed oldest first: a, then b, then c (which needs a's room)
+        buf.close()
+    del buf
+    gc.collect()
+    assert dev._pooled == 3 * mib
+    got_c, got_b = dev.empty(2 * mib, np.uint8), dev.empty(mib, np.uint8)
+    assert (got_c.ptr, got_b.ptr) == (pc, pb)  # the newest of each size came back
+    fresh = dev.empty(mib, np.uint8)  # a was dropped: a new allocation (any handle but b's)
+    assert fresh.ptr != pb and dev._pooled == 0
+    big = dev.empty(4 * mib, np.uint8)
+    big.close()
+    assert dev._pooled == 0  # over the limit: back to the driver, not cached
+    for buf in (got_c, got_b, fresh):
+        buf.close()
+    dev.free_pool()
+    assert dev._pooled == 0 and not dev._pool
+    assert dev.memory_in_use() == in_use
+
+
+def test_opencl_cached_buffer_reuse_keeps_results_apart(dev, rng, monkeypatch):
+    """Results handed out from the cache while earlier work on them may still be queued hold what
+    their own call wrote (the queue is in order), through a cache that keeps evicting."""
+    if dev.backend != "opencl":
+        pytest.skip("the free-buffer cache is the OpenCL backend's")
+    monkeypatch.setattr(dev, "_pool_limit", 3 * 257 * 129 * 4)
+    host = [rng.standard_normal((129, 257)).astype(np.float32) for _ in range(3)]
+    xs = [dev.asarray(h) for h in host]
+    kept = []
+    for i in range(30):
+        t = isthmus.ops.transpose(xs[i % 3])  # freed at once: the next call reuses its memory
+        if i % 7 == 0:
+            kept.append((i % 3, t))
+        else:
+            t.close()
+    for j, t in kept:
+        np.testing.assert_array_equal(t.to_numpy(), host[j].T)

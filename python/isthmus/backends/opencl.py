@@ -129,7 +129,9 @@ class OpenCLDevice(Device):
             free = self._pool.get(nbytes)
             if free:
                 self._pooled -= nbytes
-                reused = free.pop()
+                reused = free.pop()  # the most recently freed: likeliest still in the device's caches
+                if not free:
+                    del self._pool[nbytes]  # a size cached again goes to the back of the eviction order
         if reused is not None:
             return _Mem(reused, nbytes, self)
         try:
@@ -149,13 +151,30 @@ class OpenCLDevice(Device):
             self._in_use += delta
 
     def _release(self, mem, nbytes: int) -> None:
+        """Count ``mem`` freed and cache it for the next allocation of its size. A full cache makes
+        room by dropping its oldest buffers (sizes in the order they were cached, each size's
+        buffers oldest first), not the one just freed: the newest is the likeliest to be asked for
+        again, and handing a buffer back to the driver while kernels that use it are queued can make
+        the host wait for them. The dropped buffers go back to the driver when this returns, outside
+        the lock."""
+        evicted = []
         with self._in_use_lock:
             self._in_use -= nbytes
-            if self._pool_limit is None:
-                self._pool_limit = knobs.opencl_pool_bytes()  # read once: a release is on the hot path
-            if self._pooled + nbytes <= self._pool_limit:
-                self._pool.setdefault(nbytes, []).append(mem)
-                self._pooled += nbytes
+            limit = self._pool_limit
+            if limit is None:
+                limit = self._pool_limit = knobs.opencl_pool_bytes()  # read once: a release is on the hot path
+            if nbytes > limit:
+                return
+            pool = self._pool
+            while self._pooled + nbytes > limit:
+                size = next(iter(pool))
+                oldest = pool[size]
+                evicted.append(oldest.pop(0))
+                self._pooled -= size
+                if not oldest:
+                    del pool[size]
+            pool.setdefault(nbytes, []).append(mem)
+            self._pooled += nbytes
 
     def free_pool(self) -> None:
         """Release the cached free buffers back to the driver."""
