@@ -88,6 +88,9 @@ class CudaDevice(Device):
         self._launch_graphs = knobs.cuda_launch_graphs()
         self._capture_stream = None
         self._capture_lock = threading.Lock()
+        self._get_device = cupy.cuda.runtime.getDevice
+        self._current_stream = cupy.cuda.get_current_stream
+        self._cp_alloc = cupy.cuda.alloc
 
     @property
     def stream(self):
@@ -140,12 +143,17 @@ class CudaDevice(Device):
     def _alloc(self, nbytes: int):
         cp = self._cp
         try:
-            # The allocation is tied to this device's stream in CuPy's pool (stream-ordered reuse).
-            if cp.cuda.runtime.getDevice() == self.index:
+            # CuPy's pool reuses a freed block on the stream it was allocated on. The legacy default
+            # stream synchronizes with this device's (blocking) stream both ways, so a block tied to
+            # it is safe; any other current stream of the calling thread (a user's stream, the
+            # per-thread default stream) is not, and the allocation is tied to ours instead.
+            if self._get_device() == self.index:
+                if self._current_stream().ptr == 0:
+                    return self._cp_alloc(nbytes)
                 with self.stream:
-                    return cp.cuda.alloc(nbytes)
+                    return self._cp_alloc(nbytes)
             with self._cp_device, self.stream:
-                return cp.cuda.alloc(nbytes)
+                return self._cp_alloc(nbytes)
         except cp.cuda.memory.OutOfMemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
