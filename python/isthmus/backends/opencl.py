@@ -166,7 +166,7 @@ class OpenCLDevice(Device):
             if nbytes > limit:
                 return
             pool = self._pool
-            while self._pooled + nbytes > limit:
+            while pool and self._pooled + nbytes > limit:
                 size = next(iter(pool))
                 oldest = pool[size]
                 evicted.append(oldest.pop(0))
