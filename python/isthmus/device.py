@@ -117,6 +117,11 @@ class Device:
         """Bytes of device memory this process holds on this device through isthmus."""
         return self._memory_in_use()
 
+    def free_pool(self) -> None:
+        """Hand the cached free memory of this device back to the driver (memory in use stays):
+        CuPy's pool's free blocks on CUDA, isthmus' cache of freed buffers on OpenCL."""
+        self._free_pool()
+
     # ---- kernels -----------------------------------------------------------------------------
     def compile(self, source: str, name: str, defines: dict | None = None) -> "Kernel":
         """Compile an OpenCL C kernel (one source for both backends) and return it.
@@ -188,6 +193,7 @@ class Device:
     # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg:
     # compiling and launching (see backends/).
     def _alloc(self, nbytes: int): raise NotImplementedError
+    def _free_pool(self) -> None: raise NotImplementedError
     def _memory_in_use(self) -> int: raise NotImplementedError
     def _upload(self, mem, host: np.ndarray) -> None: raise NotImplementedError
     def _download(self, mem, host: np.ndarray) -> None: raise NotImplementedError

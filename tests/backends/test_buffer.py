@@ -174,3 +174,22 @@ def test_opencl_cached_buffer_reuse_keeps_results_apart(dev, rng, monkeypatch):
             t.close()
     for j, t in kept:
         np.testing.assert_array_equal(t.to_numpy(), host[j].T)
+
+
+def test_free_pool_keeps_live_buffers_and_later_allocations_work(dev, rng):
+    """free_pool() hands cached free memory back on every backend: buffers still open keep their
+    contents and their count in memory_in_use, and allocating afterwards works."""
+    host = rng.standard_normal(1000).astype(np.float32)
+    keep = dev.asarray(host)
+    for _ in range(3):
+        dev.empty((4096,), np.float32).close()  # freed: cached for reuse
+    in_use = dev.memory_in_use()
+    if dev.backend == "opencl":
+        assert dev._pooled > 0
+    dev.free_pool()
+    assert dev.memory_in_use() == in_use
+    if dev.backend == "opencl":
+        assert dev._pooled == 0 and not dev._pool
+    np.testing.assert_array_equal(keep.to_numpy(), host)
+    again = dev.asarray(host[::-1].copy())
+    np.testing.assert_array_equal(again.to_numpy(), host[::-1])

@@ -157,6 +157,10 @@ class CudaDevice(Device):
         except cp.cuda.memory.OutOfMemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
+    def _free_pool(self) -> None:
+        with self._cp_device:
+            self._cp.get_default_memory_pool().free_all_blocks()
+
     def _memory_in_use(self) -> int:
         with self._cp_device:
             return self._cp.get_default_memory_pool().used_bytes()

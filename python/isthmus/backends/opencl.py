@@ -138,7 +138,7 @@ class OpenCLDevice(Device):
             try:
                 mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
             except cl.MemoryError:
-                self.free_pool()
+                self._free_pool()
                 mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
         except cl.MemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
@@ -176,11 +176,11 @@ class OpenCLDevice(Device):
             pool.setdefault(nbytes, []).append(mem)
             self._pooled += nbytes
 
-    def free_pool(self) -> None:
-        """Release the cached free buffers back to the driver."""
+    def _free_pool(self) -> None:
         with self._in_use_lock:
-            self._pool.clear()
+            cached, self._pool = self._pool, {}
             self._pooled = 0
+        cached.clear()  # released to the driver outside the lock
 
     def _memory_in_use(self) -> int:
         return self._in_use
