@@ -273,6 +273,10 @@ class DeviceHandle:
         return int(self.device.memory_in_use())
 
     @_spi
+    def freePool(self):
+        self.device.free_pool()
+
+    @_spi
     def computeUnits(self):
         return int(self.device.compute_units)
 

@@ -65,6 +65,15 @@ public final class Device {
         return handle.memoryInUse();
     }
 
+    /**
+     * Hands the device's cached free memory back to the driver: freed buffers are kept for the next
+     * allocation of their size (CuPy's pool on CUDA, isthmus' cache on OpenCL). Buffers still open
+     * keep their memory and contents, and {@link #memoryInUse()} does not change.
+     */
+    public void freePool() {
+        handle.freePool();
+    }
+
     /** @return number of compute units (SMs, CUs, or CPU cores) */
     public int computeUnits() {
         return handle.computeUnits();

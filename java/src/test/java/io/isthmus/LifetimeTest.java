@@ -31,6 +31,29 @@ class LifetimeTest {
     }
 
     @Test
+    void freePoolKeepsOpenBuffersAndTheirContents() {
+        Device dev = Isthmus.get().device();
+        float[] data = new float[1000];
+        java.util.Random rng = new java.util.Random();
+        for (int i = 0; i < data.length; i++) {
+            data[i] = rng.nextFloat();
+        }
+        try (DeviceBuffer keep = dev.allocate(DType.FLOAT32, data.length)) {
+            keep.copyFrom(data);
+            for (int i = 0; i < 3; i++) {
+                dev.allocate(DType.FLOAT32, 4096).close(); // freed: cached for the next allocation
+            }
+            long bytes = dev.memoryInUse();
+            dev.freePool();
+            assertEquals(bytes, dev.memoryInUse());
+            org.junit.jupiter.api.Assertions.assertArrayEquals(data, keep.toFloatArray());
+            try (DeviceBuffer again = dev.allocate(DType.FLOAT32, 4096)) {
+                assertEquals(bytes + 4096 * 4, dev.memoryInUse());
+            }
+        }
+    }
+
+    @Test
     void cleanerReleasesBuffersNeverClosed() throws InterruptedException {
         Isthmus rt = Isthmus.get();
         Device dev = rt.device();

@@ -22,6 +22,9 @@ public interface DeviceHandle {
     /** @return bytes of device memory this process holds on the device through isthmus */
     long memoryInUse();
 
+    /** Hands the cached free memory of the device back to the driver. */
+    void freePool();
+
     /** @return number of compute units */
     int computeUnits();
 
