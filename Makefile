@@ -1,6 +1,7 @@
 # The README's two commands: `make demo` (the main job) and `make test` (every test).
-# Both set up everything they need on a fresh machine: a virtual environment with the
-# package and PoCL from PyPI, and the Java artifact built by Maven.
+# Both set up everything they need on a fresh machine: an OpenCL CPU driver where none is
+# installed (the distribution's PoCL, see opencl-driver), a virtual environment with the package
+# from PyPI's wheels, and the Java artifact built by Maven.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
