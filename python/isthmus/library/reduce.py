@@ -19,7 +19,7 @@ from ..buffer import Buffer
 from ..dtypes import lookup
 from ..errors import InvalidArgumentError
 from . import checks
-from .family import Family, Tunable, forcing, recipe, recipes, resolve
+from .family import Family, Tunable, recall, recipes, resolve
 
 _TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
              Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),
@@ -67,16 +67,6 @@ def _run(family: Family, x, out=None):
     x = checks.buffer(name, "x", x)
     dev, dt = x.device, x._dt
     nbytes = x.nbytes
-    key = (name, dev, dt.name, nbytes)
-    found = _RECIPES.get(key)
-    if found is not None and dev._capture is None and forcing() is None:
-        first, g1, l1, n, final, g2, l2, groups, out_nbytes, _, _, _ = found
-        out = checks.output(name, out, x, _OUT_SHAPE, nbytes=out_nbytes)
-        partial = dev._scratch(_SCRATCH_NBYTES).arg
-        launch = dev._launch
-        launch(first, g1, l1, [n, x._arg or x._launch_arg(), partial])
-        launch(final, g2, l2, [groups, partial, out._arg or out._launch_arg()])
-        return out
     if nbytes == 0:
         if family is MAX:
             raise InvalidArgumentError("max of an empty buffer: the maximum has no identity (like NumPy)")
@@ -84,9 +74,15 @@ def _run(family: Family, x, out=None):
         out = checks.output(name, out, x, _OUT_SHAPE)
         dev._zero(out._handle(), out.nbytes)
         return out
-    first, g1, l1, n, final, g2, l2, groups, _, acc, count, partial_nbytes = recipe(
-        _RECIPES, key, lambda: _recipe(family, dev, dt, x.size))
-    out = checks.output(name, out, x, _OUT_SHAPE)
+    (first, g1, l1, n, final, g2, l2, groups, out_nbytes, acc, count, partial_nbytes), fast = recall(
+        _RECIPES, (name, dev, dt.name, nbytes), dev, lambda: _recipe(family, dev, dt, x.size))
+    out = checks.output(name, out, x, _OUT_SHAPE, nbytes=out_nbytes)
+    if fast:
+        partial = dev._scratch(_SCRATCH_NBYTES).arg
+        launch = dev._launch
+        launch(first, g1, l1, [n, x._arg or x._launch_arg(), partial])
+        launch(final, g2, l2, [groups, partial, out._arg or out._launch_arg()])
+        return out
     partial = Buffer._allocate(dev, (count,), acc, partial_nbytes)
     dev._launch(first, g1, l1, [n, dev._buffer_arg(x), dev._buffer_arg(partial)])
     dev._launch(final, g2, l2, [groups, dev._buffer_arg(partial), dev._buffer_arg(out)])
