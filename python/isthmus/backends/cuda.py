@@ -324,27 +324,29 @@ class CudaDevice(Device):
             prepared.launch()
             return
         if memo.seen.pop(key, None) is not None:  # the second sighting: keep it prepared
-            if len(memo.prepared) >= 64:
+            if len(memo.prepared) >= memo.PREPARED_MAX:
                 memo.prepared.clear()
             prepared = memo.prepared[key] = self._prepare(kernel, gsize, lsize, packed)
             prepared.launch()
             return
-        if len(memo.seen) >= 256:
+        if len(memo.seen) >= memo.SEEN_MAX:
             memo.seen.clear()
         memo.seen[key] = True
         scratch = memo.scratch.get((gsize, lsize))
         if scratch is None:
-            if len(memo.scratch) >= 16:
+            if len(memo.scratch) >= memo.SCRATCH_MAX:
                 memo.scratch.clear()
             scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
-            scratch._calm = -(1 << 62)  # refilled at every use: never a graph
+            scratch._calm = _PreparedLaunch.NEVER  # refilled at every use: never a graph
         scratch.refill(packed)
 
 
 class _LaunchMemo:
     """What CudaDevice._launch remembers of one kernel's launches: prepared launches by launch key
-    (grid and packed arguments), launch keys seen once, and one scratch launch per grid."""
+    (grid and packed arguments), launch keys seen once, and one scratch launch per grid; each is
+    emptied when it reaches its bound."""
 
+    PREPARED_MAX, SEEN_MAX, SCRATCH_MAX = 64, 256, 16
     __slots__ = ("prepared", "seen", "scratch")
 
     def __init__(self):
@@ -367,6 +369,7 @@ class _PreparedLaunch:
     stream capture of a whole isthmus Graph records)."""
 
     GRAPH_AFTER = 3
+    NEVER = -(1 << 62)  # a _calm that never counts up to GRAPH_AFTER: this launch stays a driver call
 
     __slots__ = ("_dev", "_kernel", "_cells", "_params", "_args", "_call", "_get_device", "_index", "_graph",
                  "_calm", "_lock", "_stream")
@@ -384,7 +387,7 @@ class _PreparedLaunch:
         self._get_device = dev._cp.cuda.runtime.getDevice
         self._index = dev.index
         self._graph = None
-        self._calm = 0 if dev._launch_graphs else -(1 << 62)
+        self._calm = 0 if dev._launch_graphs else self.NEVER
         self._lock = threading.Lock()
 
     def launch(self) -> None:
@@ -408,7 +411,7 @@ class _PreparedLaunch:
             self._calm = 0
             self._graph = self._dev._one_kernel_graph(self)
             if self._graph is None:
-                self._calm = -(1 << 62)  # capture is not possible here: stay with the driver call
+                self._calm = self.NEVER  # capture is not possible here: stay with the driver call
 
     def enqueue(self, stream=None) -> None:
         """The driver call, on the device's stream or on ``stream`` (a cupy Stream)."""
