@@ -43,7 +43,6 @@ def main() -> None:
                  "transpose 8192^2 out=": lambda: isthmus.ops.transpose(big, out=big_out),
                  "sum 64M": lambda: isthmus.ops.sum(v)}
         a.calls = 20
-        device_times(dev, cases)
     for name, fn in cases.items():
         for _ in range(200 if not a.big else 3):
             fn()
@@ -70,28 +69,6 @@ def main() -> None:
         t3 = time.perf_counter()
         print(f"== {dev.id} {name}: {(t1 - t0) / a.calls * 1e6:.2f} us per call (host), "
               f"{(t3 - t2) / a.calls * 1e6:.1f} us per call with the device\n{body}\n")
-
-
-def device_times(dev, cases: dict) -> None:
-    """Device ms per call of each big case as ``isthmus bench`` times it (events around 10
-    back-to-back calls, median of 10), next to the direct call of the launches it recorded, with
-    the result kept alive (no reuse of the freed result) and with the pool emptied before each
-    call: which of these the allocating call's gap follows."""
-    from isthmus.bench import DirectCalls, recording
-    from isthmus.measure import device_ms
-
-    for name, fn in cases.items():
-        with recording(dev) as rec:
-            fn()
-        direct = DirectCalls(dev, rec)
-        row = {"call": device_ms(dev, fn, batch=10), "direct": device_ms(dev, direct, batch=10)}
-        if "out=" not in name:
-            kept: list = []
-            row["kept"] = device_ms(dev, lambda: kept.append(fn()), repeat=3, batch=4)
-            for b in kept:
-                b.close()
-        row["call again"] = device_ms(dev, fn, batch=10)
-        print(f"== {dev.id} {name} device ms per call: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()))
 
 
 if __name__ == "__main__":
