@@ -19,23 +19,19 @@ import cProfile
 import io
 import json
 import pstats
-import statistics
 from pathlib import Path
 
 import numpy as np
 
 
 def rounds_us(fns: dict, calls: int = 2000, rounds: int = 7, sync=None) -> dict:
-    from isthmus.measure import per_call_us
+    """200 warm-up calls of each, then ``isthmus bench``'s alternating rounds (median µs per call)."""
+    from isthmus.bench import _interleaved
 
-    times = {k: [] for k in fns}
     for fn in fns.values():
         for _ in range(200):
             fn()
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            times[k].append(per_call_us(fn, calls, sync, rounds=1, warmup=0))
-    return {k: statistics.median(v) for k, v in times.items()}
+    return _interleaved(fns, calls, sync, rounds)
 
 
 def main() -> None:
