@@ -80,11 +80,10 @@ class DirectCalls:
         else:
             import cupy
 
+            from .backends.cuda import defines_as_source
+            from .kernel import _options
+
             for k, g, loc, packed in launches:
-                from .kernel import _options
-
-                from .backends.cuda import defines_as_source
-
                 src = defines_as_source(_options(k.program.defines)) + dev._prepare_source(k.program.source)
                 raw = cupy.RawKernel(src, k.name, options=tuple(dev._nvrtc_options()))
                 block = loc
