@@ -69,7 +69,9 @@ class DirectCalls:
     def __init__(self, dev, rec: Recording):
         self.dev = dev
         self.rec = rec  # keeps the recorded buffers alive
-        launches = rec.launches
+        # the packed arguments as the backend's own call takes them (isthmus packs a buffer as an
+        # object that holds its memory); the recording keeps the buffers alive
+        launches = [(k, g, loc, [dev._native_arg(v) for v in packed]) for k, g, loc, packed in rec.launches]
         self.calls = []
         if dev.backend == "opencl":
             import pyopencl as cl

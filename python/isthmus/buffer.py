@@ -3,9 +3,17 @@
 A Buffer owns a reference to backend memory (a ``pyopencl.Buffer`` or CuPy memory). ``close()``
 drops that reference; the memory is freed when its last holder lets go (an exported DLPack view,
 a Java handle, a prepared launch). Any use of a closed Buffer raises ClosedBufferError.
+
+Closing while another thread launches (DESIGN.md, "Concurrency rule"): a launch holds the memory
+of each buffer it uses from before its closed check until its enqueue, through Python references:
+the packed argument of a buffer is (or holds) its backend memory object, and every path reads that
+object before deciding the buffer is open. ``close()`` drops only the buffer's own references, so
+the memory returns to the pool or the driver when the last launch holding it has enqueued (the
+reference count is the hold count, and costs the launch nothing extra).
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -20,6 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # One token per open Buffer: deque.append and deque.pop are atomic (no lock on the allocation
 # path, which every library call that returns a new buffer takes), and len() is the count.
 _live = deque()
+# Makes "open -> closed" happen once when two threads close one buffer at the same time. Re-entrant:
+# a finalizer (another Buffer's __del__) may run on this thread while it holds the lock.
+_close_lock = threading.RLock()
 
 
 def live_buffers() -> int:
@@ -79,27 +90,36 @@ class Buffer:
             raise ClosedBufferError("this buffer was closed; allocate a new one (buffers cannot be reopened)")
 
     def _handle(self):
-        """The backend memory, for launches and copies (raises if closed)."""
+        """The backend memory, for copies (raises if closed). The caller's reference holds the
+        memory: it is read before the closed check (close() marks the buffer closed before it lets
+        go of the memory), so a close racing the copy leaves the copy valid memory or raises.
+        None for an open zero-size buffer."""
+        mem = self._mem
         if self._dt is None:
             self._check()
-        return self._mem
+        return mem
 
     def _launch_arg(self):
-        """This buffer as a packed kernel argument (``device._buffer_arg``), made once and kept:
-        library ops use ``buf._arg or buf._launch_arg()``. Not while a graph is being captured:
-        capture learns which buffer an argument is from by seeing ``_buffer_arg`` called."""
-        self._check()
+        """This buffer as a packed kernel argument (``device._buffer_arg``, which raises for a
+        closed buffer and returns an object that holds the memory), made once and kept: library
+        ops use ``buf._arg or buf._launch_arg()``. Not while a graph is being captured: capture
+        learns which buffer an argument is from by seeing ``_buffer_arg`` called."""
         arg = self._arg = self.device._buffer_arg(self)
-        return arg
+        if self._dt is None:  # closed meanwhile, maybe before our store: a closed buffer keeps no memory
+            self._arg = None
+        return arg  # the caller holds the memory until its launch is enqueued
 
     def close(self) -> None:
-        """Release this buffer's hold on the memory. Idempotent."""
-        if self._dt is not None:
-            self._dt = None
-            self._mem = None
-            self._arg = None
-            self._owner = None
+        """Release this buffer's hold on the memory. Idempotent. Launches that already hold the
+        memory (packed, on their way to the queue) keep it until they are enqueued."""
+        with _close_lock:
+            if self._dt is None:
+                return
+            self._dt = None  # first: whoever then finds _mem or _arg gone also finds the buffer closed
             _live.pop()
+        self._arg = None
+        self._mem = None
+        self._owner = None
 
     def __enter__(self) -> "Buffer":
         self._check()
@@ -133,8 +153,9 @@ class Buffer:
             out = np.empty(self.shape, self.dtype)
         else:
             self._check_host(out, "out")
+        mem = self._handle()
         if self.nbytes:
-            self.device._download(self._mem, out)
+            self.device._download(mem, out)
         return out
 
     def copy_from(self, array) -> "Buffer":
@@ -142,8 +163,9 @@ class Buffer:
         self._check()
         host = np.ascontiguousarray(array) if not isinstance(array, np.ndarray) or not array.flags.c_contiguous else array
         self._check_host(host, "array")
+        mem = self._handle()
         if self.nbytes:
-            self.device._upload(self._mem, host)
+            self.device._upload(mem, host)
         return self
 
     def _check_host(self, host: np.ndarray, what: str) -> None:
@@ -165,28 +187,31 @@ class Buffer:
         a peer copy between CUDA devices where possible, through the host otherwise."""
         from .device import device as lookup_device
 
-        self._check()
+        mem = self._handle()
         target = lookup_device(device)
         out = target.empty(self.shape, self.dtype)
         if self.nbytes:
             if target is self.device:
-                target._copy(out._mem, self._mem, self.nbytes)
+                target._copy(out._mem, mem, self.nbytes)
             elif target.backend == self.device.backend and hasattr(target, "_peer_copy"):
-                target._peer_copy(out._mem, self, self.nbytes)
+                target._peer_copy(out._mem, mem, self.device, self.nbytes)
             else:
-                out.copy_from(self.to_numpy())
+                host = np.empty(self.shape, self.dtype)
+                self.device._download(mem, host)
+                out.copy_from(host)
         return out
 
     def reshape(self, *shape) -> "Buffer":
         """A view of the same memory with another shape (same number of elements)."""
         from .device import _shape
 
-        self._check()
+        mem, dt = self._handle(), self._dt
         new = _shape(shape[0] if len(shape) == 1 else shape)
         if int(np.prod(new, dtype=np.int64)) != self.size:
             raise InvalidArgumentError(f"cannot reshape {self.shape} ({self.size} elements) to {new}")
-        view = Buffer(self.device, self._mem, new, self._dt, self.nbytes, owner=self)
-        return view
+        if dt is None:
+            self._check()
+        return Buffer(self.device, mem, new, dt, self.nbytes, owner=self)
 
     # ---- foreign interop (CUDA) --------------------------------------------------------------
     @property

@@ -5,7 +5,8 @@ enqueue of a private kernel object whose arguments were set at prepare time).
 A Plan holds the memory of every buffer bound to it, so closing a Buffer never leaves the plan
 with a dangling pointer; launching a plan whose buffer was closed raises ClosedBufferError.
 (An unpinned plan, ``pin=False``, the memo behind Java's eager launches, holds the Buffers but not
-their memory: closing a buffer frees it at once, and the plan's launch check refuses it.)
+their memory: closing a buffer frees it at once, and the plan's launch check refuses it; a launch
+holds the memory from before that check until its enqueue, like every launch, see buffer.py.)
 A Plan is not meant to be bound on one thread while another launches it: give each thread its own.
 """
 from __future__ import annotations
@@ -58,7 +59,11 @@ class Plan:
         self.config = config
         self._values = list(values)  # a Buffer or the converted NumPy scalar, per parameter
         # Holding each buffer's backend memory keeps the allocation alive whatever the Buffer does.
-        self._mems = [v._mem if isinstance(v, Buffer) and self._pin else None for v in self._values]
+        # Taken from the packed arguments, which held it since the checks (a buffer closed meanwhile
+        # has no _mem any more, and the launch check refuses it).
+        dev = kernel.device
+        self._mems = [dev._memory_of(p) if isinstance(v, Buffer) and pin else None
+                      for v, p in zip(self._values, packed)]
         self._native = self.device._prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch
         self._closed = False
@@ -71,6 +76,9 @@ class Plan:
     # ---- use ---------------------------------------------------------------------------------
     def launch(self) -> None:
         """Enqueue the kernel with the bound arguments (asynchronous, like a kernel call)."""
+        # an unpinned plan holds its buffers' memory from before the check to the enqueue (a pinned
+        # one holds it always): a buffer closed after the check still has valid memory
+        held = None if self._pin else [b._mem for b in self._live]
         for b in self._live:
             if b._dt is None:
                 self._closed_error(b)
@@ -79,6 +87,7 @@ class Plan:
             capture._add_plan(self)
             return
         self._go()
+        del held
 
     def bind(self, key, value) -> "Plan":
         """Rebind one argument, by parameter name or index, with the checks of a launch. Returns self."""
@@ -89,7 +98,7 @@ class Plan:
         self._native.set(i, packed)
         if param.kind == "buffer":
             self._values[i] = value
-            self._mems[i] = value._mem if self._pin else None
+            self._mems[i] = self.device._memory_of(packed) if self._pin else None
             self._refresh()
         else:
             self._values[i] = packed
@@ -159,6 +168,7 @@ class _ClosedPlanMarker:
     """Stands in the closed plan's buffer list so that launch() takes the error path."""
 
     _dt = None
+    _mem = None
 
 
 _CLOSED_PLAN = _ClosedPlanMarker()

@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
-from ..errors import (BackendUnavailableError, CompileError, DeviceError, LaunchConfigError,
-                      OutOfMemoryError)
+from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
+                      LaunchConfigError, OutOfMemoryError)
 
 NAME = "cuda"
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -193,12 +193,11 @@ class CudaDevice(Device):
     def _copy(self, dst, src, nbytes, stream=None):
         self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")
 
-    def _peer_copy(self, dst, src_buf, nbytes):
-        """Copy from a buffer on another CUDA device: a peer copy where the GPUs allow it."""
-        src_dev = src_buf.device
+    def _peer_copy(self, dst, src, src_dev: "CudaDevice", nbytes):
+        """Copy from memory on another CUDA device: a peer copy where the GPUs allow it."""
         def run():
             src_dev.stream.synchronize()  # the source's producer must be done
-            self._cp.cuda.runtime.memcpyPeerAsync(dst.ptr, self.index, src_buf._mem.ptr, src_dev.index, nbytes,
+            self._cp.cuda.runtime.memcpyPeerAsync(dst.ptr, self.index, src.ptr, src_dev.index, nbytes,
                                                   self.stream.ptr)
         self._guard(run, "peer copy")
 
@@ -226,7 +225,7 @@ class CudaDevice(Device):
 
     def _cupy_view(self, buf):
         with self._cp_device:
-            return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._mem)
+            return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._handle())
 
     def _array_interface(self, buf) -> dict:
         return {"shape": buf.shape, "typestr": buf.dtype.str, "descr": [("", buf.dtype.str)],
@@ -295,7 +294,25 @@ class CudaDevice(Device):
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 
     def _buffer_arg(self, buf):
-        return np.uint64(buf._ptr)
+        # A device pointer that holds its memory: whoever holds the packed argument holds the
+        # allocation (see buffer.py), so it returns to CuPy's pool only after the launch is queued.
+        # Read before the closed check: close() marks the buffer closed first.
+        mem = buf._mem
+        if mem is None:
+            if buf._dt is None:
+                raise ClosedBufferError("this buffer was closed; allocate a new one (buffers cannot be reopened)")
+            return np.uint64(0)  # an open zero-size buffer: nothing is read or written through it
+        arg = _DevicePointer(buf._ptr)
+        arg.mem = mem
+        return arg
+
+    def _memory_of(self, packed):
+        """The memory object a packed buffer argument holds (what a Plan keeps)."""
+        return getattr(packed, "mem", None)
+
+    def _native_arg(self, packed):
+        """A packed argument as CuPy takes it (for calls that bypass isthmus: benchmarks)."""
+        return np.uint64(packed) if isinstance(packed, _DevicePointer) else packed
 
     def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
@@ -323,6 +340,7 @@ class CudaDevice(Device):
         if prepared is not None:
             prepared.launch()
             return
+        key = _plain(key)  # the memo keeps pointer values, never the memory they point to
         if memo.seen.pop(key, None) is not None:  # the second sighting: keep it prepared
             if len(memo.prepared) >= memo.PREPARED_MAX:
                 memo.prepared.clear()
@@ -339,6 +357,19 @@ class CudaDevice(Device):
             scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
             scratch._calm = _PreparedLaunch.NEVER  # refilled at every use: never a graph
         scratch.refill(packed)
+
+
+class _DevicePointer(np.uint64):
+    """A packed buffer argument: the device pointer as the uint64 the kernel takes (equal to, and
+    hashing like, that np.uint64), holding the buffer's memory in ``mem``."""
+
+    __slots__ = ("mem",)
+
+
+def _plain(key: tuple) -> tuple:
+    """A launch key with plain np.uint64 pointers (a memo that kept a _DevicePointer would keep its
+    memory from going back to the pool)."""
+    return tuple(np.uint64(v) if v.__class__ is _DevicePointer else v for v in key)
 
 
 class _LaunchMemo:

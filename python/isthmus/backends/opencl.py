@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
-from ..errors import (BackendUnavailableError, CompileError, DeviceError, LaunchConfigError,
-                      OutOfMemoryError)
+from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
+                      LaunchConfigError, OutOfMemoryError)
 
 NAME = "opencl"
 
@@ -46,7 +46,9 @@ def discover() -> list["OpenCLDevice"]:
 
 
 class _Mem:
-    """A cl.Buffer with its size; counts the device memory held until the last reference goes."""
+    """A cl.Buffer with its size; counts the device memory held until the last reference goes.
+    It is also a buffer's packed launch argument (``_buffer_arg``): a launch on its way to the
+    queue holds it, so the cl.Buffer goes back to the pool only after the launch is enqueued."""
 
     __slots__ = ("cl", "nbytes", "device")
 
@@ -269,8 +271,22 @@ class OpenCLDevice(Device):
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 
     def _buffer_arg(self, buf):
+        # The _Mem itself, not its cl.Buffer: whoever holds the packed argument holds the memory
+        # (see buffer.py). Read before the closed check: close() marks the buffer closed first.
         mem = buf._mem
-        return None if mem is None else mem.cl
+        if mem is None:
+            if buf._dt is None:
+                raise ClosedBufferError("this buffer was closed; allocate a new one (buffers cannot be reopened)")
+            return None  # an open zero-size buffer: nothing is read or written through it
+        return mem
+
+    def _memory_of(self, packed):
+        """The memory object a packed buffer argument holds (what a Plan keeps)."""
+        return packed
+
+    def _native_arg(self, packed):
+        """A packed argument as PyOpenCL takes it (for calls that bypass isthmus: benchmarks)."""
+        return packed.cl if isinstance(packed, _Mem) else packed
 
     def _launch(self, kernel, gsize, lsize, packed):
         cl = self._cl
@@ -312,7 +328,7 @@ class _PreparedLaunch:
         self._kernel = kernel
         self._native = dev._function(kernel.program.native, kernel.name)
         try:
-            self._native.set_args(*packed)
+            self._native.set_args(*[dev._native_arg(v) for v in packed])
         except cl.Error as exc:
             raise dev._launch_error(kernel, gsize, lsize, exc) from exc
         self._args = (dev.queue, self._native, tuple(gsize), None if lsize is None else tuple(lsize))
@@ -331,8 +347,8 @@ class _PreparedLaunch:
 def _set_arg(native, index: int, value) -> None:
     """One kernel argument: a NumPy scalar as its raw bytes in its (the declared) type, which is
     what PyOpenCL's generated argument setters call (set_arg's generic dispatch costs ~100x more
-    on PoCL); a cl.Buffer or None through set_arg."""
+    on PoCL); a buffer (a _Mem: its cl.Buffer) or None (a zero-size buffer) through set_arg."""
     if isinstance(value, np.generic):
         native._set_arg_buf(index, value)
     else:
-        native.set_arg(index, value)
+        native.set_arg(index, None if value is None else value.cl)

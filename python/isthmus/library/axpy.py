@@ -50,7 +50,7 @@ def run(a, x, y):
         raise InvalidArgumentError(f"axpy: x has {x.size} elements, y has {y.size}")
     if nbytes == 0:
         return y
-    dev, dt = x.device, x._dt
+    dev, dt = x.device, x._dt or x._check()  # (closed since the check: raises)
     key = (dev, dt.name, nbytes)
     (k, g, loc, n, param), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, x.size))
     if fast:

@@ -27,7 +27,7 @@ def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True, nbytes:
     """``out`` checked to take the result (device, dtype, shape), or a new buffer when None
     (``nbytes``: its size, when the caller knows it)."""
     if out is None:
-        dt = x._dt
+        dt = x._dt or x._check()  # (closed since the caller's check: raises)
         if nbytes is None:
             nbytes = dt.np.itemsize
             for s in shape:
@@ -53,7 +53,7 @@ def same(op: str, first: Buffer, **others: Buffer) -> tuple:
                                        f"{first.device.id}; copy it with .to({first.device.id!r})")
         if b.dtype != first.dtype:
             raise InvalidArgumentError(f"{op}: {name} has dtype {b.dtype}, the other arguments {first.dtype}")
-    return first.device, first._dt
+    return first.device, first._dt or first._check()
 
 
 def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
@@ -63,4 +63,4 @@ def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
 
 
 def dtype_of(b: Buffer) -> DType:
-    return b._dt
+    return b._dt or b._check()

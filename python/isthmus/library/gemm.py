@@ -58,7 +58,7 @@ def run(a, b, c=None, alpha=1.0, beta=0.0):
     a = checks.buffer("gemm", "a", a, ndim=2)
     b = checks.buffer("gemm", "b", b, ndim=2)
     checks.like("gemm", a, "b", b)
-    dev, dt = a.device, a._dt
+    dev, dt = a.device, a._dt or a._check()  # (closed since the check: raises)
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; a's columns ({k}) must equal "

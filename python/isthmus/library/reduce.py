@@ -65,7 +65,7 @@ def _recipe(family: Family, dev, dt, n: int) -> _Recipe:
 def _run(family: Family, x, out=None):
     name = family.name
     x = checks.buffer(name, "x", x)
-    dev, dt = x.device, x._dt
+    dev, dt = x.device, x._dt or x._check()  # (closed since the check: raises)
     nbytes = x.nbytes
     if nbytes == 0:
         if family is MAX:

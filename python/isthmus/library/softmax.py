@@ -45,7 +45,7 @@ def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
 
 def run(x, out=None):
     x = checks.buffer("softmax", "x", x, ndim=2)
-    dev, dt, shape = x.device, x._dt, x.shape
+    dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     key = (dev, dt.name, shape)
     (k, g, loc, rows, cols, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
     # in place is fine: each item reads the elements it writes before the row's reduction

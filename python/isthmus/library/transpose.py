@@ -45,7 +45,7 @@ def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
 
 def run(x, out=None):
     x = checks.buffer("transpose", "x", x, ndim=2)
-    dev, dt, shape = x.device, x._dt, x.shape
+    dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     key = (dev, dt.name, shape)
     (k, g, loc, rows, cols, out_shape, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
     y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
