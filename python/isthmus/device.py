@@ -17,7 +17,7 @@ from . import knobs
 from .buffer import Buffer
 from .dtypes import DType, lookup
 from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
-from .launch import LaunchConfig, check_config
+from .launch import GridLimits, LaunchConfig, check_config
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
@@ -35,6 +35,11 @@ class Device:
 
     backend: str = ""
     _capture = None  # the Graph being captured on this device (graph.py), else None
+    # the largest grid a launch may ask for (launch.check_grid); backends set their own
+    grid_limits = GridLimits(index_bits=64, max_groups=(2**32 - 1,) * 3, max_total_groups=2**32 - 1,
+                             runtime_picks_local=True)
+    # the most private memory one work-item may use, where the backend reports what kernels use
+    private_mem_limit: int | None = None
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
@@ -181,17 +186,19 @@ class Device:
 
     def _check_config(self, config):
         if config.__class__ is not LaunchConfig:  # check_config says what is wrong with it
-            return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+            return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
+                                self.grid_limits)
         found = self._configs.get(config)
         if found is None:
-            found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id)
+            found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
+                                 self.grid_limits)
             if len(self._configs) < 4096:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 
     # ---- hooks a backend fills in ------------------------------------------------------------
-    # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg:
-    # compiling and launching (see backends/).
+    # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg,
+    # _memory_of, _native_arg, _kernel_limits: compiling and launching (see backends/).
     def _alloc(self, nbytes: int): raise NotImplementedError
     def _free_pool(self) -> None: raise NotImplementedError
     def _memory_in_use(self) -> int: raise NotImplementedError

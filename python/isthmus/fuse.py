@@ -180,7 +180,9 @@ class _Variant:
         self._check_device(dev, types, out_dtype)
         self.source, self.scalar_types = _source(expr, types, kinds, out_dtype)
         self.kernel = dev.compile(self.source, "fused")
-        self.lsize = (min(256, dev.max_work_group_size),)
+        # (a kernel may allow smaller work-groups than its device; its local memory is checked too)
+        self.lsize = (min(256, dev.max_work_group_size, self.kernel._resource_limits().max_work_group_size),)
+        self.kernel._check_config(LaunchConfig(self.lsize, self.lsize))
         self._inplace = expr.target in expr.inputs
         first = 1 if self._inplace else 2
         self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")

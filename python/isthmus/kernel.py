@@ -25,7 +25,7 @@ from ._version import __version__
 from .buffer import Buffer
 from .dtypes import SCALAR_CTYPES
 from .errors import CompileError, InvalidArgumentError, LaunchConfigError
-from .launch import LaunchConfig
+from .launch import LaunchConfig, check_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
@@ -281,6 +281,8 @@ class Kernel:
         self.params = params
         self.native = native
         self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
+        self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
+        self._limits = None  # launch.KernelLimits, asked of the backend on the first check
 
     def __repr__(self) -> str:
         return f"<isthmus.Kernel {self.name}({', '.join(p.ctype + ('*' if p.kind == 'buffer' else '') + ' ' + p.name for p in self.params)}) on {self.device.id}>"
@@ -290,8 +292,28 @@ class Kernel:
             raise LaunchConfigError(f"kernel {self.name!r} needs a launch config: "
                                     f"{self.name}(..., config=isthmus.LaunchConfig(global_size, local_size))")
         packed = self.pack(args)
-        gsize, lsize = self.device._check_config(config)
+        gsize, lsize = self._check_config(config)
         self._enqueue(gsize, lsize, packed)
+
+    def _check_config(self, config) -> tuple:
+        """The sizes of ``config`` once the device's grid limits and this compiled kernel's needs
+        (work-group size, local and private memory) allow it, checked once per config: a launch the
+        device cannot run raises LaunchConfigError here, before anything reaches the driver."""
+        found = self._configs.get(config) if config.__class__ is LaunchConfig else None
+        if found is None:
+            found = self.device._check_config(config)  # raises for anything but a LaunchConfig
+            dev = self.device
+            check_kernel(self.name, found[1], self._resource_limits(), dev.local_mem_size, dev.private_mem_limit,
+                         dev.id)
+            if len(self._configs) < 256:
+                self._configs[config] = found  # valid for this kernel once, valid always
+        return found
+
+    def _resource_limits(self):
+        """launch.KernelLimits of this compiled kernel (asked of the backend once)."""
+        if self._limits is None:
+            self._limits = self.device._kernel_limits(self)
+        return self._limits
 
     def pack(self, args) -> list:
         """Check ``args`` against the signature and convert them for the backend."""

@@ -40,7 +40,7 @@ class Plan:
             raise LaunchConfigError(f"kernel {kernel.name!r}.prepare(...) needs a launch config: "
                                     f"prepare(..., config=isthmus.LaunchConfig(global_size, local_size))")
         packed = kernel.pack(args)
-        gsize, lsize = kernel.device._check_config(config)
+        gsize, lsize = kernel._check_config(config)
         values = [a if isinstance(a, Buffer) else p for a, p in zip(args, packed)]
         self._setup(kernel, config, gsize, lsize, packed, values, pin)
 

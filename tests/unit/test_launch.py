@@ -43,3 +43,49 @@ def test_check_config_limits():
         check_config(LaunchConfig((4, 4, 128), (1, 1, 128)), 256, (256, 256, 64), "dev")
     with pytest.raises(isthmus.LaunchConfigError, match="LaunchConfig"):
         check_config((64,), 256, (256,), "dev")
+
+
+# ---- grid and kernel limits (launch.check_grid, launch.check_kernel) --------------------------
+from isthmus.launch import GridLimits, KernelLimits, check_grid, check_kernel  # noqa: E402
+
+_OPENCL_LIKE = GridLimits(index_bits=64, max_groups=(2**32 - 1,) * 3, max_total_groups=2**32 - 1,
+                          runtime_picks_local=True)
+_CUDA_LIKE = GridLimits(index_bits=64, max_groups=(2**31 - 1, 65535, 65535), max_total_groups=2**63 - 1,
+                        runtime_picks_local=False)
+
+
+@pytest.mark.parametrize("g,l,match", [
+    ((2**64,), None, "dimension 0 is 18446744073709551616"),
+    ((2**32, 2**32), None, "in all"),
+    ((2**62,), None, "pass a local_size"),
+    ((2**32 + 15,), None, "pass a local_size"),        # a prime count: the driver could pick groups of 1
+    ((65536, 65536, 65536), None, "pass a local_size"),
+    ((2**44,), (64,), "in dimension 0"),
+    ((2**20, 2**20), (1, 1), "in dimension 1|in all"),
+])
+def test_grids_beyond_the_backends_index_width_or_group_count_are_refused(g, l, match):
+    with pytest.raises(isthmus.LaunchConfigError, match=match):
+        check_grid(g, l, _OPENCL_LIKE, "dev")
+
+
+def test_grid_limits_allow_what_the_device_can_run():
+    check_grid((2**32 - 1,), None, _OPENCL_LIKE, "dev")
+    check_grid((2**43,), (4096,), _OPENCL_LIKE, "dev")
+    check_grid((2**40,), None, _CUDA_LIKE, "dev")  # isthmus picks CUDA blocks and checks its pick
+    with pytest.raises(isthmus.LaunchConfigError, match="65535"):
+        check_grid((256, 65536 * 4), (256, 4), _CUDA_LIKE, "dev")
+    with pytest.raises(isthmus.LaunchConfigError, match="index"):
+        check_config(LaunchConfig((2**64,), (1,)), 256, (256,), "dev", _CUDA_LIKE)
+
+
+def test_kernel_limits_cover_work_group_local_and_private_memory():
+    limits = KernelLimits(max_work_group_size=128, local_mem=4096, private_mem=1024)
+    check_kernel("k", (128,), limits, 4096, 1024, "dev")
+    check_kernel("k", None, limits, 4096, None, "dev")
+    with pytest.raises(isthmus.LaunchConfigError, match="runs at most 128"):
+        check_kernel("k", (16, 16), limits, 4096, None, "dev")
+    with pytest.raises(isthmus.LaunchConfigError, match="local memory"):
+        check_kernel("k", (64,), limits, 4095, None, "dev")
+    with pytest.raises(isthmus.LaunchConfigError, match="private memory"):
+        check_kernel("k", (64,), limits, 4096, 1023, "dev")
+    check_kernel("k", (64,), KernelLimits(128, 0, None), 4096, 1, "dev")  # nothing reported: nothing to check

@@ -14,11 +14,15 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
+from ..launch import GridLimits, KernelLimits
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
 
 NAME = "cuda"
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
+_PRIVATE_LIMIT = 512 * 1024  # "local" memory per thread, CUDA's limit since compute capability 2.0
+# CUfunction_attribute values (cuda.h)
+_ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
 
 
 def _cupy():
@@ -66,6 +70,11 @@ def _local_for(gsize: tuple[int, ...], max_wg: int) -> tuple[int, ...]:
 
 class CudaDevice(Device):
     backend = NAME
+    # the prelude's get_global_id is a 64-bit size_t; isthmus picks the block of a launch without a
+    # local size and _grid checks the grid it makes
+    grid_limits = GridLimits(index_bits=64, max_groups=_GRID_LIMITS, max_total_groups=2**63 - 1,
+                             runtime_picks_local=False)
+    private_mem_limit = _PRIVATE_LIMIT
 
     def __init__(self, cupy, index: int):
         self._cp = cupy
@@ -292,6 +301,13 @@ class CudaDevice(Device):
                 return native[0].get_function(name)
         except cp.cuda.driver.CUDADriverError as exc:
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
+
+    def _kernel_limits(self, kernel) -> KernelLimits:
+        get = self._cp.cuda.driver.funcGetAttribute
+        ptr = kernel.native.ptr
+        with self._cp_device:
+            return KernelLimits(int(get(_ATTR_MAX_THREADS, ptr)), int(get(_ATTR_SHARED_BYTES, ptr)),
+                                int(get(_ATTR_LOCAL_BYTES, ptr)))
 
     def _buffer_arg(self, buf):
         # A device pointer that holds its memory: whoever holds the packed argument holds the

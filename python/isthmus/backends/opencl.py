@@ -11,10 +11,18 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
+from ..launch import GridLimits, KernelLimits
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
 
 NAME = "opencl"
+# PoCL's CPU scheduler numbers work-groups with 32-bit unsigned integers and aborts the process
+# (an assertion) on a launch of more; no OpenCL query reports such a limit, so every OpenCL device
+# gets it (2**32 work-groups is far beyond a real launch on any of them).
+_MAX_GROUPS = 2**32 - 1
+# NVIDIA's private (CUDA "local") memory per work-item; other vendors report no limit (PoCL reports
+# 1024 bytes for every kernel, whatever its private arrays: it cannot be checked there).
+_NVIDIA_PRIVATE_LIMIT = 512 * 1024
 
 
 def _cl():
@@ -90,6 +98,11 @@ class OpenCLDevice(Device):
             local_mem_size=int(d.local_mem_size), driver_version=d.driver_version.strip(),
             platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes))
         self.max_alloc = int(d.max_mem_alloc_size)
+        # size_t on the device is address_bits wide: wider sizes do not reach the driver
+        self.grid_limits = GridLimits(index_bits=int(d.address_bits), max_groups=(_MAX_GROUPS,) * 3,
+                                      max_total_groups=_MAX_GROUPS, runtime_picks_local=True)
+        if "nvidia" in self.vendor.lower():
+            self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
         self._ctx = None
         self._queue = None
         self._init_lock = threading.Lock()
@@ -270,6 +283,17 @@ class OpenCLDevice(Device):
         except cl.Error as exc:
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 
+    def _kernel_limits(self, kernel) -> KernelLimits:
+        cl = self._cl
+        info = cl.kernel_work_group_info
+        native, d = kernel.native, self._dev
+        try:
+            return KernelLimits(int(native.get_work_group_info(info.WORK_GROUP_SIZE, d)),
+                                int(native.get_work_group_info(info.LOCAL_MEM_SIZE, d)),
+                                int(native.get_work_group_info(info.PRIVATE_MEM_SIZE, d)))
+        except cl.Error:  # a driver that does not answer: the device's limits, and the driver's refusal
+            return KernelLimits(self.max_work_group_size, 0, None)
+
     def _buffer_arg(self, buf):
         # The _Mem itself, not its cl.Buffer: whoever holds the packed argument holds the memory
         # (see buffer.py). Read before the closed check: close() marks the buffer closed first.
@@ -307,7 +331,8 @@ class OpenCLDevice(Device):
         cl = self._cl
         if isinstance(exc, cl.MemoryError):
             return OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {exc}")
-        if isinstance(exc, cl.LogicError) and ("WORK_GROUP_SIZE" in str(exc) or "WORK_ITEM_SIZE" in str(exc)):
+        if isinstance(exc, cl.LogicError) and any(w in str(exc) for w in ("WORK_GROUP_SIZE", "WORK_ITEM_SIZE",
+                                                                          "GLOBAL_WORK_SIZE")):
             return LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
                                      f"by {self.id}: {exc}")
         return DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}")
