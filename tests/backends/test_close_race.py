@@ -45,7 +45,7 @@ class Closer:
     traced thread holds (as it would in a real race): then the call goes on and the close
     completes when the lock is released."""
 
-    WAIT = 0.25  # seconds the traced thread waits for the closing thread
+    WAIT = 0.1  # seconds the traced thread waits for the closing thread
 
     def __init__(self, dev, victim: isthmus.Buffer, step: int):
         self.dev, self.victim, self.step = dev, victim, step
@@ -294,26 +294,27 @@ def copies(dev, rng, warm):
     return make
 
 
+# path -> (scenario, the buffers closed in turn, whether a repeated call takes another path)
 SCENARIOS = {
-    "eager kernel": (eager_kernel, ("x", "y")),
-    "library axpy": (library_axpy, ("x", "y")),
-    "library sum": (library_sum, ("x", "out")),
-    "library softmax": (library_softmax, ("x", "y")),
-    "pinned plan": (pinned_plan, ("x", "y")),
-    "unpinned plan": (unpinned_plan, ("x", "y")),
-    "plan rebind": (plan_rebind, ("x", "y")),
-    "graph replay": (graph_replay, ("x", "y")),
-    "graph rebind": (graph_bind, ("x", "y")),
-    "fused call": (fused, ("x", "y", "out")),
-    "fused prepare": (fused_prepare, ("x", "out")),
-    "copies": (copies, ("x",)),
+    "eager kernel": (eager_kernel, ("x", "y"), True),
+    "library axpy": (library_axpy, ("x", "y"), True),
+    "library sum": (library_sum, ("x", "out"), True),
+    "library softmax": (library_softmax, ("x", "y"), True),
+    "pinned plan": (pinned_plan, ("x", "y"), False),
+    "unpinned plan": (unpinned_plan, ("x", "y"), True),
+    "plan rebind": (plan_rebind, ("x", "y"), False),
+    "graph replay": (graph_replay, ("x", "y"), False),
+    "graph rebind": (graph_bind, ("x", "y"), False),
+    "fused call": (fused, ("x", "y", "out"), True),
+    "fused prepare": (fused_prepare, ("x", "out"), False),
+    "copies": (copies, ("x",), False),
 }
+CASES = [(path, warm) for path, (_, _, repeats) in SCENARIOS.items() for warm in ((False, True) if repeats else (False,))]
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["first", "repeated"])
-@pytest.mark.parametrize("path", list(SCENARIOS))
+@pytest.mark.parametrize("path,warm", CASES, ids=[f"{p}-{'repeated' if w else 'first'}" for p, w in CASES])
 def test_close_at_every_step_of_a_launch_raises_or_runs_on_held_memory(dev, rng, path, warm):
-    make, victims = SCENARIOS[path]
+    make, victims, _ = SCENARIOS[path]
     total = {"raised": 0, "ran": 0}
     for victim in victims:
         got = _explore(dev, make(dev, rng, warm), victim)
@@ -440,3 +441,50 @@ def test_threads_closing_while_others_launch_never_corrupt_or_crash(dev, rng):
         s.close()
     assert not errors, errors[:5]
     assert counts["checked"] > 0 and counts["ok"] > 0, counts
+
+
+# ---- the CUDA backend's packing, without a GPU -------------------------------------------------
+def test_cuda_packed_pointer_holds_the_memory_and_the_launch_memo_does_not():
+    """A CUDA buffer packs to a np.uint64 that holds its CuPy memory (a launch holding it keeps the
+    memory from CuPy's pool); the launch memo keeps plain pointer values, so a closed buffer's
+    memory is not kept alive by the launches it was used in."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    class Mem:  # stands in for a cupy MemoryPointer
+        ptr = 0xABC0
+
+    class Prepared:
+        def __init__(self, packed):
+            self._calm = 0
+
+        def launch(self):
+            pass
+
+        def refill(self, packed):
+            pass
+
+    dev = object.__new__(cuda.CudaDevice)
+    dev._prepare = lambda kernel, g, l, packed: Prepared(packed)
+    mem = Mem()
+    gone = weakref.ref(mem)
+    buf = SimpleNamespace(_mem=mem, _ptr=mem.ptr, _dt="float32")
+    arg = dev._buffer_arg(buf)
+    assert arg == np.uint64(0xABC0) and hash(arg) == hash(np.uint64(0xABC0)) and arg.mem is mem
+    assert dev._native_arg(arg).__class__ is np.uint64 and dev._memory_of(arg) is mem
+    kernel = SimpleNamespace(name="k")
+    for _ in range(3):  # first sighting, second (prepared), replay
+        dev._launch(kernel, (64,), (64,), [np.int64(1), arg])
+    memo = kernel.__dict__["_cuda_memo"]
+    assert all(v.__class__ is not cuda._DevicePointer for key in memo.prepared for v in key)
+    buf._mem, buf._dt = None, None  # the buffer is closed
+    with pytest.raises(isthmus.ClosedBufferError):
+        dev._buffer_arg(buf)
+    del mem, arg
+    gc.collect()
+    assert gone() is None  # nothing isthmus keeps holds the memory of a closed buffer
+    zero = dev._buffer_arg(SimpleNamespace(_mem=None, _ptr=0, _dt="float32"))  # an open zero-size buffer
+    assert zero == 0
