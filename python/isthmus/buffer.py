@@ -13,8 +13,6 @@ reference count is the hold count, and costs the launch nothing extra).
 """
 from __future__ import annotations
 
-import threading
-from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,12 +23,10 @@ from .errors import ClosedBufferError, InvalidArgumentError
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
-# One token per open Buffer: deque.append and deque.pop are atomic (no lock on the allocation
-# path, which every library call that returns a new buffer takes), and len() is the count.
-_live = deque()
-# Makes "open -> closed" happen once when two threads close one buffer at the same time. Re-entrant:
-# a finalizer (another Buffer's __del__) may run on this thread while it holds the lock.
-_close_lock = threading.RLock()
+# One entry per open Buffer, by id: setting and popping a dict item are atomic (no lock on the
+# allocation path, which every library call that returns a new buffer takes, nor on close), so of
+# two threads closing one buffer at once exactly one finds its entry; len() is the count.
+_live: dict = {}
 
 
 def live_buffers() -> int:
@@ -60,7 +56,7 @@ class Buffer:
         self.dtype = dt.np
         self.nbytes = nbytes
         self._owner = owner  # a foreign object whose memory this buffer views (kept alive)
-        _live.append(None)
+        _live[id(self)] = True
 
     @classmethod
     def _allocate(cls, device: "Device", shape, dt: DType, nbytes: int) -> "Buffer":
@@ -112,11 +108,9 @@ class Buffer:
     def close(self) -> None:
         """Release this buffer's hold on the memory. Idempotent. Launches that already hold the
         memory (packed, on their way to the queue) keep it until they are enqueued."""
-        with _close_lock:
-            if self._dt is None:
-                return
-            self._dt = None  # first: whoever then finds _mem or _arg gone also finds the buffer closed
-            _live.pop()
+        if self._dt is None or not _live.pop(id(self), False):
+            return
+        self._dt = None  # first: whoever then finds _mem or _arg gone also finds the buffer closed
         self._arg = None
         self._mem = None
         self._owner = None

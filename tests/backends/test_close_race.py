@@ -488,3 +488,40 @@ def test_cuda_packed_pointer_holds_the_memory_and_the_launch_memo_does_not():
     assert gone() is None  # nothing isthmus keeps holds the memory of a closed buffer
     zero = dev._buffer_arg(SimpleNamespace(_mem=None, _ptr=0, _dt="float32"))  # an open zero-size buffer
     assert zero == 0
+
+
+def test_two_threads_closing_one_buffer_count_it_closed_once(dev):
+    """close() is idempotent across threads: a second close at any step of the first does nothing
+    (the count of open buffers stays right, and nothing raises)."""
+    before = isthmus.live_buffers()
+    step = 1
+    while True:
+        b = dev.zeros(3, np.float32)
+        lines, errors = [0], []
+
+        def other():
+            try:
+                b.close()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        def local(frame, event, arg):
+            if event == "line":
+                lines[0] += 1
+                if lines[0] == step:
+                    t = threading.Thread(target=other)
+                    t.start()
+                    t.join()
+            return local
+
+        sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename.startswith(_PACKAGE) else None)
+        try:
+            b.close()
+        finally:
+            sys.settrace(None)
+        assert not errors, errors
+        assert b.closed and isthmus.live_buffers() == before, f"step {step}"
+        if lines[0] < step:
+            break
+        step += 1
+    assert step > 2

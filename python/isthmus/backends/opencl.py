@@ -370,10 +370,13 @@ class _PreparedLaunch:
 
 
 def _set_arg(native, index: int, value) -> None:
-    """One kernel argument: a NumPy scalar as its raw bytes in its (the declared) type, which is
-    what PyOpenCL's generated argument setters call (set_arg's generic dispatch costs ~100x more
-    on PoCL); a buffer (a _Mem: its cl.Buffer) or None (a zero-size buffer) through set_arg."""
-    if isinstance(value, np.generic):
-        native._set_arg_buf(index, value)
+    """One kernel argument: a buffer (a _Mem: its cl.Buffer) or None (a zero-size buffer) through
+    set_arg; anything else is a NumPy scalar of the declared type (kernel.py converts every scalar),
+    set as its raw bytes, which is what PyOpenCL's generated argument setters call (set_arg's
+    generic dispatch costs ~100x more on PoCL)."""
+    if value.__class__ is _Mem:
+        native.set_arg(index, value.cl)
+    elif value is None:
+        native.set_arg(index, None)
     else:
-        native.set_arg(index, None if value is None else value.cl)
+        native._set_arg_buf(index, value)
