@@ -14,9 +14,9 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
-from ..launch import GridLimits, KernelLimits
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
+from ..launch import GridLimits, KernelLimits
 
 NAME = "cuda"
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -356,16 +356,19 @@ class CudaDevice(Device):
         if prepared is not None:
             prepared.launch()
             return
-        key = _plain(key)  # the memo keeps pointer values, never the memory they point to
-        if memo.seen.pop(key, None) is not None:  # the second sighting: keep it prepared
+        # Launches seen once are remembered by their key's hash (a collision only prepares a launch
+        # early), prepared ones by plain pointer values: the memo never holds a buffer's memory.
+        seen = hash(key)
+        if seen in memo.seen:  # the second sighting: keep it prepared
+            memo.seen.discard(seen)
             if len(memo.prepared) >= memo.PREPARED_MAX:
                 memo.prepared.clear()
-            prepared = memo.prepared[key] = self._prepare(kernel, gsize, lsize, packed)
+            prepared = memo.prepared[_plain(key)] = self._prepare(kernel, gsize, lsize, packed)
             prepared.launch()
             return
         if len(memo.seen) >= memo.SEEN_MAX:
             memo.seen.clear()
-        memo.seen[key] = True
+        memo.seen.add(seen)
         scratch = memo.scratch.get((gsize, lsize))
         if scratch is None:
             if len(memo.scratch) >= memo.SCRATCH_MAX:
@@ -390,15 +393,15 @@ def _plain(key: tuple) -> tuple:
 
 class _LaunchMemo:
     """What CudaDevice._launch remembers of one kernel's launches: prepared launches by launch key
-    (grid and packed arguments), launch keys seen once, and one scratch launch per grid; each is
-    emptied when it reaches its bound."""
+    (grid and packed arguments), the hashes of launch keys seen once, and one scratch launch per
+    grid; each is emptied when it reaches its bound."""
 
     PREPARED_MAX, SEEN_MAX, SCRATCH_MAX = 64, 256, 16
     __slots__ = ("prepared", "seen", "scratch")
 
     def __init__(self):
         self.prepared: dict = {}
-        self.seen: dict = {}
+        self.seen: set = set()
         self.scratch: dict = {}
 
 

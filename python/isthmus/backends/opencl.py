@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import knobs
 from ..device import Device
-from ..launch import GridLimits, KernelLimits
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
+from ..launch import GridLimits, KernelLimits
 
 NAME = "opencl"
 # PoCL's CPU scheduler numbers work-groups with 32-bit unsigned integers and aborts the process
