@@ -34,12 +34,18 @@ def test_hopeless_grids_raise_launch_config_errors_from_every_launch_path(dev, g
 
 def test_local_arrays_beyond_the_devices_local_memory_are_refused(dev):
     n = dev.local_mem_size // 4 + 1024
-    src = (f"__kernel void big(__global float* o) {{ __local float t[{n}]; t[get_local_id(0)] = 1.0f; "
-           f"barrier(CLK_LOCAL_MEM_FENCE); o[get_global_id(0)] = t[({n} - 1 - get_local_id(0)) % {n}]; }}")
+    src = (f"__kernel void big(__global float* o) {{ __local float t[{n}]; "
+           f"for (int i = get_local_id(0); i < {n}; i += get_local_size(0)) t[i] = (float)i; "
+           f"barrier(CLK_LOCAL_MEM_FENCE); o[get_global_id(0)] = t[{n} - 1 - get_local_id(0)]; }}")
     o = dev.zeros(16, np.float32)
-    # CUDA and NVIDIA's compiler refuse such a kernel already (CompileError); PoCL builds it
-    with pytest.raises((isthmus.LaunchConfigError, isthmus.CompileError)):
+    # CUDA and NVIDIA's compiler refuse such a kernel already (CompileError); PoCL 3.1 builds it and
+    # reports its local memory (LaunchConfigError). A driver that reports none for it must run it
+    # (a newer PoCL's "cpu" device places such arrays itself): then the result must be right.
+    try:
         dev.compile(src, "big")(o, config=isthmus.LaunchConfig((16,), (16,)))
+    except (isthmus.LaunchConfigError, isthmus.CompileError):
+        return
+    np.testing.assert_array_equal(o.to_numpy(), n - 1 - np.arange(16, dtype=np.float32))
 
 
 def test_private_arrays_beyond_the_limit_are_refused_where_the_driver_reports_them(dev):
@@ -59,7 +65,8 @@ def test_kernel_limits_are_read_from_the_compiled_kernel(dev):
     assert limits.local_mem <= dev.local_mem_size
     tiled = dev.compile("__kernel void tiled(__global float* o) { __local float t[256]; t[get_local_id(0) % 256] = 1; "
                         "barrier(CLK_LOCAL_MEM_FENCE); o[get_global_id(0)] = t[0]; }", "tiled")
-    assert tiled._resource_limits().local_mem >= 1024
+    local = tiled._resource_limits().local_mem
+    assert local == 0 or local >= 1024  # (a newer PoCL's "cpu" device reports 0 for static __local arrays)
 
 
 def test_checks_run_once_per_kernel_and_config(dev, monkeypatch):
