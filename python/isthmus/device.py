@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from .buffer import Buffer
 from .dtypes import DType, lookup
 from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
 from .launch import LaunchConfig, check_config
+from .program_cache import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
@@ -53,7 +54,7 @@ class Device:
         self.platform = platform
         self.dtypes = dtypes
         self._dtype_set = frozenset(dtypes)
-        self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
+        self._kernels = BoundedMemo()  # memo for library kernels and programs on this device (LRU)
         self._lock = threading.Lock()
         self._configs: dict = {}  # LaunchConfig -> its checked sizes on this device
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import knobs
+from . import knobs, program_cache
 from ._version import __version__
 from .buffer import Buffer
 from .dtypes import SCALAR_CTYPES
@@ -31,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
     from .plan import Plan
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = program_cache.FORMAT
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
 _stats_lock = threading.Lock()
 
@@ -196,12 +193,13 @@ def recipe(device: "Device", source: str, options: list[str]) -> dict:
 class Program:
     """A compiled program on one device. Use :meth:`Program.build` (cached), not the constructor."""
 
-    def __init__(self, device: "Device", native, source: str, defines: dict, key: str):
+    def __init__(self, device: "Device", native, source: str, defines: dict, key: str, from_disk: bool = False):
         self.device = device
         self.native = native
         self.source = source
         self.defines = dict(defines)
         self.key = key
+        self._from_disk = from_disk  # a binary from the disk cache may still lack a kernel: rebuilt then
         self._kernels: dict[str, Kernel] = {}
 
     @classmethod
@@ -219,8 +217,8 @@ class Program:
         with device._lock:
             found = memo.get(("program", key))
             if found is None:
-                native = _load_or_compile(device, full, options, key, name_hint)
-                found = cls(device, native, source, defines, key)
+                native, from_disk = _load_or_compile(device, full, options, key, name_hint)
+                found = cls(device, native, source, defines, key, from_disk)
                 memo[("program", key)] = found
         return found
 
@@ -228,42 +226,49 @@ class Program:
         found = self._kernels.get(name)
         if found is None:
             params = parse_signature(self.source, name, self.defines)
-            found = Kernel(self, name, params, self.device._function(self.native, name))
+            found = Kernel(self, name, params, self._function(name))
             self._kernels[name] = found
         return found
 
-
-def _cache_path(key: str) -> Path:
-    return knobs.cache_dir() / f"programs-v{CACHE_FORMAT}" / key[:2] / f"{key}.bin"
+    def _function(self, name: str):
+        try:
+            return self.device._function(self.native, name)
+        except CompileError:
+            if not self._from_disk:
+                raise
+        # The source declares the kernel (parse_signature found it) but the cached binary lacks
+        # it: the entry is not what its header claims. Drop it and compile from source once.
+        with self.device._lock:
+            if self._from_disk:
+                program_cache.drop(self.key)
+                full = self.device._prepare_source(self.source)
+                self.native = _compile(self.device, full, _options(self.defines), self.key, name)
+                self._from_disk = False
+        return self.device._function(self.native, name)
 
 
 def _load_or_compile(device: "Device", source: str, options: list[str], key: str, name: str):
-    path = _cache_path(key) if knobs.disk_cache() else None
-    if path is not None and path.exists():
-        try:
-            native = device._load_binary(path.read_bytes(), options)
-            _bump("disk_hits")
-            return native
-        except Exception:  # a stale or corrupt cache entry: drop it and rebuild from source
-            path.unlink(missing_ok=True)
+    """The program's native handle and whether it came from the disk cache."""
+    if knobs.disk_cache():
+        binary = program_cache.read(key)
+        if binary is not None:
+            try:
+                native = device._load_binary(binary, options)
+                _bump("disk_hits")
+                return native, True
+            except Exception:  # noqa: BLE001 - a verified entry the driver still refuses (driver update): rebuild
+                program_cache.drop(key)
+    return _compile(device, source, options, key, name), False
+
+
+def _compile(device: "Device", source: str, options: list[str], key: str, name: str):
     native = device._build(source, options, name)
     _bump("compiles")
-    if path is not None:
+    if knobs.disk_cache():
         binary = device._binary(native)
         if binary:
-            _atomic_write(path, binary)
+            program_cache.write(key, binary)
     return native
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs a recompile next time
 
 
 # ---- kernels ---------------------------------------------------------------------------------
