@@ -168,19 +168,38 @@ def convert_scalar(value, param: Param, where: str):
 
 
 # ---- programs --------------------------------------------------------------------------------
+# The documented grammar of a define's value: a C number (decimal, float with exponent and suffix,
+# hex) or a plain identifier, or nothing. Anything else could add code to the program (comments
+# stand in for spaces in C) or cut the option string (a NUL byte).
+_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFINE_VALUE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+[uUlL]*|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFuUlL]*)"
+                           r"|[A-Za-z_][A-Za-z0-9_]*|")
+_DEFINE_INT = (-(1 << 63), (1 << 64) - 1)
+
+
 def _options(defines: dict) -> list[str]:
-    out = []
-    for key in sorted(defines):
-        if not re.fullmatch(r"[A-Za-z_]\w*", str(key)):
-            raise InvalidArgumentError(f"define name {key!r} is not a C identifier")
-        value = defines[key]
-        if isinstance(value, bool):
-            value = int(value)
-        if not isinstance(value, (int, float, str, np.integer, np.floating)) or (
-                isinstance(value, str) and re.search(r"[\s\"'\\]", value)):
-            raise InvalidArgumentError(f"define {key}={value!r}: values must be numbers or plain identifiers")
-        out.append(f"-D{key}={value}")
-    return out
+    if not isinstance(defines, dict):
+        raise InvalidArgumentError(f"defines must be a dict of name -> value, got {type(defines).__name__}")
+    for key in defines:
+        if not isinstance(key, str) or not _DEFINE_NAME.fullmatch(key):
+            raise InvalidArgumentError(f"define name {key!r} is not a C identifier (letters, digits, '_')")
+    return [f"-D{key}={_define_value(key, defines[key])}" for key in sorted(defines)]
+
+
+def _define_value(key: str, value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, (int, np.integer)) and not _DEFINE_INT[0] <= int(value) <= _DEFINE_INT[1]:
+        raise InvalidArgumentError(f"define {key}: {value.bit_length()}-bit integer does not fit 64 bits")
+    if not isinstance(value, (int, float, str, np.integer, np.floating)):
+        raise InvalidArgumentError(f"define {key}: value of type {type(value).__name__}; values must be numbers "
+                                   "or plain identifiers")
+    text = str(value)
+    if not _DEFINE_VALUE.fullmatch(text):
+        shown = repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
+        raise InvalidArgumentError(f"define {key}={shown}: values must be numbers (42, -1.5e3, 2.0f, 0x1F) or "
+                                   "plain identifiers (float, MY_MACRO): no spaces, operators, comments or quotes")
+    return text
 
 
 def recipe(device: "Device", source: str, options: list[str]) -> dict:

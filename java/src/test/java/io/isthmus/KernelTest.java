@@ -64,6 +64,25 @@ class KernelTest {
 
     @ParameterizedTest
     @MethodSource("io.isthmus.Attached#devices")
+    void defineValuesOutsideTheGrammarAreRejected(Device dev) {
+        String src = "__kernel void fill(__global int* x) { x[get_global_id(0)] = VALUE * 2; }";
+        // a comment stands in for a space in C; a NUL would cut the option string
+        for (String bad : new String[] {"1/**/+1", "1\u0000", "1 + 1", "x\"", "(1)"}) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> dev.compile(src, "fill", Map.of("VALUE", bad)));
+            assertTrue(e.getMessage().contains("numbers"), e.getMessage());
+            assertEquals("isthmus.errors.InvalidArgumentError", e.pythonType());
+        }
+        assertThrows(InvalidArgumentException.class, () -> dev.compile(src, "fill", Map.of("1VALUE", 2)));
+        Kernel fill = dev.compile(src, "fill", Map.of("VALUE", 16));
+        try (DeviceBuffer x = dev.allocate(DType.INT32, 2)) {
+            fill.launch(LaunchConfig.of(2), x);
+            assertArrayEquals(new int[] {32, 32}, x.toIntArray());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
     void compileErrorCarriesTheBuildLog(Device dev) {
         CompileException e = assertThrows(CompileException.class,
                 () -> dev.compile("__kernel void broken(__global float* x) { x[0] = ; }", "broken", null));
