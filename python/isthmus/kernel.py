@@ -225,6 +225,7 @@ class Program:
     def build(cls, device: "Device", source: str, defines: dict, name_hint: str = "") -> "Program":
         if not isinstance(source, str) or not source.strip():
             raise InvalidArgumentError("kernel source must be a non-empty string")
+        _check_encodable(source)
         options = _options(defines)
         full = device._prepare_source(source)
         key = hashlib.sha256(json.dumps(recipe(device, full, options), sort_keys=True).encode()).hexdigest()
@@ -264,6 +265,15 @@ class Program:
                 self.native = _compile(self.device, full, _options(self.defines), self.key, name)
                 self._from_disk = False
         return self.device._function(self.native, name)
+
+
+def _check_encodable(source: str) -> None:
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (from a bad decode or a Java string)
+        line = source.count("\n", 0, exc.start) + 1
+        raise InvalidArgumentError(f"kernel source is not valid Unicode text: character {source[exc.start]!r} "
+                                   f"(a lone surrogate) at line {line}; fix the text or how it was decoded") from None
 
 
 def _load_or_compile(device: "Device", source: str, options: list[str], key: str, name: str):
