@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.Map;
 
 import org.junit.jupiter.api.BeforeAll;
@@ -74,6 +75,9 @@ class KernelTest {
             assertEquals("isthmus.errors.InvalidArgumentError", e.pythonType());
         }
         assertThrows(InvalidArgumentException.class, () -> dev.compile(src, "fill", Map.of("1VALUE", 2)));
+        Map<String, Object> nullName = new HashMap<>();
+        nullName.put(null, 2);
+        assertThrows(InvalidArgumentException.class, () -> dev.compile(src, "fill", nullName));
         Kernel fill = dev.compile(src, "fill", Map.of("VALUE", 16));
         try (DeviceBuffer x = dev.allocate(DType.INT32, 2)) {
             fill.launch(LaunchConfig.of(2), x);
