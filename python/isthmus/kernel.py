@@ -282,7 +282,8 @@ def _load_or_compile(device: "Device", source: str, options: list[str], key: str
         binary = program_cache.read(key)
         if binary is not None:
             try:
-                native = device._load_binary(binary, options)
+                with program_cache.loading(key):  # should the driver kill the process here, the next drops the entry
+                    native = device._load_binary(binary, options)
                 _bump("disk_hits")
                 return native, True
             except Exception:  # noqa: BLE001 - a verified entry the driver still refuses (driver update): rebuild

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import knobs
@@ -53,8 +54,12 @@ def unpack(key: str, data: bytes) -> bytes | None:
 
 
 def read(key: str) -> bytes | None:
-    """The verified payload stored for ``key``, or None (a miss). A bad entry is removed."""
+    """The verified payload stored for ``key``, or None (a miss). A bad entry is removed, and so
+    is one that a process died while handing to its driver (see :func:`loading`)."""
     path = entry_path(key)
+    if _loader_died(key):
+        drop(key)
+        return None
     data = _read_regular(path)
     if data is None:
         return None
@@ -112,11 +117,66 @@ def _remove(path: Path, st: os.stat_result) -> None:
 def drop(key: str) -> None:
     """Remove the entry for ``key`` (it failed verification, or the driver refused it)."""
     path = entry_path(key)
+    for marker in _markers(key):
+        _unlink_quietly(marker)
     try:
         st = os.lstat(path)
     except OSError:
         return
     _remove(path, st)
+
+
+# ---- a driver that dies on an entry ----------------------------------------------------------
+# Verification catches damaged and foreign entries, but a driver may still crash on a binary that
+# is intact (a driver bug, a library swapped under the same version string). A marker file names
+# each process that is handing an entry to its driver; a marker left by a process that no longer
+# exists means the driver killed it there, and the next process drops the entry instead of dying
+# the same way.
+@contextmanager
+def loading(key: str):
+    """Around the driver call that loads entry ``key``."""
+    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _can_check_pids() else None
+    if marker is not None:
+        try:
+            marker.touch()
+        except OSError:
+            marker = None
+    try:
+        yield
+    finally:
+        if marker is not None:
+            _unlink_quietly(marker)
+
+
+def _can_check_pids() -> bool:
+    return os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
+
+
+def _markers(key: str) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(entry_path(key).parent) if e.name.startswith(f"{key}.loading-")]
+    except OSError:
+        return []
+
+
+def _loader_died(key: str) -> bool:
+    if not _can_check_pids():
+        return False
+    for marker in _markers(key):
+        pid = marker.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by someone else
+        return True
+    return True
 
 
 def _touch(path: Path) -> None:
@@ -183,8 +243,8 @@ def evict(limit: int) -> None:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-            if f.name.startswith(".tmp-"):
-                if now - st.st_mtime > _STALE_TMP_S:
+            if not f.name.endswith(".bin"):  # loading markers stay until their entry is read
+                if f.name.startswith(".tmp-") and now - st.st_mtime > _STALE_TMP_S:
                     _unlink_quietly(f.path)
                 continue
             entries.append((st.st_mtime, st.st_size, f.path))

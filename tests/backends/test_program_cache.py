@@ -209,3 +209,41 @@ def test_disk_cache_is_evicted_beyond_its_limit(cache, monkeypatch):
     key = os.urandom(32).hex()
     program_cache.write(key, b"x" * 10)
     assert not program_cache.entry_path(key).exists()
+
+
+CRASH_SCRIPT = """
+import json, os, sys
+import isthmus
+from isthmus import LaunchConfig
+dev = isthmus.device({dev!r})
+if sys.argv[1] == "crash":
+    dev._load_binary = lambda binary, options: os.abort()  # a driver that dies on this (intact) entry
+k = dev.compile({src!r}, 'fill', {{'VALUE': {value}}})
+import numpy as np
+out = dev.asarray(np.zeros(2, np.int32))
+k(out, config=LaunchConfig((2,)))
+print(json.dumps([out.to_numpy().tolist(), isthmus.kernel.stats]))
+"""
+
+
+def test_entry_the_driver_died_on_is_dropped_by_the_next_process(dev, cache):
+    value = int.from_bytes(os.urandom(2), "little") + 1
+    key = _key(dev, FILL, value)
+    assert program_cache.read(key) is not None
+
+    def child(mode):
+        return subprocess.run([sys.executable, "-c", CRASH_SCRIPT.format(dev=dev.id, src=FILL, value=value), mode],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT,
+                              env={**os.environ, "ISTHMUS_CACHE_DIR": str(cache)})
+
+    crashed = child("crash")
+    assert crashed.returncode != 0  # died inside the driver call, as PoCL does on a bad binary
+    assert list(program_cache.entry_path(key).parent.glob(f"{key}.loading-*"))
+    after = child("normal")
+    assert after.returncode == 0, after.stderr[-3000:]
+    result, stats = json.loads(after.stdout.strip().splitlines()[-1])
+    assert result == [value] * 2
+    assert stats["compiles"] == 1 and stats["disk_hits"] == 0  # not handed to the driver again
+    assert not list(program_cache.entry_path(key).parent.glob(f"{key}.loading-*"))
+    again = child("normal")  # the rebuilt entry is trusted again
+    assert json.loads(again.stdout.strip().splitlines()[-1])[1]["disk_hits"] == 1
