@@ -172,8 +172,9 @@ def convert_scalar(value, param: Param, where: str):
 # hex) or a plain identifier, or nothing. Anything else could add code to the program (comments
 # stand in for spaces in C) or cut the option string (a NUL byte).
 _DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DEFINE_VALUE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+[uUlL]*|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFuUlL]*)"
-                           r"|[A-Za-z_][A-Za-z0-9_]*|")
+_DEFINE_VALUE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+[uUlL]*"  # hex
+                           r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFuUlL]*)"  # decimal, float
+                           r"|[A-Za-z_][A-Za-z0-9_]*|")  # identifier, or nothing
 _DEFINE_INT = (-(1 << 63), (1 << 64) - 1)
 
 
@@ -190,7 +191,7 @@ def _define_value(key: str, value) -> str:
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
     if isinstance(value, (int, np.integer)) and not _DEFINE_INT[0] <= int(value) <= _DEFINE_INT[1]:
-        raise InvalidArgumentError(f"define {key}: {value.bit_length()}-bit integer does not fit 64 bits")
+        raise InvalidArgumentError(f"define {key}: {int(value).bit_length()}-bit integer does not fit 64 bits")
     if not isinstance(value, (int, float, str, np.integer, np.floating)):
         raise InvalidArgumentError(f"define {key}: value of type {type(value).__name__}; values must be numbers "
                                    "or plain identifiers")
