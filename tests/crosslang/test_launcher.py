@@ -92,6 +92,13 @@ def test_system_exit_in_a_plain_python_script_runs_python_exit_handlers(status):
     assert r.stdout.split() == ["before", "exit", "python-atexit-ran"], (r.stdout, r.stderr)
 
 
+def test_a_normal_exit_after_starting_the_jvm_runs_python_exit_handlers_once():
+    script = SYSTEM_EXIT_SCRIPT.replace('jpype.JClass("java.lang.System").exit(int(sys.argv[1]))', "sys.exit(4)")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout.split() == ["before", "exit", "python-atexit-ran"], (r.stdout, r.stderr)  # once, not twice
+
+
 def test_missing_class_and_bad_usage(app):
     r = java("-cp", str(app / "classes"), "demo.Nope")
     assert r.returncode == 1 and "Could not find or load main class demo.Nope" in r.stderr
