@@ -9,15 +9,17 @@ from __future__ import annotations
 import math
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from . import knobs
 from .buffer import Buffer
 from .dtypes import DType, lookup
-from .errors import BackendUnavailableError, InvalidArgumentError, UnsupportedDtypeError
+from .errors import (BackendUnavailableError, InvalidArgumentError, IsthmusError, OutOfMemoryError,
+                     UnsupportedDtypeError)
 from .launch import GridLimits, LaunchConfig, check_config
+from .program_cache import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
@@ -58,7 +60,7 @@ class Device:
         self.platform = platform
         self.dtypes = dtypes
         self._dtype_set = frozenset(dtypes)
-        self._kernels: dict[Any, Any] = {}  # memo for library kernels and programs on this device
+        self._kernels = BoundedMemo()  # memo for library kernels and programs on this device (LRU)
         self._lock = threading.Lock()
         self._configs: dict = {}  # LaunchConfig -> its checked sizes on this device
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
@@ -107,7 +109,11 @@ class Device:
 
     def asarray(self, array) -> "Buffer":
         """A new device buffer holding a copy of a host array (NumPy or anything array-like)."""
-        host = np.ascontiguousarray(array)
+        try:
+            host = np.ascontiguousarray(array)
+        except (ValueError, TypeError) as exc:  # ragged nesting, mixed types NumPy cannot hold
+            raise InvalidArgumentError(f"asarray needs a rectangular array of numbers; NumPy cannot convert "
+                                       f"this {type(array).__name__}: {exc}") from None
         buf = self.empty(host.shape, host.dtype)
         if buf.nbytes:
             self._upload(buf._handle(), host)
@@ -116,7 +122,15 @@ class Device:
     def empty_host(self, shape, dtype=np.float32) -> np.ndarray:
         """A NumPy array in page-locked host memory (full-bandwidth transfers) where the backend offers it."""
         dt = lookup(dtype)
-        return self._empty_host(_shape(shape), dt.np)
+        shape = _shape(shape)
+        try:
+            return self._empty_host(shape, dt.np)
+        except IsthmusError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the driver's or NumPy's refusal, of whatever type
+            nbytes = math.prod(shape) * dt.np.itemsize
+            raise OutOfMemoryError(f"{nbytes} bytes of host memory ({shape}, {dt.name}) could not be allocated "
+                                   f"for {self.id}: {type(exc).__name__}: {exc}") from None
 
     def memory_in_use(self) -> int:
         """Bytes of device memory this process holds on this device through isthmus."""

@@ -49,6 +49,7 @@ _CTYPES = {"float16": "float", "float32": "float", "float64": "double", "int8": 
            "int32": "int", "int64": "long", "uint8": "uchar", "uint16": "ushort", "uint32": "uint",
            "uint64": "ulong"}
 _MAX_INT_POWER = 16
+MAX_DEPTH = 128  # tree levels of one expression; the recursive passes stay far from Python's limit
 
 
 class ExpressionError(InvalidArgumentError):
@@ -57,7 +58,8 @@ class ExpressionError(InvalidArgumentError):
     def __init__(self, text: str, column: int, message: str):
         self.column = column
         pointer = " " * (column - 1) + "^"
-        super().__init__(f"fused expression, column {column}: {message}\n  {text}\n  {pointer}")
+        shown = "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)  # printable, same columns
+        super().__init__(f"fused expression, column {column}: {message}\n  {shown}\n  {pointer}")
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,23 @@ def parse(text: str) -> Expression:
     if "\n" in text.strip():
         raise ExpressionError(text, text.index("\n") + 1, "one line only: 'target = expression'")
     text = text.strip()
+    # ASCII only: Python folds full-width and other compatibility letters into ASCII names (an input
+    # 'ａ' would silently be 'a'), and ast's offsets are UTF-8 bytes, which are columns only in ASCII.
+    wide = next((i for i, c in enumerate(text) if not c.isascii()), None)
+    if wide is not None:
+        raise ExpressionError(text, wide + 1, f"character {text[wide]!r} is not ASCII; names, numbers and "
+                                              "operators must be ASCII (full-width letters look alike but are not)")
     try:
         module = ast.parse(text, mode="exec")
     except SyntaxError as exc:
         raise ExpressionError(text, max(1, exc.offset or 1), f"malformed expression ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(text, 1, f"expression of {len(text)} characters is nested too deeply for the "
+                                       f"parser; split it into several fused kernels") from None
+    depth = _depth(module)
+    if depth > MAX_DEPTH:
+        raise ExpressionError(text, 1, f"expression nests {depth} operations deep, more than {MAX_DEPTH}; split "
+                                       "it into several fused kernels (or group terms with parentheses)")
     if len(module.body) != 1 or not isinstance(module.body[0], ast.Assign):
         node = module.body[0] if module.body else None
         raise ExpressionError(text, 1 if node is None else node.col_offset + 1,
@@ -124,6 +139,16 @@ def parse(text: str) -> Expression:
     _check(text, assign.value, inputs)
     _check_name(text, target, assign.targets[0].col_offset + 1)
     return Expression(text, target, tuple(inputs), assign.value, eq)
+
+
+def _depth(tree: ast.AST) -> int:
+    """The tree's depth, found without recursion (typing, checking and emitting recurse over it)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _check_name(text: str, name: str, column: int) -> None:

@@ -22,6 +22,10 @@ KNOBS = (
     Knob("ISTHMUS_DEVICE", "", "device id to use by default (e.g. 'cuda:0', 'opencl:1'); empty: the best available"),
     Knob("ISTHMUS_CACHE_DIR", "<user cache>/isthmus", "where compiled programs and the tuning database live"),
     Knob("ISTHMUS_DISK_CACHE", "1", "0 disables the on-disk program cache (programs are still cached in memory)"),
+    Knob("ISTHMUS_PROGRAM_CACHE_MB", "1024", "size limit of the on-disk program cache (MiB); the least recently "
+         "used programs are evicted beyond it (0: nothing is written)"),
+    Knob("ISTHMUS_PROGRAM_MEMO", "256", "compiled programs (and library kernels) kept in memory per device; "
+         "the least recently used are dropped beyond it"),
     Knob("ISTHMUS_TUNING_DB", "<cache dir>/tuning.sqlite", "path of the user's tuning database"),
     Knob("ISTHMUS_CLASSPATH", "", "extra jars/folders for the hosted JVM, separated by os.pathsep"),
     Knob("ISTHMUS_JVM", "", "path of libjvm to host; empty: JPype's default (JAVA_HOME)"),
@@ -51,6 +55,22 @@ def cache_dir() -> Path:
 
 def disk_cache() -> bool:
     return _get("ISTHMUS_DISK_CACHE").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _int(name: str, default: int) -> int:
+    value = _get(name).strip()
+    try:
+        return max(0, int(value)) if value else default
+    except ValueError:
+        return default
+
+
+def program_cache_bytes() -> int:
+    return _int("ISTHMUS_PROGRAM_CACHE_MB", 1024) << 20
+
+
+def program_memo_entries() -> int:
+    return max(1, _int("ISTHMUS_PROGRAM_MEMO", 256))
 
 
 def tuning_db() -> Path:

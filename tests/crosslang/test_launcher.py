@@ -24,7 +24,7 @@ def app(tmp_path_factory):
     out = tmp_path_factory.mktemp("app")
     cp = os.pathsep.join(isthmus.java.classpath())
     subprocess.run(["javac", "--release", "17", "-cp", cp, "-d", str(out / "classes"),
-                    str(APPS / "demo" / "Exits.java")], check=True)
+                    str(APPS / "demo" / "Exits.java"), str(APPS / "demo" / "Threads.java")], check=True)
     (out / "manifest.txt").write_text("Main-Class: demo.Exits\n")
     subprocess.run(["jar", "cfm", str(out / "app.jar"), str(out / "manifest.txt"), "-C", str(out / "classes"), "."],
                    check=True)
@@ -57,6 +57,46 @@ def test_exception_in_main(app):
     r = java("-cp", str(app / "classes"), "demo.Exits", "throw")
     assert r.returncode == 1
     assert 'Exception in thread "main" java.lang.IllegalStateException: boom' in r.stderr
+
+
+@pytest.mark.parametrize("how, status", [("return", 0), ("throw", 1), ("exit", 7)])
+def test_non_daemon_threads_outlive_main_with_the_runtime_attached(app, how, status):
+    r = java("-cp", str(app / "classes"), "demo.Threads", how, str(status), atexit_marker=True)
+    assert r.returncode == status, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines.index("main done") < min(lines.index(f"worker-{i} sum={i + 3}.0") for i in range(3)), r.stdout
+    assert "NotAttached" not in r.stderr and "Exception in thread \"worker" not in r.stderr, r.stderr
+    assert "python-atexit-ran" in r.stdout
+    if how == "throw":
+        assert 'Exception in thread "main" java.lang.IllegalStateException: main failed' in r.stderr
+
+
+SYSTEM_EXIT_SCRIPT = """
+import atexit, sys
+import isthmus, isthmus.java, jpype
+isthmus.java.start()
+atexit.register(lambda: print("python-atexit-ran", flush=True))
+x = isthmus.device().zeros(3, "float32")
+jpype.JClass("io.isthmus.Ops").sum(isthmus.java.to_java(x)).close()
+print("before exit", flush=True)
+jpype.JClass("java.lang.System").exit(int(sys.argv[1]))
+print("not reached", flush=True)
+"""
+
+
+@pytest.mark.parametrize("status", [0, 5, 5, 9])
+def test_system_exit_in_a_plain_python_script_runs_python_exit_handlers(status):
+    r = subprocess.run([sys.executable, "-c", SYSTEM_EXIT_SCRIPT, str(status)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == status, r.stderr
+    assert r.stdout.split() == ["before", "exit", "python-atexit-ran"], (r.stdout, r.stderr)
+
+
+def test_a_normal_exit_after_starting_the_jvm_runs_python_exit_handlers_once():
+    script = SYSTEM_EXIT_SCRIPT.replace('jpype.JClass("java.lang.System").exit(int(sys.argv[1]))', "sys.exit(4)")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout.split() == ["before", "exit", "python-atexit-ran"], (r.stdout, r.stderr)  # once, not twice
 
 
 def test_missing_class_and_bad_usage(app):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import isthmus
+import isthmus.fuse_expr
 from isthmus.fuse import Fused
 
 _TOL = {np.float16: (2e-2, 2e-2), np.float32: (2e-5, 1e-5), np.float64: (1e-12, 1e-12)}
@@ -164,3 +165,28 @@ def test_float64_on_a_device_without_it_names_the_column(dev, monkeypatch):
         f(x, np.float64(4.0))
     g = isthmus.fuse("out = x * k + 1")
     assert g(x, 4.0).dtype == np.float32  # a weak Python float stays float32
+
+
+@pytest.mark.parametrize("expr, column", [("ｏｕｔ = ａ + ｘ", 1), ("out = ａ * x + y", 7), ("out = x + ｙ", 11),
+                                          ("out = x\ud800", 8), ("out = x * 2 + é", 15), ("out\u00a0= x", 4)])
+def test_non_ascii_expressions_are_typed_errors_with_the_right_column(expr, column):
+    with pytest.raises(isthmus.InvalidArgumentError, match="not ASCII") as info:
+        isthmus.fuse(expr)
+    assert info.value.column == column
+    str(info.value).encode("utf-8")  # the message itself is printable
+
+
+@pytest.mark.parametrize("expr", ["out = " + "+".join(["x"] * 20_000), "out = " + "-" * 5_000 + "x",
+                                  "out = " + "+".join(["x"] * 400), "out = " + "exp(" * 300 + "x" + ")" * 300])
+def test_very_long_or_deep_expressions_are_typed_errors(expr):
+    with pytest.raises(isthmus.InvalidArgumentError, match="deep|nested"):
+        isthmus.fuse(expr)
+
+
+def test_a_long_expression_within_the_bound_runs(dev, rng):
+    terms = isthmus.fuse_expr.MAX_DEPTH - 6  # near the bound: still typed, evaluated and compiled
+    f = isthmus.fuse("out = " + " + ".join(f"{(i % 7) + 1} * x" for i in range(terms)), dev)
+    x = rng.standard_normal(33).astype(np.float32)
+    out = f(dev.asarray(x))
+    scale = sum((i % 7) + 1 for i in range(terms))
+    np.testing.assert_allclose(out.to_numpy(), scale * x, rtol=1e-4, atol=1e-3)

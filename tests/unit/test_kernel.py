@@ -65,3 +65,24 @@ def test_defines_become_sorted_options_and_are_validated():
     for bad in ({"1X": 1}, {"X": "a b"}, {"X": [1]}, {"X": 'x"'}):
         with pytest.raises(isthmus.InvalidArgumentError):
             _options(bad)
+
+
+@pytest.mark.parametrize("value", ["1/**/+1", "x/**/;", "1//", "a\0b", "1\0", "1+1", "-x", "(1)", "1.0.0", "a.b",
+                                   "é", "x\u00a0", "1e", "0x", "{", "#", "a-b", "1,2", 10 ** 30, -(2 ** 64)])
+def test_define_values_outside_the_grammar_are_rejected(value):
+    with pytest.raises(isthmus.InvalidArgumentError, match="define"):
+        _options({"A": 1, "X": value, "Z": 2})
+
+
+@pytest.mark.parametrize("value, text", [(42, "42"), (-7, "-7"), (1.5, "1.5"), (1e-05, "1e-05"), ("2.0f", "2.0f"),
+                                         ("0x1F", "0x1F"), ("10u", "10u"), (".5", ".5"), ("-1.5e+3", "-1.5e+3"),
+                                         ("float", "float"), ("MY_MACRO_2", "MY_MACRO_2"), (np.int64(3), "3"),
+                                         (np.float32(0.25), "0.25"), (2 ** 64 - 1, str(2 ** 64 - 1)), ("", "")])
+def test_define_values_in_the_grammar_pass_through(value, text):
+    assert _options({"X": value}) == [f"-DX={text}"]
+
+
+def test_define_names_must_be_ascii_identifiers():
+    for bad in ({"é": 1}, {"A B": 1}, {1: 1}, {None: 1}, {"A\0": 1}, {"": 1}):
+        with pytest.raises(isthmus.InvalidArgumentError, match="define name"):
+            _options(bad)

@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 
+import numpy as np
 import pytest
 
 from isthmus.dtypes import lookup as dtype
@@ -276,3 +277,163 @@ def test_an_unusable_database_location_never_breaks_a_lookup(tmp_path, monkeypat
             assert dbmod.lookup(AXPY, FakeDevice(), F32, {"n": 10}) is None
     finally:
         dbmod.reset()
+
+
+# ---- bad values in a structurally valid database (issue 15, item 6) ---------------------------
+def _insert_best(path, keyrow_over: dict, params: str, time_ms=1.0):
+    base = dict(zip(("kernel", "source_hash", "options", "backend", "vendor", "device", "driver", "dtype", "bucket"),
+                    key_for(AXPY, FakeDevice(), "float32", {"n": 1024}).row()))
+    base.update(keyrow_over)
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO best (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket, "
+                 "params, time_ms, default_ms, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 tuple(base.values()) + (params, time_ms, None, 0.0))
+    conn.commit()
+    conn.close()
+
+
+BAD_ROWS = [({"bucket": "[1024]"}, '{"WG": 64, "VPT":'),  # malformed JSON params (the exact bucket)
+            ({"bucket": "[0]"}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": "5"}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": "[-4]"}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": '["x"]'}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": "[1024, 3]"}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": "not json"}, '{"WG": 64, "VPT": 2}'),
+            ({"bucket": "[2048]"}, '[64, 2]'),
+            ({"bucket": "[4096]"}, '{"WG": "sixty-four", "VPT": 2}')]
+
+
+def test_bad_rows_are_skipped_with_one_warning(db):
+    dev = FakeDevice()
+    _record(db, dev, 1 << 16, {"WG": 128, "VPT": 2}, 1.0)
+    for over, params in BAD_ROWS:
+        _insert_best(db.path, over, params)
+    dbmod.forget()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # the exact bucket's row is bad: the nearest good one is used, never an error
+        assert dbmod.explain(AXPY, dev, F32, {"n": 1000}) == ("user database, nearest bucket", {"VPT": 2, "WG": 128})
+        for n in (1, 5, 3000, 1 << 16):
+            assert dbmod.lookup(AXPY, dev, F32, {"n": n}) == {"VPT": 2, "WG": 128}
+    bad = [w for w in caught if issubclass(w.category, TuningDatabaseWarning)]
+    assert len(bad) == 1 and "bad values" in str(bad[0].message)
+
+
+def test_launch_through_a_database_of_bad_rows_uses_the_defaults(dev, rng, tuning_db):
+    import isthmus
+
+    n = 1000
+    key = key_for(AXPY, dev, "float32", {"n": n})
+    store = dbmod.user()
+    _record(store, FakeDevice(), 1 << 16, {"WG": 128, "VPT": 2}, 1.0)  # another device: irrelevant here
+    conn = sqlite3.connect(store.path)
+    for bucket, params in (("[1024]", "{not json"), ("[0]", '{"WG": 64, "VPT": 1}'), ("7", '{"WG": 64, "VPT": 1}')):
+        conn.execute("INSERT INTO best VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     key.row()[:-1] + (bucket, params, 1.0, None, 0.0))
+    conn.commit()
+    conn.close()
+    dbmod.forget()
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    by = dev.asarray(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TuningDatabaseWarning)
+        isthmus.ops.axpy(2.0, dev.asarray(x), by)
+    np.testing.assert_allclose(by.to_numpy(), 2 * x + y, rtol=1e-5, atol=1e-5)
+
+
+def test_db_show_prints_what_it_can(db, capsys):
+    from isthmus.tune import dbcli
+
+    dev = FakeDevice()
+    _record(db, dev, 1 << 10, {"WG": 128, "VPT": 2}, 1.0)
+    _record(db, dev, 1 << 12, {"WG": 256, "VPT": 4}, 2.0)
+    _insert_best(db.path, {"bucket": "[64]"}, '{"WG": 64, "VPT": 1}', time_ms="fast")  # non-numeric time
+    _insert_best(db.path, {"bucket": "[32]"}, '{"WG": 64, "VPT"')
+    conn = sqlite3.connect(db.path)
+    conn.execute("ALTER TABLE best DROP COLUMN default_ms")  # a tool dropped a column
+    conn.commit()
+    conn.close()
+    dbmod.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TuningDatabaseWarning)
+        assert dbcli.main(["show"]) == 0
+        out = capsys.readouterr().out
+        assert "WG=128" in out and "WG=256" in out
+        assert dbcli.main(["show", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(e["params"]["WG"] for e in doc["entries"]) == [128, 256]
+
+
+# ---- paths with URI syntax (item 7) -----------------------------------------------------------
+@pytest.mark.parametrize("name", ["100%", "a%20b", "c#d", "e?f", "g?mode=ro", "h%3Fi"])
+def test_database_paths_with_uri_characters(tmp_path, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    path = folder / "tuning.sqlite"
+    store = Database(path)
+    _record(store, FakeDevice(), 1000, {"WG": 128, "VPT": 4}, 2.0)
+    store.close()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningDatabaseWarning)  # a valid file is never moved aside
+        again = Database(path)
+    assert again.counts() == {"runs": 1, "best": 1}
+    again.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no stray files next to the folder
+    assert not [p for p in folder.iterdir() if ".bad-" in p.name]
+    path.write_bytes(b"not a database at all" * 50)  # and a corrupt one is still detected
+    with pytest.warns(TuningDatabaseWarning, match="moved it to"):
+        Database(path).close()
+
+
+# ---- hostile import files (item 9) -------------------------------------------------------------
+def _write_doc(path, text: str, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["huge_float", "huge_exponent_int", "many_digits", "deep", "not_utf8", "utf16",
+                                  "schema_true", "schema_float", "long_source_hash", "long_device", "nan",
+                                  "huge_bucket", "too_big"])
+def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
+    from isthmus.tune import dbcli
+    from isthmus.tune.exchange import MAX_DOCUMENT_BYTES
+
+    good = json.dumps(_doc(_entry()))
+    f = tmp_path / "doc.json"
+    text = {
+        "huge_float": good.replace('"time_ms": 1.5', '"time_ms": 1e999'),
+        "huge_exponent_int": good.replace('"time_ms": 1.5', '"time_ms": ' + "9" * 400),
+        "many_digits": good.replace('"time_ms": 1.5', '"time_ms": ' + "7" * 5000),
+        "deep": "[" * 200_000 + "]" * 200_000,
+        "schema_true": good.replace('"schema": 1', '"schema": true'),
+        "schema_float": good.replace('"schema": 1', '"schema": 1.0'),
+        "long_source_hash": good.replace('"abc"', '"' + "a" * 5_000_000 + '"'),
+        "long_device": good.replace('"H200"', '"' + "H" * 100_000 + '"'),
+        "nan": good.replace('"time_ms": 1.5', '"time_ms": NaN'),
+        "huge_bucket": good.replace('"m": 512', '"m": ' + str(2 ** 200)),
+    }.get(case)
+    if case == "not_utf8":
+        f.write_bytes(good.encode().replace(b"H200", b"H\xff\xfe200"))
+    elif case == "utf16":
+        _write_doc(f, good, "utf-16")
+    elif case == "too_big":
+        with open(f, "wb") as out:
+            out.truncate(MAX_DOCUMENT_BYTES + 10)
+    else:
+        assert text != good
+        _write_doc(f, text)
+    before = db.export()
+    assert dbcli.main(["import", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "DatabaseError" in err and "Traceback" not in err
+    assert db.export() == before
+
+
+def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):
+    for doc in ({**_doc(_entry()), "schema": True}, {**_doc(_entry()), "schema": 1.0},
+                _doc(_entry(time_ms=10 ** 400)), _doc(_entry(default_ms=10 ** 5000)),
+                _doc(_entry(source_hash="s" * 200_000))):
+        with pytest.raises(DatabaseError):
+            db.import_document(doc)
+    assert db.import_document(_doc(_entry())) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -21,6 +22,7 @@ _REPO = Path(__file__).resolve().parents[3]
 _lock = threading.Lock()
 _runtime = None  # provider.Runtime once attached
 _classpath: list[str] = []
+_exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on System.exit
 
 
 def isthmus_classpath() -> list[str]:
@@ -78,7 +80,48 @@ def start(classpath_entries=None, jvm_args=()) -> None:
         runtime = provider.Runtime()
         jpype.JClass("io.isthmus.Interop").attach(runtime)
         _runtime, _classpath = runtime, wanted
+        _install_exit_hook()
         atexit.register(shutdown)
+
+
+def _install_exit_hook() -> None:
+    """A JVM shutdown hook that runs Python's exit handlers and flushes its streams when Java
+    calls ``System.exit`` (which ends the process without them), in any program that hosts the
+    JVM through isthmus, not only ``isthmus java``. :func:`shutdown` removes it first, so an exit
+    that Python starts does not run the handlers twice. (A SecurityManager could intercept
+    System.exit instead, but it is deprecated for removal since Java 17.)"""
+    global _exit_hook
+    import jpype
+
+    @jpype.JImplements("java.lang.Runnable")
+    class ExitHook:
+        @jpype.JOverride
+        def run(self):
+            try:
+                atexit.unregister(shutdown)  # the JVM is exiting by itself: nothing left to shut down
+                atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
+                atexit._run_exitfuncs()  # noqa: SLF001
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:  # noqa: BLE001 - a closed stream must not block the exit
+                        pass
+
+    _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
+    jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)
+
+
+def _remove_exit_hook() -> None:
+    global _exit_hook
+    import jpype
+
+    hook, _exit_hook = _exit_hook, None
+    if hook is not None:
+        try:
+            jpype.JClass("java.lang.Runtime").getRuntime().removeShutdownHook(hook)
+        except jpype.JException:  # IllegalStateException: the JVM is already exiting
+            pass
 
 
 def _register_conversion() -> None:
@@ -112,4 +155,5 @@ def shutdown() -> None:
     _runtime.join_threads(5.0)
     if threading.current_thread() is threading.main_thread():
         _runtime = None
+        _remove_exit_hook()
         jpype.shutdownJVM()

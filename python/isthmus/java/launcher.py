@@ -6,16 +6,17 @@ with the isthmus runtime attached.
 
 JVM options (``-Xmx2g``, ``-Dkey=value``, ``-XX:...``, ``-ea``, ``--add-opens X``, ``@argfile``) are
 accepted like ``java`` does, so build tools can use this as their ``java`` (surefire's ``<jvm>``).
-stdout and stderr are the process's own. The exit code is ``main``'s: 0 when it returns,
-1 when it throws, and the status passed to ``System.exit``, which the JVM applies itself after
-a shutdown hook has flushed Python's streams and run Python's exit handlers (System.exit would
-otherwise skip them; a SecurityManager could intercept it, but is deprecated for removal in 17).
+stdout and stderr are the process's own. Like ``java``, the launcher waits for the
+application's non-daemon threads after ``main`` returns (the runtime stays attached for them).
+The exit code is ``main``'s: 0 when it returns, 1 when it throws, and the status passed to
+``System.exit``, which the JVM applies itself after a shutdown hook has flushed Python's streams
+and run Python's exit handlers (see :func:`isthmus.java.jvm.start`).
 """
 from __future__ import annotations
 
-import atexit
 import shlex
 import sys
+import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,41 +107,49 @@ def parse(argv: list[str]) -> Command:
     raise UsageError(USAGE)
 
 
-def _install_exit_hook():
-    """A JVM shutdown hook that runs only when Java calls System.exit (a normal return removes
-    it): flush Python's streams and run Python's exit handlers, which the JVM's exit skips."""
+def _join_non_daemon_threads() -> None:
+    """Wait, like ``java`` does after ``main`` returns, until every non-daemon Java thread has
+    ended. Python's threads attach to the JVM as daemons, so only the application's own threads
+    are waited for.
+
+    The Java joins run on a helper thread while this (main) thread waits in Python: when one of
+    the application's threads calls System.exit, JPype's shutdown hook interrupts every non-daemon
+    Java thread, main included, and then tears down its type system, so a main thread blocked in
+    a Java join would wake up into a dead JPype and crash the process. Waiting outside Java, it
+    simply stays put until the JVM ends the process with the status given to System.exit."""
     import jpype
 
-    from . import jvm
+    done = threading.Event()
+    main = jpype.JClass("java.lang.Thread").currentThread()
+    helper = threading.Thread(target=_join_in_java, args=(main, done), name="isthmus-join-java-threads", daemon=True)
+    helper.start()
+    done.wait()
 
-    @jpype.JImplements("java.lang.Runnable")
-    class ExitHook:
-        @jpype.JOverride
-        def run(self):
-            try:
-                atexit.unregister(jvm.shutdown)  # the JVM is exiting by itself
-                atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
-                atexit._run_exitfuncs()  # noqa: SLF001
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    try:
-                        stream.flush()
-                    except Exception:  # noqa: BLE001 - a closed stream must not block the exit
-                        pass
 
-    thread = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
-    jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(thread)
-    return thread
+def _join_in_java(main, done: threading.Event) -> None:
+    import jpype
+
+    thread = jpype.JClass("java.lang.Thread")
+    try:
+        while True:
+            others = [t for t in thread.getAllStackTraces().keySet() if t.isAlive() and not t.isDaemon()
+                      and not t.equals(main) and str(t.getName()) != "DestroyJavaVM"]
+            if not others:
+                return
+            for t in others:
+                t.join()
+    finally:
+        done.set()
 
 
 def run(command: Command) -> int:
-    """Run ``command``'s main with the runtime attached; returns the exit code."""
+    """Run ``command``'s main with the runtime attached; returns the exit code (after the
+    application's non-daemon threads have ended, as with ``java``)."""
     import jpype
 
     from . import jvm
 
     jvm.start(list(command.classpath), command.jvm_args)
-    hook = _install_exit_hook()
     code = 0
     try:
         try:
@@ -162,8 +171,10 @@ def run(command: Command) -> int:
             print(f"Error: Main method not found in class {command.main_class}, please define the main method as:\n"
                   "   public static void main(String[] args)", file=sys.stderr)
             code = 1
+        # The runtime stays attached (and System.exit from those threads keeps its status and
+        # Python's exit handlers) until the application's own threads are done.
+        _join_non_daemon_threads()
     finally:
-        jpype.JClass("java.lang.Runtime").getRuntime().removeShutdownHook(hook)
         jpype.JClass("java.lang.System").out.flush()
     return code
 

@@ -23,6 +23,7 @@ import socket
 import sqlite3
 import threading
 import time
+import urllib.parse
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -110,6 +111,18 @@ def canonical(params: dict) -> str:
     return json.dumps({k: params[k] for k in sorted(params)}, separators=(",", ":"))
 
 
+def _parse_best(bucket, params, dims: int) -> tuple[tuple[int, ...], dict] | None:
+    """A stored row's (bucket, params) when both hold what :meth:`Database.record` writes, else None."""
+    try:
+        b, p = json.loads(bucket), json.loads(params)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if (not isinstance(b, list) or len(b) != dims or not isinstance(p, dict)
+            or not all(type(x) is int and x > 0 for x in b)):
+        return None
+    return tuple(b), p
+
+
 def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a, b))
 
@@ -123,6 +136,7 @@ class Database:
         self.path = None if path is None else Path(path)
         self.readonly = readonly
         self._lock = threading.RLock()
+        self._warned_bad_row = False
         self._conn = self._open()
 
     @classmethod
@@ -223,20 +237,35 @@ class Database:
                 "backend = ? AND vendor = ? AND device = ? AND dtype = ?",
                 (key.kernel, key.source_hash, key.options, key.backend, key.vendor, key.device, key.dtype)).fetchall()
         ranked = []
-        for driver, bucket, params in rows:
-            b = tuple(json.loads(bucket))
-            if len(b) != len(key.bucket):
+        for i, (driver, bucket, params) in enumerate(rows):
+            parsed = _parse_best(bucket, params, len(key.bucket))
+            if parsed is None:
+                self._skipped(key.kernel, bucket, params)
                 continue
+            b, p = parsed
             level = 0 if (driver == key.driver and b == key.bucket) else 1 if driver == key.driver else 2
-            ranked.append((level, _distance(b, key.bucket), bucket, params))
-        for level, _, _, params in sorted(ranked):
-            yield ("exact", "nearest bucket", "other driver")[level], json.loads(params)
+            ranked.append((level, _distance(b, key.bucket), str(bucket), str(params), i, p))
+        for level, _, _, _, _, params in sorted(ranked):
+            yield ("exact", "nearest bucket", "other driver")[level], params
+
+    def _skipped(self, kernel, bucket, params) -> None:
+        # A row with bad values (edited by hand, written by a broken tool) is left out of every
+        # lookup; one warning per database says so, instead of an error on every launch.
+        if not self._warned_bad_row:
+            self._warned_bad_row = True
+            warnings.warn(f"tuning database {self.path or '(bundled)'}: skipped a best-config row of {kernel!r} "
+                          f"with bad values (bucket {str(bucket)[:80]!r}, params {str(params)[:80]!r}); launches "
+                          f"use the other rows or the defaults (retune, or `isthmus db clear`)", TuningDatabaseWarning,
+                          stacklevel=3)
 
     def best(self) -> list[dict]:
+        """Every best-config row as stored (a column a tool dropped is simply absent)."""
         with self._lock:
-            cur = self._conn.execute("SELECT * FROM best ORDER BY kernel, backend, device, dtype, bucket")
+            cur = self._conn.execute("SELECT * FROM best")
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            rows = [dict(zip(names, row)) for row in cur.fetchall()]
+        return sorted(rows, key=lambda r: tuple(str(r.get(c, "")) for c in ("kernel", "backend", "device", "dtype",
+                                                                             "bucket")))
 
     def runs(self, kernel: str | None = None) -> list[dict]:
         with self._lock:
@@ -257,7 +286,17 @@ class Database:
         """The best configs as a JSON-able document (what ``isthmus db export`` writes)."""
         from .exchange import to_entry
 
-        return {"format": FORMAT, "schema": SCHEMA, "entries": [to_entry(row) for row in self.best()]}
+        entries, bad = [], 0
+        for row in self.best():
+            entry = to_entry(row)
+            if entry is None:
+                bad += 1
+            else:
+                entries.append(entry)
+        if bad:
+            warnings.warn(f"tuning database {self.path or '(bundled)'}: {bad} best-config rows with bad values or "
+                          f"missing columns were left out", TuningDatabaseWarning, stacklevel=2)
+        return {"format": FORMAT, "schema": SCHEMA, "entries": entries}
 
     def import_document(self, doc, *, source: str = "document", skip_bad: bool = False) -> int:
         """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing
@@ -279,7 +318,10 @@ def _check_file(path: Path) -> str | None:
     if path.stat().st_size == 0:
         return None if not Path(str(path) + "-wal").exists() else "empty file with a write-ahead log"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S)
+        # Quoted: a '%', '#' or '?' in the path would otherwise be read as URI syntax (another file
+        # opened, or a valid database moved aside).
+        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]

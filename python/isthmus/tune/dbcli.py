@@ -51,7 +51,7 @@ def _show(args) -> int:
     stale = 0
     for e in doc["entries"]:
         dev = e["device"]
-        speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") else "-"
+        speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") and e["time_ms"] > 0 else "-"
         current = _current(e)
         stale += not current
         t.add_row(e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
@@ -89,14 +89,12 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    from ..errors import DatabaseError
     from . import db
+    from .exchange import MAX_DOCUMENT_BYTES, load_document
 
-    with open(args.file) as f:
-        try:
-            doc = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise DatabaseError(f"{args.file} is not JSON: {exc}") from None
+    with open(args.file, "rb") as f:
+        data = f.read(MAX_DOCUMENT_BYTES + 1)
+    doc = load_document(data, source=args.file)
     count = db.user().import_document(doc, source=args.file)
     db.forget()
     print(f"imported {count} configs from {args.file} into {db.user().path}", file=sys.stderr)

@@ -20,19 +20,60 @@ from ..errors import DatabaseError
 from .db import FORMAT, SCHEMA, canonical
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
+# Bounds on what an import reads: far above any real export (a few KB per entry), far below what
+# would exhaust memory or the parser's recursion.
+MAX_DOCUMENT_BYTES = 64 << 20
+MAX_ENTRIES = 100_000
+MAX_FIELD_CHARS = {"source_hash": 128, "options": 4096, "dtype": 32, "kernel": 64}
+MAX_DEVICE_CHARS = 512
+MAX_BUCKET = 1 << 62
 
 
-def to_entry(row: dict) -> dict:
+def load_document(data: bytes, source: str = "document"):
+    """The JSON document in ``data`` (UTF-8, at most MAX_DOCUMENT_BYTES), or DatabaseError saying
+    why it cannot be read: never a decoding, recursion or number-conversion error."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DatabaseError(f"{source}: {len(data)} bytes is larger than a tuning export can be "
+                            f"(at most {MAX_DOCUMENT_BYTES >> 20} MiB)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        hint = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise DatabaseError(f"{source} is not UTF-8 text{hint}: {exc}") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise DatabaseError(f"{source}: JSON nested too deeply to be a tuning export") from None
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers beyond Python's digit limit
+        raise DatabaseError(f"{source} is not a valid JSON tuning export: {exc}") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def to_entry(row: dict) -> dict | None:
+    """A stored best-config row as an export entry, or None when the row's values are unreadable
+    (the caller leaves it out: a bad row must not hide the good ones)."""
+    from .db import _parse_best
     from .space import kernel_family
 
-    family = kernel_family(row["kernel"])
-    bucket = json.loads(row["bucket"])
-    return {"kernel": row["kernel"], "source_hash": row["source_hash"], "options": row["options"],
-            "dtype": row["dtype"],
-            "device": {"backend": row["backend"], "vendor": row["vendor"], "name": row["device"],
-                       "driver": row["driver"]},
-            "bucket": dict(zip(family.problem, bucket)) if family is not None else bucket,
-            "params": json.loads(row["params"]), "time_ms": row["time_ms"], "default_ms": row["default_ms"]}
+    try:
+        family = kernel_family(row["kernel"])
+        dims = len(family.problem) if family is not None else len(json.loads(row["bucket"]))
+        parsed = _parse_best(row["bucket"], row["params"], dims)
+        time_ms, default_ms = row["time_ms"], row.get("default_ms")
+        if parsed is None or not _is_number(time_ms) or (default_ms is not None and not _is_number(default_ms)):
+            return None
+        bucket, params = parsed
+        return {"kernel": row["kernel"], "source_hash": row["source_hash"], "options": row["options"],
+                "dtype": row["dtype"],
+                "device": {"backend": row["backend"], "vendor": row["vendor"], "name": row["device"],
+                           "driver": row["driver"]},
+                "bucket": dict(zip(family.problem, bucket)) if family is not None else list(bucket),
+                "params": params, "time_ms": time_ms, "default_ms": default_ms}
+    except (KeyError, TypeError, ValueError, RecursionError):
+        return None
 
 
 class _Unlimited:
@@ -53,11 +94,13 @@ def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[t
                             f"got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
         raise DatabaseError(f"{source}: 'format' is {doc.get('format')!r}, expected {FORMAT!r}")
-    if doc.get("schema") != SCHEMA:
+    if type(doc.get("schema")) is not int or doc.get("schema") != SCHEMA:
         raise DatabaseError(f"{source}: schema {doc.get('schema')!r} is not {SCHEMA}, the one this isthmus reads")
     entries = doc.get("entries")
     if not isinstance(entries, list):
         raise DatabaseError(f"{source}: 'entries' must be a list, got {type(entries).__name__}")
+    if len(entries) > MAX_ENTRIES:
+        raise DatabaseError(f"{source}: {len(entries)} entries, more than a tuning export holds (at most {MAX_ENTRIES})")
     if not skip_bad:
         return [_entry(i, e, source) for i, e in enumerate(entries)]
     rows = []
@@ -77,8 +120,8 @@ def _entry(i: int, e, source: str) -> tuple:
     from .space import kernel_family, known_kernels
 
     kernel = e.get("kernel")
-    if not isinstance(kernel, str):
-        raise DatabaseError(f"{where}: 'kernel' must be a string, got {kernel!r}")
+    if not isinstance(kernel, str) or len(kernel) > MAX_FIELD_CHARS["kernel"]:
+        raise DatabaseError(f"{where}: 'kernel' must be a kernel's name, got {_short(kernel)}")
     where = f"{source}: entry {i} ({kernel})"
     family = kernel_family(kernel)
     if family is None:
@@ -89,7 +132,9 @@ def _entry(i: int, e, source: str) -> tuple:
         raise DatabaseError(f"{where}: missing fields {sorted(missing)}, unknown fields {sorted(extra)}")
     for f in ("source_hash", "options", "dtype"):
         if not isinstance(e[f], str) or not e[f]:
-            raise DatabaseError(f"{where}: {f!r} must be a non-empty string, got {e[f]!r}")
+            raise DatabaseError(f"{where}: {f!r} must be a non-empty string, got {_short(e[f])}")
+        if len(e[f]) > MAX_FIELD_CHARS[f]:
+            raise DatabaseError(f"{where}: {f!r} has {len(e[f])} characters, at most {MAX_FIELD_CHARS[f]} expected")
     try:
         dt = dtype_lookup(e["dtype"])
     except Exception:
@@ -97,36 +142,38 @@ def _entry(i: int, e, source: str) -> tuple:
     if dt.name not in family.dtypes:
         raise DatabaseError(f"{where}: {kernel} has no dtype {dt.name} (it has {', '.join(family.dtypes)})")
     dev = e["device"]
-    if not isinstance(dev, dict) or set(dev) != set(_DEVICE_FIELDS) or not all(isinstance(dev[f], str)
-                                                                                 for f in _DEVICE_FIELDS):
-        raise DatabaseError(f"{where}: 'device' must be an object of strings {list(_DEVICE_FIELDS)}, got {dev!r}")
+    if not isinstance(dev, dict) or set(dev) != set(_DEVICE_FIELDS) or not all(
+            isinstance(dev[f], str) and len(dev[f]) <= MAX_DEVICE_CHARS for f in _DEVICE_FIELDS):
+        raise DatabaseError(f"{where}: 'device' must be an object of strings {list(_DEVICE_FIELDS)} (at most "
+                            f"{MAX_DEVICE_CHARS} characters each), got {_short(dev)}")
     bucket = e["bucket"]
     if not isinstance(bucket, dict) or set(bucket) != set(family.problem):
-        raise DatabaseError(f"{where}: 'bucket' must name the problem sizes {list(family.problem)}, got {bucket!r}")
+        raise DatabaseError(f"{where}: 'bucket' must name the problem sizes {list(family.problem)}, "
+                            f"got {_short(bucket)}")
     for name, v in bucket.items():
-        if not _is_int(v) or v < 1 or v & (v - 1):
-            raise DatabaseError(f"{where}: bucket {name} = {v!r} must be a positive power of two")
+        if not _is_int(v) or v < 1 or v > MAX_BUCKET or v & (v - 1):
+            raise DatabaseError(f"{where}: bucket {name} = {_short(v)} must be a power of two from 1 to 2**62")
     params = e["params"]
     if not isinstance(params, dict):
         raise DatabaseError(f"{where}: 'params' must be an object, got {type(params).__name__}")
     names = {t.name for t in family.tunables}
     if set(params) != names:
-        raise DatabaseError(f"{where}: params {sorted(params)} are not {kernel}'s tunables {sorted(names)}")
+        raise DatabaseError(f"{where}: params {_short(sorted(params))} are not {kernel}'s tunables {sorted(names)}")
     for t in family.tunables:
         v = params[t.name]
         if type(v) is not type(t.default) or v not in t.values:
-            raise DatabaseError(f"{where}: params {t.name} = {v!r} is out of the space (one of "
+            raise DatabaseError(f"{where}: params {t.name} = {_short(v)} is out of the space (one of "
                                 f"{', '.join(map(str, t.values))})")
     problem = dict(bucket)
     if not family.is_valid(params, _Unlimited(), problem, dt):
         raise DatabaseError(f"{where}: params {params} break a restriction of {kernel}: "
                             f"{'; '.join(family.restrictions)}")
     time_ms = e["time_ms"]
-    if not _is_number(time_ms) or not math.isfinite(time_ms) or time_ms <= 0:
-        raise DatabaseError(f"{where}: 'time_ms' must be a positive number, got {time_ms!r}")
+    if not _is_time(time_ms):
+        raise DatabaseError(f"{where}: 'time_ms' must be a positive, finite number, got {_short(time_ms)}")
     default_ms = e.get("default_ms")
-    if default_ms is not None and (not _is_number(default_ms) or not math.isfinite(default_ms) or default_ms <= 0):
-        raise DatabaseError(f"{where}: 'default_ms' must be a positive number or null, got {default_ms!r}")
+    if default_ms is not None and not _is_time(default_ms):
+        raise DatabaseError(f"{where}: 'default_ms' must be a positive, finite number or null, got {_short(default_ms)}")
     keyrow = (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
               dt.name, json.dumps([bucket[p] for p in family.problem]))
     return keyrow, canonical(params), float(time_ms), None if default_ms is None else float(default_ms)
@@ -134,6 +181,24 @@ def _entry(i: int, e, source: str) -> tuple:
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_time(v) -> bool:
+    if not _is_number(v):
+        return False
+    try:
+        return math.isfinite(float(v)) and float(v) > 0  # an int beyond float's range overflows here
+    except OverflowError:
+        return False
+
+
+def _short(v) -> str:
+    """``repr(v)`` cut to a readable length (a bad value may be megabytes long)."""
+    try:
+        text = repr(v)
+    except ValueError:  # an int beyond Python's digit limit for str()
+        return f"an integer of about {v.bit_length() * 30103 // 100000} digits"
+    return text if len(text) <= 120 else text[:100] + f"... ({len(text)} characters)"
 
 
 def _is_number(v) -> bool:

@@ -222,6 +222,9 @@ public final class Device {
         if (defines != null) {
             int i = 0;
             for (Map.Entry<String, ?> e : defines.entrySet()) {
+                if (e.getKey() == null) {
+                    throw new InvalidArgumentException("define names must not be null", null, null);
+                }
                 names[i] = e.getKey();
                 values[i] = e.getValue() == null ? null : e.getValue().toString();
                 i++;

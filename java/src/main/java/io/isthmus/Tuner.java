@@ -53,18 +53,21 @@ public final class Tuner {
 
     /** @param name a problem size name @param value its value @return this */
     public Tuner size(String name, long value) {
+        require(name, "problem size name");
         problem.put(name, value);
         return this;
     }
 
     /** @param dtype the element type @return this */
     public Tuner dtype(DType dtype) {
+        require(dtype, "dtype");
         this.dtype = dtype;
         return this;
     }
 
     /** @param strategy exhaustive, random or anneal @return this */
     public Tuner strategy(String strategy) {
+        require(strategy, "strategy");
         this.strategy = strategy;
         return this;
     }
@@ -96,7 +99,7 @@ public final class Tuner {
     public Result run() {
         Isthmus rt = Isthmus.get();
         Device dev = device != null ? device : rt.device();
-        TuneRun run = rt.runtime().tune(kernel, dev.handle(), Map.copyOf(problem), dtype.pythonName(), strategy,
+        TuneRun run = rt.runtime().tune(kernel, dev.handle(), sizes(problem), dtype.pythonName(), strategy,
                 budget, seconds, seed);
         return new Result(run.kernel(), run.device(), Map.copyOf(run.best()), run.bestMs(),
                 Map.copyOf(run.defaults()), run.defaultMs(), Map.copyOf(run.byStatus()), run.evaluations(),
@@ -114,8 +117,29 @@ public final class Tuner {
      * @return tunable name to value
      */
     public static Map<String, Long> config(String kernel, Device device, Map<String, Long> problem, DType dtype) {
-        return Map.copyOf(Isthmus.get().runtime().tunedConfig(kernel, device.handle(), Map.copyOf(problem),
+        require(kernel, "kernel name");
+        require(device, "device");
+        require(dtype, "dtype");
+        return Map.copyOf(Isthmus.get().runtime().tunedConfig(kernel, device.handle(), sizes(problem),
                 dtype.pythonName()));
+    }
+
+    private static void require(Object value, String what) {
+        if (value == null) {
+            throw new InvalidArgumentException(what + " must not be null", null, null);
+        }
+    }
+
+    /** {@code problem} checked (no null map, name or size) and copied. */
+    private static Map<String, Long> sizes(Map<String, Long> problem) {
+        require(problem, "problem sizes");
+        for (Map.Entry<String, Long> e : problem.entrySet()) {
+            if (e.getKey() == null || e.getValue() == null) {
+                throw new InvalidArgumentException("problem sizes must not hold a null name or size, got "
+                        + e.getKey() + "=" + e.getValue(), null, null);
+            }
+        }
+        return Map.copyOf(problem);
     }
 
     /**

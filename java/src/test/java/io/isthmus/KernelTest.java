@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.Map;
 
 import org.junit.jupiter.api.BeforeAll;
@@ -59,6 +60,28 @@ class KernelTest {
         try (DeviceBuffer x = dev.allocate(DType.INT32, 3)) {
             fill.launch(LaunchConfig.of(3), x);
             assertArrayEquals(new int[] {42, 42, 42}, x.toIntArray());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void defineValuesOutsideTheGrammarAreRejected(Device dev) {
+        String src = "__kernel void fill(__global int* x) { x[get_global_id(0)] = VALUE * 2; }";
+        // a comment stands in for a space in C; a NUL would cut the option string
+        for (String bad : new String[] {"1/**/+1", "1\u0000", "1 + 1", "x\"", "(1)"}) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> dev.compile(src, "fill", Map.of("VALUE", bad)));
+            assertTrue(e.getMessage().contains("numbers"), e.getMessage());
+            assertEquals("isthmus.errors.InvalidArgumentError", e.pythonType());
+        }
+        assertThrows(InvalidArgumentException.class, () -> dev.compile(src, "fill", Map.of("1VALUE", 2)));
+        Map<String, Object> nullName = new HashMap<>();
+        nullName.put(null, 2);
+        assertThrows(InvalidArgumentException.class, () -> dev.compile(src, "fill", nullName));
+        Kernel fill = dev.compile(src, "fill", Map.of("VALUE", 16));
+        try (DeviceBuffer x = dev.allocate(DType.INT32, 2)) {
+            fill.launch(LaunchConfig.of(2), x);
+            assertArrayEquals(new int[] {32, 32}, x.toIntArray());
         }
     }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
 
@@ -45,6 +46,17 @@ class TunerTest {
                 () -> Tuner.of("axpy").device(dev).size("n", 10).strategy("bogus").run());
         assertThrows(InvalidArgumentException.class,
                 () -> Tuner.config("softmax", dev, Map.of("n", 10L), DType.FLOAT32));
+        // nulls are typed errors, not NullPointerExceptions (issue 15, item 9)
+        Map<String, Long> withNull = new HashMap<>();
+        withNull.put("n", null);
+        assertThrows(InvalidArgumentException.class, () -> Tuner.config("axpy", null, Map.of("n", 10L), DType.FLOAT32));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.config("axpy", dev, null, DType.FLOAT32));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.config("axpy", dev, Map.of("n", 10L), null));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.config(null, dev, Map.of("n", 10L), DType.FLOAT32));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.config("axpy", dev, withNull, DType.FLOAT32));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").dtype(null));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").strategy(null));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").size(null, 3));
     }
 
     @ParameterizedTest

@@ -1,0 +1,304 @@
+"""The program cache: compiled binaries kept on disk between processes, and a bounded memo of
+compiled programs (and library kernels) per device.
+
+A disk entry is never trusted by its file name. Each one starts with a header (magic, format
+version, payload length, SHA-256 of the payload, and the hash of the recipe it was built from);
+an entry is handed to the driver only when all of them match, because a driver that is given a
+truncated or foreign binary may abort the process (PoCL asserts in ``pocl_binary_deserialize``)
+before any code could delete the entry, and then every later process dies the same way. Anything
+unreadable, mismatching, truncated or not a regular file is a miss: removed and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import struct
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import knobs
+
+FORMAT = 2  # 1: raw driver binaries without a header
+MAGIC = b"ISTHMUS-PROGRAM\0"
+_HEADER = struct.Struct("<16sIQ32s32s")  # magic, format, payload length, payload sha256, recipe sha256
+_MAX_ENTRY = 1 << 30  # no compiled program is this large: a bigger file is not one of ours
+_STALE_TMP_S = 3600  # a temp file this old belongs to a writer that died
+
+
+def entry_path(key: str) -> Path:
+    """Where the program with recipe hash ``key`` (64 hex digits) is stored."""
+    return knobs.cache_dir() / f"programs-v{FORMAT}" / key[:2] / f"{key}.bin"
+
+
+# ---- entries ---------------------------------------------------------------------------------
+def pack(key: str, payload: bytes) -> bytes:
+    """``payload`` (a driver binary) with the header that lets a reader verify it."""
+    return _HEADER.pack(MAGIC, FORMAT, len(payload), hashlib.sha256(payload).digest(), bytes.fromhex(key)) + payload
+
+
+def unpack(key: str, data: bytes) -> bytes | None:
+    """The payload of entry ``data`` if it is a complete, intact entry for recipe ``key``, else None."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, fmt, length, digest, recipe = _HEADER.unpack_from(data)
+    payload = data[_HEADER.size:]
+    if (magic != MAGIC or fmt != FORMAT or recipe != bytes.fromhex(key) or length != len(payload)
+            or hashlib.sha256(payload).digest() != digest):
+        return None
+    return payload
+
+
+def read(key: str) -> bytes | None:
+    """The verified payload stored for ``key``, or None (a miss). A bad entry is removed, and so
+    is one that a process died while handing to its driver (see :func:`loading`)."""
+    path = entry_path(key)
+    if _loader_died(key):
+        drop(key)
+        return None
+    data = _read_regular(path)
+    if data is None:
+        return None
+    payload = unpack(key, data)
+    if payload is None:
+        drop(key)
+        return None
+    _touch(path)
+    return payload
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of plausible size; never blocks on a FIFO or
+    device node, and removes whatever non-regular file sits at the entry's path."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
+        _remove(path, st)
+        return None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)  # the path may have been swapped between lstat and open
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
+            return None
+        chunks, left = [], st.st_size + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path, st: os.stat_result) -> None:
+    # A directory is left alone (it may hold someone's files); the entry simply stays a miss and
+    # the write that follows fails quietly.
+    if not stat.S_ISDIR(st.st_mode):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def drop(key: str) -> None:
+    """Remove the entry for ``key`` (it failed verification, or the driver refused it)."""
+    path = entry_path(key)
+    for marker in _markers(key):
+        _unlink_quietly(marker)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    _remove(path, st)
+
+
+# ---- a driver that dies on an entry ----------------------------------------------------------
+# Verification catches damaged and foreign entries, but a driver may still crash on a binary that
+# is intact (a driver bug, a library swapped under the same version string). A marker file names
+# each process that is handing an entry to its driver; a marker left by a process that no longer
+# exists means the driver killed it there, and the next process drops the entry instead of dying
+# the same way.
+@contextmanager
+def loading(key: str):
+    """Around the driver call that loads entry ``key``."""
+    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _can_check_pids() else None
+    if marker is not None:
+        try:
+            marker.touch()
+        except OSError:
+            marker = None
+    try:
+        yield
+    finally:
+        if marker is not None:
+            _unlink_quietly(marker)
+
+
+def _can_check_pids() -> bool:
+    return os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
+
+
+def _markers(key: str) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(entry_path(key).parent) if e.name.startswith(f"{key}.loading-")]
+    except OSError:
+        return []
+
+
+def _loader_died(key: str) -> bool:
+    if not _can_check_pids():
+        return False
+    for marker in _markers(key):
+        pid = marker.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by someone else
+        return True
+    return True
+
+
+def _touch(path: Path) -> None:
+    # Eviction removes the least recently used entries first: a hit counts as a use.
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def write(key: str, payload: bytes) -> None:
+    """Store ``payload`` for ``key`` atomically, then evict the oldest entries beyond the size limit.
+    A failure (full disk, read-only cache) only costs a recompile next time, and leaves no temp file."""
+    path = entry_path(key)
+    limit = knobs.program_cache_bytes()
+    data = pack(key, payload)
+    if limit <= 0 or len(data) > limit:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_all(f, data)
+        os.replace(tmp, path)
+    except OSError:
+        _unlink_quietly(tmp)
+        return
+    evict(limit)
+
+
+def _write_all(f, data: bytes) -> None:
+    # One named step, so a test can make the write fail as a full disk would.
+    f.write(data)
+
+
+def _unlink_quietly(path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def evict(limit: int) -> None:
+    """Remove the least recently used entries until the disk cache holds at most ``limit`` bytes;
+    temp files left by writers that died are removed too."""
+    root = knobs.cache_dir() / f"programs-v{FORMAT}"
+    entries, total, now = [], 0, time.time()
+    try:
+        shards = list(os.scandir(root))
+    except OSError:
+        return
+    for shard in shards:
+        try:
+            files = list(os.scandir(shard.path)) if shard.is_dir(follow_symlinks=False) else []
+        except OSError:
+            continue
+        for f in files:
+            try:
+                st = f.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if not f.name.endswith(".bin"):  # loading markers stay until their entry is read
+                if f.name.startswith(".tmp-") and now - st.st_mtime > _STALE_TMP_S:
+                    _unlink_quietly(f.path)
+                continue
+            entries.append((st.st_mtime, st.st_size, f.path))
+            total += st.st_size
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        _unlink_quietly(path)
+        total -= size
+
+
+# ---- in-memory memo --------------------------------------------------------------------------
+class BoundedMemo:
+    """A thread-safe mapping that keeps at most ``capacity`` entries, dropping the least recently
+    used: a long-running process that compiles many variants (tuning, user kernels with changing
+    defines) keeps a bounded number of programs alive. ``capacity`` None: read the knob each time."""
+
+    def __init__(self, capacity: int | None = None):
+        self._capacity = capacity
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            value = self._data.get(key, default)
+            if key in self._data:
+                self._data.move_to_end(key)
+            return value
+
+    def __setitem__(self, key, value) -> None:
+        capacity = self._capacity if self._capacity is not None else knobs.program_memo_entries()
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > max(1, capacity):
+                self._data.popitem(last=False)
+
+    def __getitem__(self, key):
+        with self._lock:
+            value = self._data[key]
+            self._data.move_to_end(key)
+            return value
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def pop(self, key, default=None):
+        with self._lock:
+            return self._data.pop(key, default)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
