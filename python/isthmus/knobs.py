@@ -30,6 +30,7 @@ KNOBS = (
     Knob("ISTHMUS_CUDA_LAUNCH_GRAPHS", "1", "0: a repeated CUDA launch stays a driver call instead of becoming a "
          "one-kernel CUDA graph"),
     Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
+    Knob("MAVEN_OPTS", "", "Maven's own variable: `isthmus maven-install` installs into its -Dmaven.repo.local"),
 )
 
 
@@ -65,6 +66,10 @@ def classpath() -> list[str]:
 
 def jvm_path() -> str | None:
     return _get("ISTHMUS_JVM").strip() or None
+
+
+def maven_opts() -> str:
+    return _get("MAVEN_OPTS")
 
 
 def opencl_pool_bytes() -> int:
