@@ -158,6 +158,15 @@ def _time_unit(values_ms: list[float]) -> tuple[str, float]:
 
 
 def plot(result, path: str, device_name: str | None = None) -> None:
+    """Write :func:`figure` to ``path`` (PNG, SVG, PDF: by its suffix)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(result, device_name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure(result, device_name: str | None = None):
     """Time of each evaluated config in search order (failures marked at the top), the best so
     far, the default's time as a line, and the best config's parameters written on the figure."""
     import matplotlib
@@ -206,8 +215,7 @@ def plot(result, path: str, device_name: str | None = None) -> None:
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 if __name__ == "__main__":
