@@ -88,6 +88,7 @@ class OpenCLDevice(Device):
             local_mem_size=int(d.local_mem_size), driver_version=d.driver_version.strip(),
             platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes))
         self.max_alloc = int(d.max_mem_alloc_size)
+        self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
         self._ctx = None
         self._queue = None
         self._init_lock = threading.Lock()
