@@ -94,7 +94,8 @@ class BuildPy(build_py):
         return [*super().get_outputs(include_bytecode), *getattr(self, "java_outputs", ())]
 
 
-setup(
-    packages=[*find_packages("python"), "isthmus.tune.bundled", "isthmus.opencl"],
-    cmdclass={"build_py": BuildPy},
-)
+if __name__ == "__main__":  # setuptools' build backend runs this file as __main__; tests import it
+    setup(
+        packages=[*find_packages("python"), "isthmus.tune.bundled", "isthmus.opencl"],
+        cmdclass={"build_py": BuildPy},
+    )
