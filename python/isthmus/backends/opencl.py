@@ -21,7 +21,8 @@ def _cl():
     try:
         import pyopencl
     except ImportError as exc:
-        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install pyopencl (what isthmus' opencl extra installs)") from exc
+        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install pyopencl (what isthmus' "
+                                      "opencl extra installs)") from exc
     return pyopencl
 
 
@@ -30,8 +31,9 @@ def discover() -> list["OpenCLDevice"]:
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:  # no ICD loader entries: PLATFORM_NOT_FOUND_KHR
-        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); for a CPU device install PoCL: apt-get install "
-                                      "pocl-opencl-icd (Debian/Ubuntu) or pip install pocl-binary-distribution") from exc
+        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); for a CPU device install PoCL: apt-get "
+                                      "install pocl-opencl-icd (Debian/Ubuntu) or pip install "
+                                      "pocl-binary-distribution") from exc
     found = []
     for platform in platforms:
         try:

@@ -34,7 +34,8 @@ if [ -n "${{JAVA_HOME:-}}" ] && [ "$(cd "$JAVA_HOME" 2>/dev/null && pwd -P)" = "
   if [ -n "$jdk" ] && [ -d "$jdk" ]; then JAVA_HOME=$jdk; export JAVA_HOME; else unset JAVA_HOME; fi
 fi
 if [ ! -x "$py" ]; then
-  echo "isthmus: $0 runs $py, which no longer exists; run \\`isthmus jvm-home\\` again with the Python that has isthmus installed" >&2
+  echo "isthmus: $0 runs $py, which no longer exists;" \
+    "run \\`isthmus jvm-home\\` again with the Python that has isthmus installed" >&2
   exit 127
 fi
 exec "$py" -m isthmus.java "$@"

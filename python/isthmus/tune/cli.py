@@ -95,8 +95,8 @@ def table(result):
     from rich.table import Table
 
     t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
-                    f"{len(result.evaluations)} of {result.space_size} configs ({result.strategy}, seed {result.seed}), "
-                    f"{result.seconds:.1f} s")
+                    f"{len(result.evaluations)} of {result.space_size} configs "
+                    f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
     t.add_column("config")
     t.add_column("params")
     t.add_column("time (ms)", justify="right")
