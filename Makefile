@@ -7,6 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JAR_DIR := python/isthmus/java/lib
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' python/isthmus/_version.py)
 JAVA_SRC := $(shell find java/src/main -type f 2>/dev/null) pom.xml
 MVN    := mvn -q -B -ntp
 
@@ -22,13 +23,14 @@ opencl-driver:
 	fi
 
 venv: $(STAMP)
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[opencl,dev]'
 	touch $@
 
 # ---- Java artifact (io.isthmus:isthmus), shipped inside the Python package ----
+# (a wheel build makes its own through setup.py; this is for the editable install in .venv)
 # `mvn install` also compiles the Java test classes and writes target/test-classpath.txt,
 # which tests/crosslang puts on the hosted JVM's classpath.
 JAVA_ALL := $(JAVA_SRC) $(shell find java/src/test -type f 2>/dev/null)
@@ -37,8 +39,9 @@ jar: $(JAR_STAMP)
 $(JAR_STAMP): $(JAVA_ALL)
 	$(MVN) install -DskipTests
 	mkdir -p $(JAR_DIR)
-	rm -f $(JAR_DIR)/*.jar
-	cp target/isthmus-0.1.0.jar $(JAR_DIR)/
+	rm -f $(JAR_DIR)/isthmus-*
+	cp target/isthmus-$(VERSION).jar target/isthmus-$(VERSION)-sources.jar target/isthmus-$(VERSION)-javadoc.jar $(JAR_DIR)/
+	cp pom.xml $(JAR_DIR)/isthmus-$(VERSION).pom
 	touch $@
 
 # the Java example: a standalone Maven app on the installed artifact, run through the launcher
@@ -53,7 +56,7 @@ test: opencl-driver venv jar
 	$(PY) -m pytest tests
 
 bench: venv jar
-	$(PY) -m isthmus.cli bench
+	$(PY) -m isthmus.cli bench --out benchmarks/results
 
 # For the lent GPU machine: .device/ (JRE, wheels, jar; ../shared/device/prepare.sh) and .devjava/
 # (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:

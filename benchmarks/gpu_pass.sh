@@ -4,6 +4,9 @@
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 set -u
+# isthmus runs from the source tree here (PYTHONPATH), not installed: the kernel sources are the
+# checkout's opencl/ folder, which an installed isthmus finds as its package isthmus.opencl
+export ISTHMUS_KERNEL_DIR=${ISTHMUS_KERNEL_DIR:-$PWD/opencl}
 R=${R:-/tmp/r}
 mkdir -p "$R" python/isthmus/java/lib target
 cp .device/jars/*.jar python/isthmus/java/lib/ 2>/dev/null

@@ -5,8 +5,8 @@ the direct PyOpenCL / CuPy ``RawKernel`` call of the very same compiled kernel w
 arguments (recorded from the library call and replayed), the vendor library where there is one
 (CuPy / cuBLAS on CUDA) and NumPy on the host; a device-to-device copy gives the bandwidth
 ceiling. Host overhead per call is measured on tiny problems for the library call (allocating its
-result, and with ``out=``) and the direct call, in alternating rounds. Results go to
-``benchmarks/results/`` as JSON plus a markdown table.
+result, and with ``out=``) and the direct call, in alternating rounds. Results go to ``--out``
+(default: the current folder) as JSON plus a markdown table, named after backend and device.
 """
 from __future__ import annotations
 
@@ -154,6 +154,15 @@ def machine() -> dict:
     return info
 
 
+NUMPY_REPEAT = 5  # warm NumPy calls timed per figure, --quick too: one call is mostly its cold start
+
+
+def host_numpy_ms(fn) -> float:
+    """NumPy's host time: the median of NUMPY_REPEAT calls after a warm-up call (page faults,
+    allocator growth and thread-pool start-up land in the warm-up, not in the figure)."""
+    return host_ms(fn, repeat=NUMPY_REPEAT, warmup=1)
+
+
 def run(dev, quick: bool = False) -> dict:
     sizes = sizes_for(dev, quick)
     repeat = 5 if quick else 20
@@ -171,7 +180,7 @@ def run(dev, quick: bool = False) -> dict:
         direct_ms = device_ms(dev, direct, repeat=repeat, batch=batch)
         vendor = _vendor(dev, w, args)
         vendor_ms = device_ms(dev, vendor, repeat=repeat, batch=batch) if vendor else None
-        numpy_ms = host_ms(w.numpy, repeat=3 if not quick else 1, warmup=1)
+        numpy_ms = host_numpy_ms(w.numpy)
         value, unit = w.metric(ms)
         row = {"op": w.op, "label": w.label, "correct": bool(ok), "unit": unit,
                "isthmus_ms": ms, "isthmus": value, "direct_ms": direct_ms, "direct": w.metric(direct_ms)[0],
@@ -275,7 +284,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(device_id: str | None = None, quick: bool = False, out: str = "benchmarks/results") -> int:
+def main(device_id: str | None = None, quick: bool = False, out: str = ".") -> int:
     from rich.console import Console
     from rich.markdown import Markdown
 

@@ -140,6 +140,12 @@ class Buffer:
         return self.shape[0]
 
     # ---- host transfers ----------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        # Without this NumPy would build a 0-d object array around the Buffer; a device-to-host
+        # copy is never implicit (CuPy refuses the same way).
+        raise TypeError("an isthmus Buffer is device memory and does not convert to a NumPy array implicitly; "
+                        "call buf.to_numpy() for a host copy")
+
     def to_numpy(self, out: np.ndarray | None = None) -> np.ndarray:
         """Copy to the host (waits for queued work that writes this buffer)."""
         self._check()

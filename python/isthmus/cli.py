@@ -1,4 +1,4 @@
-"""``isthmus devices | demo | bench | tune | db | java``."""
+"""``isthmus devices | demo | bench | tune | db | java | maven-install | jvm-home`` (also ``python -m isthmus``)."""
 from __future__ import annotations
 
 import argparse
@@ -49,14 +49,24 @@ def _forward(module: str, argv: list[str]) -> int:
     return importlib.import_module(module).main(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # Verbs whose arguments belong to another parser (the JVM launcher, the tuner) are forwarded whole.
-    forwarded = {"java": "isthmus.java.launcher", "tune": "isthmus.tune.cli", "db": "isthmus.tune.dbcli"}
-    if argv and argv[0] in forwarded:
-        return _forward(forwarded[argv[0]], argv[1:])
-    parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels for Python and Java")
-    sub = parser.add_subparsers(dest="verb", required=True)
+# Verbs whose arguments belong to another parser (the JVM launcher, the tuner, ...) are forwarded whole.
+FORWARDED = {
+    "java": ("isthmus.java.launcher", "run a Java main class or jar with the runtime attached (java's options)"),
+    "tune": ("isthmus.tune.cli", "tune a library kernel on a device"),
+    "db": ("isthmus.tune.dbcli", "show/export/import/clear the tuning database"),
+    "maven-install": ("isthmus.java.maven", "install the Java artifact io.isthmus:isthmus into the local Maven "
+                                            "repository"),
+    "jvm-home": ("isthmus.java.jvm_home", "create a Java home whose bin/java runs `isthmus java` (surefire's <jvm>)"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels written once in OpenCL C, for Python "
+                                     "and Java")
+    parser.add_argument("--version", action="version", version=f"isthmus {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
     p = sub.add_parser("devices", help="list every device of every backend")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_devices)
@@ -66,12 +76,22 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="benchmark the library against PyOpenCL, CuPy and NumPy")
     p.add_argument("--device", default=None)
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--out", default="benchmarks/results", help="folder for the JSON and markdown results")
+    p.add_argument("--out", default=".", metavar="DIR",
+                   help="folder for the JSON and markdown results (default: the current folder)")
     p.set_defaults(run=_bench)
-    for verb, help_ in (("java", "run a Java main class or jar with the runtime attached"),
-                        ("tune", "tune a library kernel on a device"), ("db", "show/export/import the tuning database")):
+    for verb, (_, help_) in FORWARDED.items():
         sub.add_parser(verb, help=help_, add_help=False)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in FORWARDED:
+        return _forward(FORWARDED[argv[0]][0], argv[1:])
+    args = parser().parse_args(argv)
+    if args.verb is None:  # bare `isthmus`: what it can do
+        parser().print_help()
+        return 0
     from .errors import IsthmusError
 
     try:

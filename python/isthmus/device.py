@@ -302,8 +302,9 @@ def devices() -> list[Device]:
 
 def _install_hint() -> str:
     why = "; ".join(f"{name}: {msg}" for name, msg in sorted(_problems.items())) or "no devices reported"
-    return (f"no usable isthmus backend ({why}). Install one: pip install 'isthmus[opencl]' "
-            f"(PyOpenCL + PoCL, runs on any CPU) or pip install 'isthmus[cuda]' (CuPy, NVIDIA GPUs)")
+    return (f"no usable isthmus backend ({why}). Install one: pip install pyopencl (any OpenCL driver; for a CPU "
+            "device also PoCL: apt-get install pocl-opencl-icd or pip install pocl-binary-distribution) or pip "
+            "install cupy-cuda12x (NVIDIA GPUs, CUDA 12; cupy-cuda13x for CUDA 13)")
 
 
 def device(id: str | None = None) -> Device:

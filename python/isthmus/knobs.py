@@ -6,6 +6,7 @@ without re-importing anything.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ KNOBS = (
     Knob("ISTHMUS_CUDA_LAUNCH_GRAPHS", "1", "0: a repeated CUDA launch stays a driver call instead of becoming a "
          "one-kernel CUDA graph"),
     Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
+    Knob("MAVEN_OPTS", "", "Maven's own variable: `isthmus maven-install` installs into its -Dmaven.repo.local"),
 )
 
 
@@ -86,6 +88,10 @@ def jvm_path() -> str | None:
     return _get("ISTHMUS_JVM").strip() or None
 
 
+def maven_opts() -> str:
+    return _get("MAVEN_OPTS")
+
+
 def opencl_pool_bytes() -> int:
     value = _get("ISTHMUS_OPENCL_POOL_MB").strip()
     try:
@@ -99,11 +105,25 @@ def cuda_launch_graphs() -> bool:
 
 
 def kernel_dir() -> Path:
+    """The kernel library's OpenCL sources: ``ISTHMUS_KERNEL_DIR``, else the package ``isthmus.opencl``
+    (the repository's top-level ``opencl/`` folder, installed as package data or mapped there by an
+    editable install)."""
     value = _get("ISTHMUS_KERNEL_DIR")
     if value:
         return Path(value).expanduser()
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "opencl", here.parent.parent / "opencl"):
-        if (candidate / "dtype.h").exists():
-            return candidate
-    return here.parent.parent / "opencl"
+    return _packaged_kernel_dir()
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged_kernel_dir() -> Path:
+    import importlib.util
+
+    from .errors import BackendUnavailableError
+
+    spec = importlib.util.find_spec("isthmus.opencl")
+    for folder in (spec.submodule_search_locations or ()) if spec else ():
+        if (Path(folder) / "dtype.h").is_file():
+            return Path(folder)
+    raise BackendUnavailableError(
+        "the kernel sources (package isthmus.opencl) are not installed: install isthmus with pip (from the wheel, "
+        "or `pip install -e .` in a checkout), or point ISTHMUS_KERNEL_DIR at a checkout's opencl/ folder")

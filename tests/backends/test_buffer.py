@@ -193,3 +193,14 @@ def test_free_pool_keeps_live_buffers_and_later_allocations_work(dev, rng):
     np.testing.assert_array_equal(keep.to_numpy(), host)
     again = dev.asarray(host[::-1].copy())
     np.testing.assert_array_equal(again.to_numpy(), host[::-1])
+
+
+def test_numpy_conversion_is_never_implicit(dev, rng):
+    """np.asarray(buf) would otherwise be a 0-d object array holding the Buffer; it must say how
+    to get a host copy instead (as CuPy does)."""
+    host = rng.standard_normal(7).astype(np.float32)
+    x = dev.asarray(host)
+    for convert in (np.asarray, np.array, lambda b: np.add(b, 1)):
+        with pytest.raises(TypeError, match=r"to_numpy\(\)"):
+            convert(x)
+    np.testing.assert_array_equal(x.to_numpy(), host)

@@ -29,7 +29,8 @@ def _cupy():
     try:
         import cupy
     except ImportError as exc:
-        raise BackendUnavailableError(f"CuPy is not installed ({exc}); pip install 'isthmus[cuda]'") from exc
+        raise BackendUnavailableError(f"CuPy is not installed ({exc}); pip install cupy-cuda12x (CUDA 12 drivers) or "
+                                      "cupy-cuda13x (CUDA 13)") from exc
     return cupy
 
 

@@ -29,7 +29,8 @@ def _cl():
     try:
         import pyopencl
     except ImportError as exc:
-        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install 'isthmus[opencl]'") from exc
+        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install pyopencl (what isthmus' "
+                                      "opencl extra installs)") from exc
     return pyopencl
 
 
@@ -38,8 +39,9 @@ def discover() -> list["OpenCLDevice"]:
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:  # no ICD loader entries: PLATFORM_NOT_FOUND_KHR
-        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); pip install pocl-binary-distribution "
-                                      "for a CPU device") from exc
+        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); for a CPU device install PoCL: apt-get "
+                                      "install pocl-opencl-icd (Debian/Ubuntu) or pip install "
+                                      "pocl-binary-distribution") from exc
     found = []
     for platform in platforms:
         try:
@@ -103,6 +105,7 @@ class OpenCLDevice(Device):
                                       max_total_groups=_MAX_GROUPS, runtime_picks_local=True)
         if "nvidia" in self.vendor.lower():
             self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
+        self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
         self._ctx = None
         self._queue = None
         self._init_lock = threading.Lock()

@@ -11,13 +11,14 @@ import atexit
 import os
 import sys
 import threading
+import zipfile
 from pathlib import Path
 
 from isthmus import knobs
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError
 
-_LIB = Path(__file__).resolve().parent / "lib"
-_REPO = Path(__file__).resolve().parents[3]
+_LIB = Path(__file__).resolve().parent / "lib"  # in the package: the wheel build (or `make jar`) puts the jar here
+_MARKER = "io/isthmus/Isthmus.class"
 
 _lock = threading.Lock()
 _runtime = None  # provider.Runtime once attached
@@ -25,28 +26,50 @@ _classpath: list[str] = []
 _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on System.exit
 
 
-def isthmus_classpath() -> list[str]:
-    """Where the io.isthmus classes are: the jar shipped in the package (``make jar`` puts it in
-    ``isthmus/java/lib``), else a source checkout's Maven output."""
-    jars = sorted(str(p) for p in _LIB.glob("isthmus-*.jar") if not p.name.endswith(("-sources.jar", "-javadoc.jar")))
-    if jars:
-        return jars[-1:]
-    classes = _REPO / "target" / "classes"
-    if (classes / "io" / "isthmus" / "Isthmus.class").exists():
-        return [str(classes)]
+def packaged_jar() -> Path | None:
+    """The io.isthmus jar installed with this package (this version's when there are several), or None."""
+    from isthmus import __version__
+
+    own = _LIB / f"isthmus-{__version__}.jar"
+    if own.is_file():
+        return own
+    jars = sorted(p for p in _LIB.glob("isthmus-*.jar") if not p.name.endswith(("-sources.jar", "-javadoc.jar")))
+    return jars[-1] if jars else None
+
+
+def _holds_isthmus(entry: str) -> bool:
+    path = Path(entry)
+    if path.is_dir():
+        return (path / _MARKER).is_file()
+    try:
+        with zipfile.ZipFile(path) as z:
+            return _MARKER in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def isthmus_classpath(given=()) -> list[str]:
+    """Where the io.isthmus classes come from: the jar installed with the package, else nothing
+    extra when one of the ``given`` classpath entries (``-cp``, ``ISTHMUS_CLASSPATH``) holds them."""
+    jar = packaged_jar()
+    if jar is not None:
+        return [str(jar)]
+    if any(_holds_isthmus(str(e)) for e in given):
+        return []
     raise BackendUnavailableError(
-        f"the isthmus Java classes are missing: no isthmus-*.jar in {_LIB} and no Maven build in {classes}; "
-        "build them with `make jar` (or `mvn -q install` and copy target/isthmus-0.1.0.jar there)")
+        f"the isthmus Java classes are missing: no isthmus-*.jar in {_LIB} and no classpath entry holds "
+        f"{_MARKER}; install isthmus from its wheel (which carries the jar), run `make jar` in a checkout, "
+        "or pass the jar with -cp / ISTHMUS_CLASSPATH")
 
 
 def classpath(extra=None) -> list[str]:
     """The JVM's classpath: isthmus itself, ``ISTHMUS_CLASSPATH``, then ``extra``."""
     if isinstance(extra, str):
         extra = extra.split(os.pathsep)
+    given = [str(e) for e in [*knobs.classpath(), *(extra or ())] if str(e)]
     out: list[str] = []
-    for entry in [*isthmus_classpath(), *knobs.classpath(), *(extra or ())]:
-        entry = str(entry)
-        if entry and entry not in out:
+    for entry in [*isthmus_classpath(given), *given]:
+        if entry not in out:
             out.append(entry)
     return out
 

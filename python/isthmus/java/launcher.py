@@ -179,6 +179,22 @@ def run(command: Command) -> int:
     return code
 
 
+def _startup_problem(exc: BaseException) -> str | None:
+    """One line for what keeps the JVM from starting (no JPype, no JVM, no isthmus jar), else None:
+    build tools show a launcher's stderr, and the cause must not drown in a traceback."""
+    from isthmus.errors import IsthmusError
+
+    if isinstance(exc, IsthmusError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ImportError) and exc.name == "jpype":
+        return ("JPype is not installed in this Python; install it (pip install jpype1, or the extra "
+                "isthmus[java]) in the environment that has isthmus")
+    if type(exc).__name__ in ("JVMNotFoundException", "JVMNotSupportedException"):
+        return (f"no usable JVM ({exc}); install a JDK 17+ and set JAVA_HOME to it, or point ISTHMUS_JVM at its "
+                "libjvm")
+    return None
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``isthmus java`` (dispatched by ``isthmus.cli``)."""
     if not argv or argv[0] in ("-h", "--help", "-help"):
@@ -189,7 +205,14 @@ def main(argv: list[str]) -> int:
     except (UsageError, OSError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    code = run(command)
+    try:
+        code = run(command)
+    except Exception as exc:  # noqa: BLE001 - narrowed by _startup_problem; anything else propagates
+        problem = _startup_problem(exc)
+        if problem is None:
+            raise
+        print(f"isthmus java: {problem}", file=sys.stderr)
+        return 1
     sys.stdout.flush()
     # like `java`: the process ends when non-daemon Java threads have finished (shutdown waits)
     from . import jvm

@@ -55,6 +55,8 @@ def _run(args) -> int:
     from .runner import Budget, Measure
 
     console = Console(stderr=True)
+    if args.plot:
+        check_plot(args.plot)
     dev = get_device(args.device)
     problem = dict(args.size)
     state = {"best": math.inf, "failed": 0}
@@ -82,67 +84,138 @@ def _run(args) -> int:
         with open(args.json, "w") as f:
             json.dump(result.to_json(), f, indent=1)
     if args.plot:
-        plot(result, args.plot)
+        plot(result, args.plot, device_name=dev.name)
         console.print(f"plot written to {args.plot}")
     return 0 if math.isfinite(result.best_ms) else 1
 
 
 def table(result):
+    """The five fastest configs and the default; the winner is the fastest of all, the default
+    included (a search that found nothing faster shows the default as the best)."""
     from rich.table import Table
 
     t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
-                    f"{len(result.evaluations)} of {result.space_size} configs ({result.strategy}, seed {result.seed}), "
-                    f"{result.seconds:.1f} s")
+                    f"{len(result.evaluations)} of {result.space_size} configs "
+                    f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
     t.add_column("config")
     t.add_column("params")
     t.add_column("time (ms)", justify="right")
     t.add_column("vs default", justify="right")
-    ranked = sorted((e for e in result.evaluations if e.status == "ok"), key=lambda e: e.time_ms)[:5]
-    for i, e in enumerate(ranked):
-        t.add_row("best" if i == 0 else f"#{i + 1}", _params(e.params), f"{e.time_ms:.4g}",
-                  f"{result.default_ms / e.time_ms:.2f}x" if result.default_ms else "-")
-    t.add_row("default", _params(result.default), f"{result.default_ms:.4g}" if result.default_ms else "failed",
-              "1.00x")
+    ranked = ranking(result)
+    default = dict(result.default)
+    for i, (params, ms) in enumerate(ranked[:5]):
+        label = ("best" if i == 0 else f"#{i + 1}") + (" (default)" if params == default else "")
+        t.add_row(label, _params(params), f"{ms:.4g}", f"{result.default_ms / ms:.2f}x" if result.default_ms else "-")
+    if default not in [p for p, _ in ranked[:5]]:
+        t.add_row("default", _params(default), f"{result.default_ms:.4g}" if result.default_ms else "failed",
+                  "1.00x" if result.default_ms else "-")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(result.by_status.items()))
     t.caption = f"evaluations by status: {statuses}; speedup over default {result.speedup:.2f}x"
     return t
+
+
+def ranking(result) -> list[tuple[dict, float]]:
+    """(params, median ms) of every correct config, the default's own measurement included,
+    fastest first, one row per config."""
+    best: dict = {}
+    measured = [(dict(e.params), e.time_ms) for e in result.evaluations if e.status == "ok"]
+    if result.default_ms is not None:
+        measured.append((dict(result.default), result.default_ms))
+    for params, ms in measured:
+        key = tuple(sorted(params.items()))
+        if key not in best or ms < best[key][1]:
+            best[key] = (params, ms)
+    return sorted(best.values(), key=lambda pm: pm[1])
 
 
 def _params(p: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in p.items())
 
 
-def plot(result, path: str) -> None:
-    """Time per evaluated config (failures marked at the top) and the best-so-far curve."""
+def check_plot(path: str) -> None:
+    """Fail before the search, not after it: matplotlib importable, the folder there."""
+    import importlib.util
+    from pathlib import Path
+
+    from ..errors import InvalidArgumentError
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InvalidArgumentError("--plot needs matplotlib, which is not installed: pip install matplotlib "
+                                   "(isthmus' plot extra), or leave out --plot")
+    folder = Path(path).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise InvalidArgumentError(f"--plot {path}: the folder {folder} does not exist")
+
+
+def _time_unit(values_ms: list[float]) -> tuple[str, float]:
+    """µs below a millisecond, ms up to ten seconds, else s: (unit, factor from ms)."""
+    typical = sorted(values_ms)[len(values_ms) // 2] if values_ms else 1.0
+    if typical < 1.0:
+        return "µs", 1e3
+    if typical < 1e4:
+        return "ms", 1.0
+    return "s", 1e-3
+
+
+def plot(result, path: str, device_name: str | None = None) -> None:
+    """Write :func:`figure` to ``path`` (PNG, SVG, PDF: by its suffix)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(result, device_name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure(result, device_name: str | None = None):
+    """Time of each evaluated config in search order (failures marked at the top), the best so
+    far, the default's time as a line, and the best config's parameters written on the figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     xs = list(range(1, len(result.evaluations) + 1))
     ok = [(i, e.time_ms) for i, e in zip(xs, result.evaluations) if e.status == "ok"]
     bad = [i for i, e in zip(xs, result.evaluations) if e.status != "ok"]
-    best, curve = math.inf, []
+    everything = [t for _, t in ok] + ([result.default_ms] if result.default_ms else [])
+    unit, k = _time_unit(everything)
+    best, curve = result.default_ms or math.inf, []  # the default was measured first: the baseline
     for e in result.evaluations:
         best = min(best, e.cost)
-        curve.append(best if math.isfinite(best) else float("nan"))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+        curve.append(best * k if math.isfinite(best) else float("nan"))
+    fig, ax = plt.subplots(figsize=(9, 5))
     if ok:
-        ax.scatter([i for i, _ in ok], [t for _, t in ok], s=14, alpha=0.6, label="time per config")
-    if bad:
-        top = max((t for _, t in ok), default=1.0)
-        ax.scatter(bad, [top] * len(bad), marker="x", color="red", label="failed")
-    ax.step(xs, curve, where="post", color="black", label="best so far")
+        ax.scatter([i for i, _ in ok], [t * k for _, t in ok], s=16, alpha=0.55, label="median time of a config")
+    ax.step(xs, curve, where="post", color="black", linewidth=1.4, label="best so far")
     if result.default_ms:
-        ax.axhline(result.default_ms, color="gray", linestyle="--", label="default")
-    ax.set_xlabel("evaluation")
-    ax.set_ylabel("median time (ms)")
-    ax.set_yscale("log")
-    ax.set_title(f"{result.kernel} {result.problem} on {result.device} ({result.strategy})")
-    ax.legend()
+        ax.axhline(result.default_ms * k, color="tab:orange", linestyle="--", linewidth=1.4,
+                   label=f"default: {result.default_ms * k:.3g} {unit}")
+    if bad:
+        top = max(everything, default=1.0) * k * 1.15
+        ax.scatter(bad, [top] * len(bad), marker="x", color="red", label=f"failed ({len(bad)})")
+    spread = max(everything) / min(everything) if everything and min(everything) > 0 else 1.0
+    if spread > 8:  # a log axis for wide ranges, with plain numbers as tick labels (not 10^x)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("evaluation (search order)")
+    ax.set_ylabel(f"median time ({unit}), lower is better")
+    problem = " ".join(f"{n}={v}" for n, v in result.problem.items())
+    device = f"{result.device} ({device_name})" if device_name else result.device
+    ax.set_title(f"{result.kernel} {result.dtype} {problem} on {device}\n"
+                 f"{result.strategy}, {len(result.evaluations)} of {result.space_size} configs, "
+                 f"speedup over default {result.speedup:.2f}x", fontsize=10)
+    if math.isfinite(result.best_ms):
+        params = "\n".join(f"{n} = {v}" for n, v in result.best.items())
+        ax.text(0.99, 0.97, f"best: {result.best_ms * k:.3g} {unit}\n{params}", transform=ax.transAxes,
+                ha="right", va="top", fontsize=9, family="monospace",
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85, "edgecolor": "0.6"})
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 if __name__ == "__main__":

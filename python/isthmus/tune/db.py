@@ -6,8 +6,9 @@ problem bucket (each size rounded up to a power of two). ``runs`` keeps every ev
 (params, time, status); ``best`` keeps the fastest correct config per key.
 
 At launch, :func:`lookup` falls back: exact key -> nearest problem bucket on the same device ->
-same device model with another driver -> nothing (the family's defaults), first in the user's
-database (``ISTHMUS_TUNING_DB``), then in the read-only database shipped with the package. It is
+same device model with another driver, first in the user's database (``ISTHMUS_TUNING_DB``), then
+in the read-only database shipped with the package -> another device of the same architecture
+(user's, then bundled) -> nothing (the family's defaults); the policy is :mod:`.lookup`. It is
 memoized: after the first launch of a (kernel, device, dtype, bucket) it is one dict lookup.
 
 A file that is corrupt, truncated or written by a newer schema is moved aside (``*.bad-<time>``)
@@ -258,6 +259,15 @@ class Database:
                           f"use the other rows or the defaults (retune, or `isthmus db clear`)", TuningDatabaseWarning,
                           stacklevel=3)
 
+    def rows_like(self, key: Key) -> list[tuple[str, str, str, str]]:
+        """(vendor, device, bucket, params) of the best configs for ``key``'s kernel, source,
+        options, backend and dtype on every device (the same-architecture fallback picks among them)."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT vendor, device, bucket, params FROM best WHERE kernel = ? AND source_hash = ? AND "
+                "options = ? AND backend = ? AND dtype = ?",
+                (key.kernel, key.source_hash, key.options, key.backend, key.dtype)).fetchall()
+
     def best(self) -> list[dict]:
         """Every best-config row as stored (a column a tool dropped is simply absent)."""
         with self._lock:
@@ -421,21 +431,11 @@ def lookup(family, device, dt, problem: dict) -> dict | None:
 
 
 def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
-    """(where, params) of the config a launch would use, or None for the defaults (not memoized)."""
-    key = key_for(family, device, dt.name, problem)
-    for name, get in (("user", user), ("bundled", bundled)):
-        try:
-            for level, params in get().candidates(key):
-                if _fits(family, params) and family.is_valid(params, device, problem, dt):
-                    return f"{name} database, {level}", params
-        except (sqlite3.Error, OSError) as exc:  # unwritable cache, damaged while open: use what else there is
-            warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); using the next source",
-                          TuningDatabaseWarning)
-    return None
+    """(where, params) of the config a launch would use, or None for the defaults (not memoized);
+    the fallback order is :mod:`.lookup`'s."""
+    from . import lookup as policy
 
-
-def _fits(family, params: dict) -> bool:
-    return isinstance(params, dict) and set(params) == {t.name for t in family.tunables}
+    return policy.explain(family, device, dt, problem, (("user", user), ("bundled", bundled)))
 
 
 def forget() -> None:

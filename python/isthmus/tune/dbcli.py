@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+PIPE_WIDTH = 1000  # wider than any row: piped output keeps whole rows (or use --json)
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="isthmus db", description="the tuning database (ISTHMUS_TUNING_DB)")
@@ -17,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="merge configs from a JSON export (validated; all or nothing)")
     i.add_argument("file")
     c = sub.add_parser("clear", help="delete every run and best config")
-    c.add_argument("--yes", action="store_true", help="do not ask")
+    c.add_argument("--yes", action="store_true", help="do not ask (needed when standard input is not a terminal)")
     return p
 
 
@@ -61,8 +63,15 @@ def _show(args) -> int:
     if stale:
         t.caption = (f"{stale} configs were tuned for another version of their kernel's source: launches do not "
                      f"use them (retune, or regenerate the bundled ones with benchmarks/tune_gpu.py)")
-    Console().print(t)
+    _console().print(t)
     return 0
+
+
+def _console():
+    """A terminal gets its own width; a pipe or file gets rows that are never cut or wrapped."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
 
 
 def _current(entry: dict) -> bool:
@@ -105,8 +114,14 @@ def _clear(args) -> int:
     from . import db
 
     store = db.user()
-    if not args.yes and sys.stdin.isatty():
-        if input(f"delete every tuned config in {store.path}? [y/N] ").strip().lower() not in ("y", "yes"):
+    if not args.yes:
+        count = store.counts()["best"]
+        if not sys.stdin.isatty():
+            print(f"isthmus db clear: not deleting {count} tuned configs in {store.path} without confirmation "
+                  "(standard input is not a terminal); pass --yes", file=sys.stderr)
+            return 2
+        if input(f"delete all {count} tuned configs in {store.path}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing deleted", file=sys.stderr)
             return 1
     count = store.clear()
     db.forget()

@@ -11,11 +11,11 @@ import java.util.Random;
 
 import org.junit.jupiter.api.Test;
 
-/** Runs on the real runtime: surefire forks this JVM through ./jvm/bin/java. */
+/** Runs on the real runtime: surefire forks this JVM through the bin/java of `isthmus jvm-home`. */
 class ScoringTest {
     @Test
     void runsWithTheRuntimeAttached() {
-        assertTrue(Isthmus.isAttached(), "surefire should run tests through jvm/bin/java");
+        assertTrue(Isthmus.isAttached(), "surefire should run tests through the bin/java of `isthmus jvm-home`");
         assertTrue(Isthmus.get().devices().size() >= 1);
     }
 

@@ -1,0 +1,134 @@
+"""``isthmus maven-install``: io.isthmus:isthmus (jar, pom, sources, javadoc) from this installed
+package into a local Maven repository, so that a Java project's ``pom.xml`` resolves the
+dependency with no checkout of isthmus and no network.
+
+The files are written in the repository's layout, as ``mvn install:install-file`` would write
+them, without Maven or a plugin to download. The repository is ``--repo``, else
+``-Dmaven.repo.local`` in ``MAVEN_OPTS``, else ``<localRepository>`` of ``~/.m2/settings.xml``,
+else ``~/.m2/repository`` (Maven's own order).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from isthmus import knobs
+from isthmus.errors import BackendUnavailableError
+
+GROUP, ARTIFACT = "io.isthmus", "isthmus"
+SUFFIXES = (".jar", ".pom", "-sources.jar", "-javadoc.jar")
+
+
+def local_repository(explicit: str | os.PathLike | None = None) -> Path:
+    """The local Maven repository Maven would use (see the module's docstring for the order)."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    for opt in shlex.split(knobs.maven_opts()):
+        if opt.startswith("-Dmaven.repo.local="):
+            return Path(opt.split("=", 1)[1]).expanduser().resolve()
+    configured = _settings_repository(Path.home() / ".m2" / "settings.xml")
+    return configured or Path.home() / ".m2" / "repository"
+
+
+def _settings_repository(settings: Path) -> Path | None:
+    try:
+        root = ET.parse(settings).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] == "localRepository" and (element.text or "").strip():
+            text = element.text.strip().replace("${user.home}", str(Path.home()))
+            return Path(text).expanduser().resolve()
+    return None
+
+
+def artifact_files() -> dict[str, Path]:
+    """The artifact's files shipped in this package: {suffix: path}."""
+    from isthmus import __version__
+
+    from .jvm import _LIB
+
+    files = {suffix: _LIB / f"{ARTIFACT}-{__version__}{suffix}" for suffix in SUFFIXES}
+    missing = [p.name for p in files.values() if not p.is_file()]
+    if missing:
+        raise BackendUnavailableError(
+            f"this isthmus has no Java artifact to install ({', '.join(missing)} missing in {_LIB}); the wheel "
+            "carries it: install isthmus from a wheel, or in a checkout run `make jar` (mvn install) instead")
+    return files
+
+
+def install(repo: Path) -> list[Path]:
+    """Write the artifact into ``repo``; returns the files written."""
+    from isthmus import __version__
+
+    files = artifact_files()
+    folder = repo.joinpath(*GROUP.split("."), ARTIFACT, __version__)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix, src in files.items():
+        dest = folder / f"{ARTIFACT}-{__version__}{suffix}"
+        _write_atomic(dest, src.read_bytes())
+        written.append(dest)
+    metadata = folder.parent / "maven-metadata-local.xml"
+    _write_atomic(metadata, _metadata(metadata, __version__).encode())
+    return written
+
+
+def _metadata(existing: Path, version: str) -> str:
+    """maven-metadata-local.xml listing ``version`` besides the versions already installed."""
+    versions = set(re.findall(r"<version>([^<]+)</version>", existing.read_text())) if existing.is_file() else set()
+    versions.add(version)
+    listed = "".join(f"      <version>{v}</version>\n" for v in sorted(versions))
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<metadata>\n  <groupId>{GROUP}</groupId>\n'
+            f"  <artifactId>{ARTIFACT}</artifactId>\n  <versioning>\n    <release>{version}</release>\n"
+            f"    <versions>\n{listed}    </versions>\n"
+            f"    <lastUpdated>{time.strftime('%Y%m%d%H%M%S', time.gmtime())}</lastUpdated>\n"
+            "  </versioning>\n</metadata>\n")
+
+
+def _write_atomic(dest: Path, data: bytes) -> None:
+    # a concurrent Maven build never reads a half-written jar
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    from isthmus import __version__
+
+    p = argparse.ArgumentParser(prog="isthmus maven-install",
+                                description=f"install {GROUP}:{ARTIFACT}:{__version__} (jar, pom, sources, javadoc) "
+                                            "from this package into a local Maven repository")
+    p.add_argument("--repo", default=None, metavar="DIR",
+                   help="the local repository (default: -Dmaven.repo.local in MAVEN_OPTS, else ~/.m2/settings.xml's "
+                        "localRepository, else ~/.m2/repository)")
+    args = p.parse_args(argv)
+    from isthmus.errors import IsthmusError
+
+    repo = local_repository(args.repo)
+    try:
+        written = install(repo)
+    except (IsthmusError, OSError) as exc:
+        print(f"isthmus maven-install: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(f"installed {GROUP}:{ARTIFACT}:{__version__} into {repo}:", file=sys.stderr)
+    for path in written:
+        print(f"  {path}", file=sys.stderr)
+    print("tests run on the runtime through surefire's <jvm>: see `isthmus jvm-home`", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
