@@ -1,7 +1,8 @@
 """One local Ray cluster and one pool of two device actors for the Ray tests.
 
 The cluster has two CPUs; PoCL exposes two devices (POCL_DEVICES="pthread pthread"), one per actor.
-The actors start their JVM with the Java test tasks (tests/ray/java, compiled here with javac), so
+The actors start their JVM with the Java test tasks (tests/ray/java) and the example's task
+(examples/ray/java), compiled here with javac, so
 Python and Java tasks run on the same actors. Both are made once: starting an actor (a process, a
 device, a JVM) costs seconds on two cores.
 """
@@ -18,6 +19,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 HERE = Path(__file__).resolve().parent
+EXAMPLE = HERE.parents[1] / "examples" / "ray"
 
 
 def _compile_java(out: Path) -> list[str]:
@@ -26,7 +28,7 @@ def _compile_java(out: Path) -> list[str]:
         pytest.skip("no javac: the Java ShardTask tests need a JDK")
     from isthmus.java import jvm
 
-    sources = sorted(str(p) for p in (HERE / "java").rglob("*.java"))
+    sources = sorted(str(p) for folder in (HERE / "java", EXAMPLE / "java") for p in folder.rglob("*.java"))
     proc = subprocess.run([javac, "-d", str(out), "-cp", os.pathsep.join(jvm.isthmus_classpath()), *sources],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
