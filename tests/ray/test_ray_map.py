@@ -141,3 +141,11 @@ def test_pool_options_are_checked(ray_cluster):
         isthmus.ray.DevicePool(1, kind="fpga")
     with pytest.raises(isthmus.InvalidArgumentError, match="tuning must be"):
         isthmus.ray.DevicePool(1, tuning=3)
+
+
+def test_a_closed_pool_refuses_work(ray_cluster):
+    closed = isthmus.ray.DevicePool(1, devices=["opencl:1"], actor_options={"num_cpus": 0})
+    closed.close()
+    closed.close()  # idempotent
+    with pytest.raises(isthmus.ray.DeviceActorError, match="closed"):
+        closed.map(softmax_task, [np.ones((2, 2), np.float32)])

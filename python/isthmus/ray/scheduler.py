@@ -53,6 +53,10 @@ def run_map(pool, task, shards, on_result=None) -> list:
     import ray
 
     check_task(task)
+    if any(m.handle is None for m in pool._members):
+        from .claim import DeviceActorError
+
+        raise DeviceActorError("this DevicePool is closed; create a new one")
     shards = list(shards)
     for i, s in enumerate(shards):
         if not isinstance(s, ray.ObjectRef):
