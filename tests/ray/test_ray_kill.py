@@ -19,8 +19,8 @@ def slow_softmax(dev, bufs):
     return isthmus.ops.softmax(bufs[0])
 
 
-@pytest.mark.parametrize("how", ["os.kill", "ray.kill", "crash in a task"])
-def test_killed_actor_is_replaced_and_its_shards_rerun(pool, rng, tmp_path, how):
+@pytest.mark.parametrize("how, batch", [("os.kill", 1), ("ray.kill", 3), ("crash in a task", 1)])
+def test_killed_actor_is_replaced_and_its_shards_rerun(pool, rng, tmp_path, how, batch):
     import ray
 
     shards = [rng.standard_normal((int(r), 29)).astype(np.float32) for r in rng.integers(1, 90, SHARDS)]
@@ -46,7 +46,7 @@ def test_killed_actor_is_replaced_and_its_shards_rerun(pool, rng, tmp_path, how)
                 os.kill(os.getpid(), signal.SIGKILL)
             return slow_softmax(dev, bufs)
 
-    out = pool.map(task, shards, on_result=kill_after_four)
+    out = pool.map(task, shards, batch=batch, on_result=kill_after_four)
     report = pool.last_report
     assert report.replaced == 1 and report.rerun_after_death >= 1, report
     assert sorted(seen) == list(range(SHARDS))  # every shard's result arrived exactly once

@@ -30,10 +30,11 @@ def _shards(rng, count):
     return [rng.standard_normal((r, 67)).astype(np.float32) for r in rows]
 
 
-def test_python_task_equals_single_process_and_numpy(pool, rng):
+@pytest.mark.parametrize("batch", [1, 4])
+def test_python_task_equals_single_process_and_numpy(pool, rng, batch):
     shards = _shards(rng, 9)
-    out = pool.map(softmax_task, shards)
-    assert len(out) == len(shards)
+    out = pool.map(softmax_task, shards, batch=batch)
+    assert len(out) == len(shards) and pool.last_report.calls >= -(-len(shards) // batch)
     for got, want, x in zip(out, isthmus.ray.run_local(softmax_task, shards), shards):
         assert np.array_equal(got, want)
         np.testing.assert_allclose(got, np_softmax(x), rtol=1e-5, atol=1e-7)
@@ -71,7 +72,8 @@ def test_shards_already_in_the_object_store(pool, rng):
         assert np.array_equal(got, want)
 
 
-def test_failed_tasks_are_retried_once_each(pool, rng, tmp_path):
+@pytest.mark.parametrize("batch", [1, 3])
+def test_failed_tasks_are_retried_once_each(pool, rng, tmp_path, batch):
     shards = _shards(rng, 6)
     marks = tmp_path
 
@@ -83,7 +85,7 @@ def test_failed_tasks_are_retried_once_each(pool, rng, tmp_path):
             raise RuntimeError("transient failure")
         return softmax_task(dev, bufs)
 
-    out = pool.map(flaky, shards)
+    out = pool.map(flaky, shards, batch=batch)  # in a batch, only the failed shards are retried
     assert pool.last_report.retried == sum(1 for s in shards if s.shape[0] > 50) == 3
     for got, want in zip(out, isthmus.ray.run_local(softmax_task, shards)):
         assert np.array_equal(got, want)
@@ -129,6 +131,8 @@ def test_bad_input_is_refused_before_anything_runs(pool, rng):
         pool.map(softmax_task, [good.astype(np.complex64)])
     with pytest.raises(isthmus.InvalidArgumentError, match="returned a str"):
         pool.map(lambda dev, bufs: "not an array", [good])
+    with pytest.raises(isthmus.InvalidArgumentError, match="batch must be an integer >= 1"):
+        pool.map(softmax_task, [good], batch=0)
     assert pool.map(softmax_task, []) == []
 
 

@@ -29,11 +29,11 @@ from .tasks import JavaTask, JavaTaskError
 from .tuning import TuningReport
 
 
-def map(task, shards, *, actors: int = 1, on_result=None, **pool_options) -> list:  # noqa: A001 - the verb
+def map(task, shards, *, actors: int = 1, batch: int = 1, on_result=None, **pool_options) -> list:  # noqa: A001
     """``task`` over ``shards`` on a pool of ``actors`` device actors made for this call (see
     :class:`DevicePool` for ``pool_options``); the results in shard order."""
     with DevicePool(actors, **pool_options) as pool:
-        return pool.map(task, shards, on_result=on_result)
+        return pool.map(task, shards, batch=batch, on_result=on_result)
 
 
 def run_local(task, shards, device=None, *, classpath=None) -> list:

@@ -2,13 +2,16 @@
 
 It lives as long as its pool: programs, tuned configs, the JVM, Java task instances and the
 pipeline's device buffers stay warm across shards. The class is plain Python; the pool wraps it
-with ``ray.remote`` (a threaded actor: one thread per in-flight shard, see pipeline.py).
+with ``ray.remote`` (a threaded actor: Ray's threads take calls, a thread per pipeline slot runs
+shards, see pipeline.py).
 """
 from __future__ import annotations
 
 import json
 import os
 import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +46,8 @@ class DeviceActor:
         if tuning is not None:
             self.import_tuning(tuning)
         self._pipeline = Pipeline(self.device, spec.depth)
+        # one thread per pipeline slot: the shards of every call in flight share them
+        self._workers = ThreadPoolExecutor(spec.depth, thread_name_prefix="isthmus-shard")
         self._calls: dict = {}
         self._calls_lock = threading.Lock()
 
@@ -52,8 +57,14 @@ class DeviceActor:
         return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), "device": self.device.info(),
                 "identity": self.device.identity(), "java": self._java}
 
-    def run(self, task, index: int, shard):
-        """Shard ``index`` through ``task``: its results as NumPy arrays (one, or a tuple)."""
+    def run(self, task, indices: list, *shards) -> list:
+        """Shards ``indices`` through ``task``, all in the pipeline at once (up to its depth). Per
+        shard ``(True, results)`` (NumPy arrays: one, or a tuple) or ``(False, error, traceback
+        text)``: one shard's failure is its own, not its batch's."""
+        futures = [self._workers.submit(self._one, task, i, s) for i, s in zip(indices, shards)]
+        return [_outcome(f) for f in futures]
+
+    def _one(self, task, index: int, shard):
         arrays = shard_arrays(shard, index)
         return self._pipeline.run(self._call_for(task), arrays, index)
 
@@ -101,7 +112,15 @@ class DeviceActor:
         return dbmod.explain(kernel_family(kernel), self.device, lookup(dtype), problem)
 
     def close(self) -> None:
+        self._workers.shutdown()
         self._pipeline.close()
+
+
+def _outcome(future) -> tuple:
+    try:
+        return (True, future.result())
+    except Exception as exc:  # noqa: BLE001 - every shard's error goes back to the driver, which decides
+        return (False, exc, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 
 
 def _start_jvm(classpath: tuple[str, ...]) -> None:

@@ -56,7 +56,9 @@ class DevicePool:
         options.update(actor_options or {})
         # Ray's own restarts stay off: the pool replaces a dead actor itself, so that it knows which
         # shards to rerun and can hand the replacement the pool's current tuning.
-        options.update(max_concurrency=depth, max_restarts=0, max_task_retries=0)
+        # Calls wait on the actor's shard threads (one per pipeline slot); two more let info/tune/explain
+        # calls through while maps run.
+        options.update(max_concurrency=depth + 2, max_restarts=0, max_task_retries=0)
         self._actor_class = ray.remote(DeviceActor).options(**options)
         self._members = [_Member(i, ActorSpec(backend, devices[i % len(devices)] if devices else None, kind,
                                               tuple(str(c) for c in classpath), java, depth))
@@ -111,15 +113,17 @@ class DevicePool:
         return len(self._members)
 
     # ---- work --------------------------------------------------------------------------------
-    def map(self, task, shards, *, on_result=None) -> list:
+    def map(self, task, shards, *, batch: int = 1, on_result=None) -> list:
         """``task`` on every shard, spread over the actors; the results in shard order (NumPy arrays:
         one per shard, or a tuple where the task returns several). ``task``: a callable
         ``task(device, buffers)`` or a :class:`JavaTask`; ``shards``: NumPy arrays, tuples of arrays,
-        Arrow tables or ObjectRefs of those; ``on_result(index)`` is called as each result arrives.
-        ``self.last_report`` says what happened (retries, replaced actors)."""
+        Arrow tables or ObjectRefs of those; ``batch``: shards per Ray call (a call costs
+        milliseconds of host time; a batch pays it once, and a dead actor's whole batches rerun);
+        ``on_result(index)`` is called as each result arrives. ``self.last_report`` says what
+        happened (calls, retries, replaced actors)."""
         from .scheduler import run_map
 
-        return run_map(self, task, shards, on_result)
+        return run_map(self, task, shards, batch, on_result)
 
     def tune(self, kernel: str, problem: dict, *, path=None, **options):
         """Tune ``kernel`` once per distinct device model in the pool and install the result in
