@@ -147,6 +147,14 @@ def test_pool_options_are_checked(ray_cluster):
         isthmus.ray.DevicePool(1, tuning=3)
 
 
+def test_without_ray_the_pool_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` finds where Ray is not installed
+    with pytest.raises(isthmus.BackendUnavailableError, match=r"pip install 'isthmus\[ray\]'"):
+        isthmus.ray.DevicePool(1)
+
+
 def test_a_closed_pool_refuses_work(ray_cluster):
     closed = isthmus.ray.DevicePool(1, devices=["opencl:1"], actor_options={"num_cpus": 0})
     closed.close()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isthmus.errors import InvalidArgumentError
+from isthmus.errors import BackendUnavailableError, InvalidArgumentError
 
 from .actor import ActorSpec, DeviceActor
 from .claim import DeviceActorError, check_choice
@@ -42,8 +42,7 @@ class DevicePool:
     def __init__(self, actors: int = 1, *, backend: str = "auto", devices=None, kind: str | None = None,
                  classpath=(), java: bool = False, depth: int = 3, retries: int = 2, max_restarts: int = 3,
                  actor_options: dict | None = None, tuning=None):
-        import ray
-
+        ray = _require_ray()
         _check_counts(actors=actors, depth=depth, retries=retries, max_restarts=max_restarts)
         check_choice(backend, kind)
         if isinstance(classpath, str):
@@ -158,6 +157,15 @@ class DevicePool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _require_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise BackendUnavailableError(f"isthmus.ray needs Ray ({exc}): pip install 'isthmus[ray]' on every "
+                                      "node of the cluster") from None
+    return ray
 
 
 def _tuning_source(tuning):
