@@ -1,6 +1,6 @@
 """The kill-an-actor run, repeated: a job over two device actors during which one actor is killed
 (SIGKILL of its process, or ray.kill, alternately; a random actor after a random number of
-results). Each run must return every shard once, equal to the single-process run. Writes JSON +
+results; shards sent one per Ray call, or three, alternately by pairs of runs). Each run must return every shard once, equal to the single-process run. Writes JSON +
 markdown to benchmarks/results/.
 
     python benchmarks/ray_kill.py [--runs 20] [--shards 24] [--out DIR]
@@ -36,6 +36,7 @@ def one_run(pool, rng, run: int, shards_n: int) -> dict:
     victim_slot = int(rng.integers(0, len(pool)))
     after = int(rng.integers(2, shards_n // 2))
     how = "os.kill" if run % 2 == 0 else "ray.kill"
+    batch = 1 if run // 2 % 2 == 0 else 3  # shards per Ray call: a death loses whole batches
     victim = pool.actors()[victim_slot]["pid"]
     handle = pool.handles[victim_slot]
     seen = []
@@ -49,7 +50,7 @@ def one_run(pool, rng, run: int, shards_n: int) -> dict:
                 ray.kill(handle, no_restart=True)
 
     t0 = time.perf_counter()
-    out = pool.map(slow_softmax, shards, on_result=on_result)
+    out = pool.map(slow_softmax, shards, batch=batch, on_result=on_result)
     seconds = time.perf_counter() - t0
     want = isthmus.ray.run_local(slow_softmax, shards)
     report = pool.last_report
@@ -57,7 +58,7 @@ def one_run(pool, rng, run: int, shards_n: int) -> dict:
     duplicated = sorted({i for i in seen if seen.count(i) > 1})
     wrong = [i for i, (a, b) in enumerate(zip(out, want)) if not np.array_equal(a, b)]
     ok = not lost and not duplicated and not wrong and len(out) == shards_n and report.replaced == 1
-    return {"run": run, "how": how, "victim_slot": victim_slot, "killed_after_results": after,
+    return {"run": run, "how": how, "batch": batch, "victim_slot": victim_slot, "killed_after_results": after,
             "replaced": report.replaced, "rerun_after_death": report.rerun_after_death, "lost": lost,
             "duplicated": duplicated, "wrong": wrong, "seconds": round(seconds, 2), "ok": ok}
 
@@ -94,10 +95,10 @@ def main() -> None:
     lines = [f"# Kill an actor mid-job: {passed} of {len(runs)} runs lost nothing, duplicated nothing", "",
              f"{info['date']}; Ray {info['ray']}, Python {info['python']}, isthmus {info['isthmus']}, PoCL two pthread "
              f"devices, two device actors, {args.shards} shards per job (20 ms each + a softmax).", "",
-             "| run | how | actor | after results | shards rerun | lost | duplicated | wrong | s | ok |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| run | how | batch | actor | after results | shards rerun | lost | duplicated | wrong | s | ok |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in runs:
-        lines.append(f"| {r['run']} | {r['how']} | {r['victim_slot']} | {r['killed_after_results']} | "
+        lines.append(f"| {r['run']} | {r['how']} | {r['batch']} | {r['victim_slot']} | {r['killed_after_results']} | "
                      f"{r['rerun_after_death']} | {len(r['lost'])} | {len(r['duplicated'])} | {len(r['wrong'])} | "
                      f"{r['seconds']} | {'yes' if r['ok'] else 'NO'} |")
     (out / "ray_kill.md").write_text("\n".join(lines) + "\n")
