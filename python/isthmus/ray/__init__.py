@@ -21,7 +21,6 @@ The package is named after Ray and imports it by absolute name; inside it ``impo
 """
 from __future__ import annotations
 
-from .actor import ActorSpec
 from .claim import DeviceActorError
 from .pool import DevicePool
 from .scheduler import MapReport, ShardError
@@ -63,5 +62,5 @@ def run_local(task, shards, device=None, *, classpath=None) -> list:
         pipe.close()
 
 
-__all__ = ["ActorSpec", "DeviceActorError", "DevicePool", "JavaTask", "JavaTaskError", "MapReport", "ShardError",
+__all__ = ["DeviceActorError", "DevicePool", "JavaTask", "JavaTaskError", "MapReport", "ShardError",
            "TuningReport", "map", "run_local"]
