@@ -26,7 +26,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[opencl,dev]'
+	$(VENV)/bin/pip install -q -e '.[opencl,dev,ray]'
 	touch $@
 
 # ---- Java artifact (io.isthmus:isthmus), shipped inside the Python package ----

@@ -1,0 +1,5 @@
+package raytest;
+
+/** A class that is not a ShardTask. */
+public final class NotATask {
+}
