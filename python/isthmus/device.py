@@ -35,6 +35,9 @@ class Device:
 
     backend: str = ""
     _capture = None  # the Graph being captured on this device (graph.py), else None
+    # Whether kernels may use NVIDIA's inline PTX tensor-core instructions (mma.sync m16n8k16,
+    # ldmatrix, cp.async: sm_80 and later); the backends that can tell set it.
+    mma_sync: bool = False
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
