@@ -159,7 +159,7 @@
 static inline uint smem_addr(const ushort* p)
 {
     uint a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"((size_t)p));
+    __asm__("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"((size_t)p));
     return a;
 }
 #    define UINT4_ZERO make_uint4(0u, 0u, 0u, 0u)
@@ -171,7 +171,7 @@ static inline uint smem_addr(const __local ushort* p) { return (uint)(size_t)p; 
 
 static inline void mma16816(float* d, const uint* a, uint b0, uint b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB ".f32 "
+    __asm__ __volatile__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB ".f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -179,24 +179,24 @@ static inline void mma16816(float* d, const uint* a, uint b0, uint b1)
 
 static inline void ldsm4(uint* r, uint addr)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
 static inline void ldsm4_t(uint* r, uint addr)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
 #  if ASYNC && VEC
 static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                  :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
-#    define ASYNC_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
-#    define ASYNC_WAIT() asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory")
+#    define ASYNC_COMMIT() __asm__ __volatile__("cp.async.commit_group;" ::: "memory")
+#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory")
 #  endif
 #endif /* MMA_PTX */
 
@@ -211,15 +211,17 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
     do {                                                                                             \
         if (VEC) {                                                                                   \
             _Pragma("unroll")                                                                        \
-            for (int e_ = tid; e_ < (ROWS) * (COLS) / 8; e_ += NT) {                                 \
-                const int r_ = e_ / ((COLS) / 8), c_ = (e_ % ((COLS) / 8)) * 8;                      \
-                const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                        \
-                __global const ushort* s_ = ok_ ? (src) + (size_t)((row0) + r_) * (size_t)(ld)       \
-                                                  + (size_t)((col0) + c_) : (src);                   \
-                COPY16((dst) + r_ * (PITCH) + c_, s_, ok_);                                          \
+            for (int l_ = 0; l_ < ((ROWS) * (COLS) / 8 + NT - 1) / NT; ++l_) {                      \
+                const int e_ = tid + l_ * NT;                                                        \
+                if (((ROWS) * (COLS) / 8) % NT == 0 || e_ < (ROWS) * (COLS) / 8) {                   \
+                    const int r_ = e_ / ((COLS) / 8), c_ = (e_ % ((COLS) / 8)) * 8;                  \
+                    const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                    \
+                    __global const ushort* s_ = ok_ ? (src) + (size_t)((row0) + r_) * (size_t)(ld)   \
+                                                      + (size_t)((col0) + c_) : (src);               \
+                    COPY16((dst) + r_ * (PITCH) + c_, s_, ok_);                                      \
+                }                                                                                    \
             }                                                                                        \
         } else {                                                                                     \
-            _Pragma("unroll 4")                                                                      \
             for (int e_ = tid; e_ < (ROWS) * (COLS); e_ += NT) {                                     \
                 const int r_ = e_ / (COLS), c_ = e_ % (COLS);                                        \
                 const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                        \

@@ -5,7 +5,8 @@ import pytest
 
 from .junit import run_classes
 
-CLASSES = ["ValuesTest", "DeviceBufferTest", "KernelTest", "OpsTest", "HostMemoryTest", "LifetimeTest", "ThreadsTest"]
+CLASSES = ["ValuesTest", "DeviceBufferTest", "KernelTest", "OpsTest", "HostMemoryTest", "LifetimeTest", "ThreadsTest",
+           "BFloat16Test"]
 
 
 @pytest.mark.parametrize("name", CLASSES)
