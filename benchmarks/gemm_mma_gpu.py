@@ -45,6 +45,9 @@ FORCED = [
 ]
 SWEEP = [
     dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=128, BK=16, WM=2, WN=4, STAGES=4, GM=8, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=128, BK=16, WM=4, WN=2, STAGES=4, GM=8, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=4, GM=16, LDSM=1, ASYNC=1),
     dict(BM=128, BN=128, BK=32, WM=2, WN=4, STAGES=2, GM=8, LDSM=1, ASYNC=1),
     dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=4, GM=8, LDSM=1, ASYNC=1),
     dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
@@ -140,12 +143,25 @@ def _torch_ms(torch, fn, reps, rounds):
     return float(np.median(times))
 
 
-def timing(dev, rng, sizes, configs, log, tb_too=True):
+def _best(rows, size, top):
+    """The ``top`` configs with the highest mean TFLOP/s over the dtypes at ``size``."""
+    score = {}
+    for r in rows:
+        if r["size"] == size and "tflops" in r and not r.get("trans_b") and r["config"] is not None:
+            score.setdefault(json.dumps(r["config"], sort_keys=True), []).append(r["tflops"])
+    ranked = sorted(score, key=lambda c: -sum(score[c]) / len(score[c]))
+    return [json.loads(c) for c in ranked[:top]]
+
+
+def timing(dev, rng, sizes, configs, log, tb_too=True, top=None):
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     for size in sizes:
+        if top and size != sizes[0]:
+            configs = _best(rows, sizes[0], top)
+            log(f"best at {sizes[0]}: {configs}")
         flops = 2.0 * size ** 3
         reps = max(3, int(2e13 // flops))
         for name, dt in DTYPES.items():
@@ -205,6 +221,7 @@ def main(argv=None) -> int:
     p.add_argument("--sweep", action="store_true", help="time every SWEEP config (else the resolved one)")
     p.add_argument("--configs", help="JSON list of configs to time instead")
     p.add_argument("--time", type=int, nargs="*", default=[])
+    p.add_argument("--top", type=int, help="time sizes after the first with the best TOP configs only")
     p.add_argument("--json", help="append the results to this JSON-lines file")
     args = p.parse_args(argv)
     dev = pick_device(args.device)
@@ -226,7 +243,7 @@ def main(argv=None) -> int:
             import torch
 
             result["torch"] = torch.__version__
-            result["time"] = timing(dev, rng, args.time, configs, log)
+            result["time"] = timing(dev, rng, args.time, configs, log, top=args.top)
     except Exception:  # noqa: BLE001
         log(traceback.format_exc())
     if args.json:
