@@ -62,7 +62,7 @@ def run(a, x, y):
 
 
 def reference(a, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if x.dtype.itemsize == 2 and x.dtype != np.uint16:  # float16, bfloat16: f32 arithmetic, one rounding
-        return (np.float32(a) * x.astype(np.float32) + y.astype(np.float32)).astype(x.dtype)
     with np.errstate(over="ignore"):
+        if x.dtype.itemsize == 2:  # float16, bfloat16: f32 arithmetic, one rounding
+            return (np.float32(a) * x.astype(np.float32) + y.astype(np.float32)).astype(x.dtype)
         return (x.dtype.type(a) * x + y).astype(x.dtype)
