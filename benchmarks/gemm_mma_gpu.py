@@ -55,6 +55,8 @@ SWEEP = [
     dict(BM=256, BN=128, BK=16, WM=4, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
     dict(BM=128, BN=256, BK=32, WM=2, WN=4, STAGES=2, GM=8, LDSM=1, ASYNC=1),
     dict(BM=64, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=64, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=128, BK=32, WM=4, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
 ]
 
 
