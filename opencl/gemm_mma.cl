@@ -206,45 +206,67 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 #endif
 
 /* One operand tile (ROWS x COLS of its global layout, rows row0.., cols col0..) into local
- * memory; zero outside the matrix (rmax x cmax, leading dimension ld). */
+ * memory element by element (VEC=0: any size); zero outside the matrix (rmax x cmax, leading
+ * dimension ld). */
 #define LOAD_TILE(dst, src, ROWS, COLS, PITCH, row0, col0, rmax, cmax, ld)                          \
     do {                                                                                             \
-        if (VEC) {                                                                                   \
-            _Pragma("unroll")                                                                        \
-            for (int l_ = 0; l_ < ((ROWS) * (COLS) / 8 + NT - 1) / NT; ++l_) {                      \
-                const int e_ = tid + l_ * NT;                                                        \
-                if (((ROWS) * (COLS) / 8) % NT == 0 || e_ < (ROWS) * (COLS) / 8) {                   \
-                    const int r_ = e_ / ((COLS) / 8), c_ = (e_ % ((COLS) / 8)) * 8;                  \
-                    const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                    \
-                    __global const ushort* s_ = ok_ ? (src) + (size_t)((row0) + r_) * (size_t)(ld)   \
-                                                      + (size_t)((col0) + c_) : (src);               \
-                    COPY16((dst) + r_ * (PITCH) + c_, s_, ok_);                                      \
-                }                                                                                    \
-            }                                                                                        \
-        } else {                                                                                     \
-            for (int e_ = tid; e_ < (ROWS) * (COLS); e_ += NT) {                                     \
-                const int r_ = e_ / (COLS), c_ = e_ % (COLS);                                        \
-                const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                        \
-                (dst)[r_ * (PITCH) + c_] = ok_ ? (src)[(size_t)((row0) + r_) * (size_t)(ld)          \
-                                                       + (size_t)((col0) + c_)] : (ushort)0;         \
+        for (int e_ = tid; e_ < (ROWS) * (COLS); e_ += NT) {                                         \
+            const int r_ = e_ / (COLS), c_ = e_ % (COLS);                                            \
+            const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                            \
+            (dst)[r_ * (PITCH) + c_] = ok_ ? (src)[(size_t)((row0) + r_) * (size_t)(ld)              \
+                                                   + (size_t)((col0) + c_)] : (ushort)0;             \
+        }                                                                                            \
+    } while (0)
+
+/* VEC=1: 16-byte chunks. Each work-item's chunks of a tile keep their local offset, global
+ * pointer at k = 0 and k coordinate from one K-step to the next (set up once: *_SETUP); a
+ * K-step adds k0 * (distance between consecutive k) to the pointer. Offset -1: no chunk;
+ * k coordinate K: outside the matrix in M or N (zero-filled at every step). */
+#define CHA (A_ROWS * A_COLS / 8)
+#define CHB (B_ROWS * B_COLS / 8)
+#define LA ((CHA + NT - 1) / NT)
+#define LB ((CHB + NT - 1) / NT)
+#if TRANS_A
+#  define A_KSTRIDE ((size_t)M)
+#else
+#  define A_KSTRIDE ((size_t)1)
+#endif
+#if TRANS_B
+#  define B_KSTRIDE ((size_t)1)
+#else
+#  define B_KSTRIDE ((size_t)N)
+#endif
+
+#if MMA_PTX && ASYNC && VEC
+#  define COPY16(base, saddr, off, s, ok) cp_async16((saddr) + 2u * (uint)(off), (s), (ok))
+#elif MMA_PTX
+#  define COPY16(base, saddr, off, s, ok) \
+    (*(LPTR uint4*)((base) + (off)) = (ok) ? *(__global const uint4*)(s) : UINT4_ZERO)
+#else
+#  define COPY16(base, saddr, off, s, ok) vstore8((ok) ? vload8(0, (s)) : (ushort8)(0), 0, (base) + (off))
+#endif
+
+#define VEC_LOAD(L, CH, o, kc, p, X, KSTRIDE, base, saddr, STAGE, st, k0)                            \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int l_ = 0; l_ < (L); ++l_) {                                                           \
+            if ((CH) % NT == 0 || o[l_] >= 0) {                                                      \
+                const int ok_ = (k0) + kc[l_] < K;                                                   \
+                COPY16(base, saddr, (st) * (STAGE) + o[l_], ok_ ? p[l_] + (size_t)(k0) * KSTRIDE : (X), ok_); \
             }                                                                                        \
         }                                                                                            \
     } while (0)
 
-#if MMA_PTX && ASYNC && VEC
-#  define COPY16(d, s, ok) cp_async16(smem_addr(d), (s), (ok))
-#elif MMA_PTX
-#  define COPY16(d, s, ok) (*(LPTR uint4*)(d) = (ok) ? *(__global const uint4*)(s) : UINT4_ZERO)
-#else
-#  define COPY16(d, s, ok) vstore8((ok) ? vload8(0, (s)) : (ushort8)(0), 0, (d))
-#endif
-
-#if TRANS_A
+#if VEC
+#  define LOAD_A(st, k0) VEC_LOAD(LA, CHA, oa, ka, pa, A, A_KSTRIDE, As, as_s, A_STAGE, st, k0)
+#  define LOAD_B(st, k0) VEC_LOAD(LB, CHB, ob, kb, pb, B, B_KSTRIDE, Bs, bs_s, B_STAGE, st, k0)
+#elif TRANS_A
 #  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BK, BM, AP, (k0), m0, K, M, M)
 #else
 #  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, AP, m0, (k0), M, K, K)
 #endif
-#if TRANS_B
+#if VEC
+#elif TRANS_B
 #  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, BP, n0, (k0), N, K, K)
 #else
 #  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BK, BN, BP, (k0), n0, K, N, N)
@@ -275,6 +297,38 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     A += b * (size_t)sa;
     B += b * (size_t)sb;
     C += b * (size_t)sc;
+#if MMA_PTX
+    const uint as_s = smem_addr(As), bs_s = smem_addr(Bs);  /* shared-space addresses of the rings */
+#endif
+#if VEC
+    __global const ushort* pa[LA];
+    __global const ushort* pb[LB];
+    int oa[LA], ka[LA], ob[LB], kb[LB];
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+        const int e = tid + l * NT, r = e / (A_COLS / 8), c = (e % (A_COLS / 8)) * 8;
+        oa[l] = (CHA % NT == 0 || e < CHA) ? r * AP + c : -1;
+#  if TRANS_A   /* rows k, cols m */
+        pa[l] = A + (size_t)r * (size_t)M + (size_t)(m0 + c);
+        ka[l] = m0 + c < M ? r : K;
+#  else         /* rows m, cols k */
+        pa[l] = A + (size_t)(m0 + r) * (size_t)K + (size_t)c;
+        ka[l] = m0 + r < M ? c : K;
+#  endif
+    }
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+        const int e = tid + l * NT, r = e / (B_COLS / 8), c = (e % (B_COLS / 8)) * 8;
+        ob[l] = (CHB % NT == 0 || e < CHB) ? r * BP + c : -1;
+#  if TRANS_B   /* rows n, cols k */
+        pb[l] = B + (size_t)(n0 + r) * (size_t)K + (size_t)c;
+        kb[l] = n0 + r < N ? c : K;
+#  else         /* rows k, cols n */
+        pb[l] = B + (size_t)r * (size_t)N + (size_t)(n0 + c);
+        kb[l] = n0 + c < N ? r : K;
+#  endif
+    }
+#endif
 
     float acc[MI][NI][4];
 #pragma unroll
@@ -323,6 +377,10 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
         }
         const LPTR ushort* as = As + (kt % STAGES) * A_STAGE;
         const LPTR ushort* bs = Bs + (kt % STAGES) * B_STAGE;
+#if MMA_PTX && LDSM
+        const uint as_k = as_s + 2u * (uint)((kt % STAGES) * A_STAGE + a_lds);
+        const uint bs_k = bs_s + 2u * (uint)((kt % STAGES) * B_STAGE + b_lds);
+#endif
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
 #if MMA_PTX
@@ -331,18 +389,18 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #    pragma unroll
             for (int i = 0; i < MI; ++i) {
 #    if TRANS_A
-                ldsm4_t(af[i], smem_addr(as + a_lds + kk * AP + i * 16));
+                ldsm4_t(af[i], as_k + 2u * (uint)(kk * AP + i * 16));
 #    else
-                ldsm4(af[i], smem_addr(as + a_lds + i * 16 * AP + kk));
+                ldsm4(af[i], as_k + 2u * (uint)(i * 16 * AP + kk));
 #    endif
             }
 #    pragma unroll
             for (int j = 0; j < NI; j += 2) {
                 uint r[4];
 #    if TRANS_B
-                ldsm4(r, smem_addr(bs + b_lds + j * 8 * BP + kk));
+                ldsm4(r, bs_k + 2u * (uint)(j * 8 * BP + kk));
 #    else
-                ldsm4_t(r, smem_addr(bs + b_lds + kk * BP + j * 8));
+                ldsm4_t(r, bs_k + 2u * (uint)(kk * BP + j * 8));
 #    endif
                 bf[j][0] = r[0]; bf[j][1] = r[1]; bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
             }
