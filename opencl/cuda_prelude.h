@@ -104,6 +104,17 @@ __device__ __forceinline__ float native_recip(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ float native_divide(float a, float b) { return __fdividef(a, b); }
 /* exp, fmax, fmin, fma, sqrt, ... : CUDA's built-in overloads for float and double */
 
+/* ---- inline PTX: kernels spell it the GNU way (`__asm__ __volatile__`, the only spelling OpenCL C
+ * has); NVRTC's front end knows only `asm` ---- */
+#define __asm__ asm
+#define __volatile__ volatile
+
+/* ---- bit casts of OpenCL C (dtype.h converts bfloat16 with them) ---- */
+__device__ __forceinline__ float as_float(uint u) { return __uint_as_float(u); }
+__device__ __forceinline__ uint as_uint(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ float as_float(int i) { return __int_as_float(i); }
+__device__ __forceinline__ int as_int(float f) { return __float_as_int(f); }
+
 /* ---- half <-> float (round to nearest even, like OpenCL's vstore_half default) ---- */
 __device__ __forceinline__ float isthmus_h2f(unsigned short h) {
     float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;

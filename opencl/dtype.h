@@ -4,9 +4,14 @@
  *   -DT=<ctype>    element type in memory: float double half int long uchar (ushort: copy only)
  *   -DACC=<ctype>  arithmetic type: T for integers, float for half, T for float/double
  *   -DIS_HALF=0|1  1 when T is half
+ *   -DIS_BF16=0|1  1 when T is ushort holding bfloat16 bit patterns (then ACC is float)
  * Provides:
- *   LOAD(p,i)      element i of a __global T* as ACC (vload_half for half)
- *   STORE(p,i,v)   store ACC v into element i of a __global T* (vstore_half, RTE, for half)
+ *   LOAD(p,i)      element i of a __global T* as ACC (vload_half for half, bit shift for bf16)
+ *   STORE(p,i,v)   store ACC v into element i of a __global T* (vstore_half, RTE, for half;
+ *                  round to nearest even for bf16)
+ *   BF16_TO_FLOAT(u) / FLOAT_TO_BF16(f)  bfloat16 bits (ushort) <-> float, on every device:
+ *                  bf16 is the top half of a float32, so plain integer shifts convert it
+ *                  (RNE on the way down, NaN kept quiet); no extension is needed
  *   T_ID / ACC_ID  small integer ids of T and ACC (ISTHMUS_ID_* below) usable in #if
  *   ACC_IS_FLOAT   1 if ACC is float/double (or half), 0 for integers
  *   UACC           unsigned twin of ACC for integers (wrap-around arithmetic like NumPy);
@@ -35,6 +40,9 @@
 #endif
 #ifndef IS_HALF
 #  define IS_HALF 0
+#endif
+#ifndef IS_BF16
+#  define IS_BF16 0
 #endif
 
 /* type ids, resolved by token pasting: T_ID == ISTHMUS_ID_float etc. */
@@ -75,9 +83,23 @@
 #  define ACC_LOWEST (-INFINITY)
 #endif
 
+/* bfloat16 <-> float through the bits (as_uint/as_float: OpenCL built-ins, the prelude's on CUDA) */
+#define BF16_TO_FLOAT(u) as_float((uint)(u) << 16)
+#define FLOAT_TO_BF16(f) isthmus_float_to_bf16(f)
+static inline ushort isthmus_float_to_bf16(float f)
+{
+    const uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (ushort)((u >> 16) | 0x40u); /* NaN: keep sign and top payload, force quiet */
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* round to nearest, ties to even */
+}
+
 #if IS_HALF
 #  define LOAD(p, i) vload_half((size_t)(i), (p))
 #  define STORE(p, i, v) vstore_half((float)(v), (size_t)(i), (p))
+#elif IS_BF16
+#  define LOAD(p, i) BF16_TO_FLOAT((p)[i])
+#  define STORE(p, i, v) ((p)[i] = FLOAT_TO_BF16((float)(v)))
 #else
 #  define LOAD(p, i) ((ACC)((p)[i]))
 #  define STORE(p, i, v) ((p)[i] = (T)(v))

@@ -42,6 +42,9 @@ class Device:
                              runtime_picks_local=True)
     # the most private memory one work-item may use, where the backend reports what kernels use
     private_mem_limit: int | None = None
+    # Whether kernels may use NVIDIA's inline PTX tensor-core instructions (mma.sync m16n8k16,
+    # ldmatrix, cp.async: sm_80 and later); the backends that can tell set it.
+    mma_sync: bool = False
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .errors import UnsupportedDtypeError
@@ -13,7 +14,7 @@ class DType:
     name: str
     np: np.dtype
     ctype: str  # OpenCL C spelling of the storage type
-    acc: str  # type arithmetic is done in (float for half)
+    acc: str  # type arithmetic is done in (float for half and bfloat16)
     is_float: bool
 
 
@@ -21,6 +22,9 @@ _TABLE = {
     "float32": DType("float32", np.dtype(np.float32), "float", "float", True),
     "float64": DType("float64", np.dtype(np.float64), "double", "double", True),
     "float16": DType("float16", np.dtype(np.float16), "half", "float", True),
+    # bfloat16 (NumPy's through ml_dtypes): OpenCL C has no such type, so kernels hold its 16-bit
+    # patterns as ushort and convert with dtype.h's IS_BF16 LOAD/STORE; every device has it.
+    "bfloat16": DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "ushort", "float", True),
     "int32": DType("int32", np.dtype(np.int32), "int", "int", False),
     "int64": DType("int64", np.dtype(np.int64), "long", "long", False),
     "uint8": DType("uint8", np.dtype(np.uint8), "uchar", "uchar", False),

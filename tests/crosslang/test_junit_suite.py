@@ -6,7 +6,7 @@ import pytest
 from .junit import run_classes
 
 CLASSES = ["ValuesTest", "DeviceBufferTest", "KernelTest", "OpsTest", "HostMemoryTest", "LifetimeTest", "ThreadsTest",
-           "LaunchLimitsTest"]
+           "LaunchLimitsTest", "BFloat16Test"]
 
 
 @pytest.mark.parametrize("name", CLASSES)

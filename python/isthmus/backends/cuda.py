@@ -91,8 +91,9 @@ class CudaDevice(Device):
             local_mem_size=int(p["sharedMemPerBlock"]),
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             platform=f"CUDA {rt.runtimeGetVersion()} sm_{self.compute_capability}",
-            dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"))
+            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
         self._cp_device = cupy.cuda.Device(index)
+        self.mma_sync = int(p["major"]) >= 8
         self._stream = None
         self._init_lock = threading.Lock()
         self._launch_graphs = knobs.cuda_launch_graphs()

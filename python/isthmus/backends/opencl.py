@@ -84,13 +84,26 @@ def _kind(cl, d) -> str:
     return "accelerator"
 
 
+def _nvidia_sm(cl, d) -> int:
+    """The compute capability (major*10 + minor) of an NVIDIA OpenCL device, else 0."""
+    if "cl_nv_device_attribute_query" not in d.extensions:
+        return 0
+    try:
+        return int(d.compute_capability_major_nv) * 10 + int(d.compute_capability_minor_nv)
+    except (cl.Error, AttributeError):
+        return 0
+
+
 class OpenCLDevice(Device):
     backend = NAME
 
     def __init__(self, cl, platform, d, index: int):
         self._cl = cl
         self._dev = d
-        dtypes = ["float32", "float16", "int32", "int64", "uint8"]
+        # 16-bit floats are stored and converted without `half` arithmetic (vload_half/vstore_half are
+        # core OpenCL; bfloat16 is ushort bits), so every device has them, cl_khr_fp16 or not
+        # (NVIDIA's OpenCL has no cl_khr_fp16).
+        dtypes = ["float32", "float16", "bfloat16", "int32", "int64", "uint8"]
         if "cl_khr_fp64" in d.extensions or d.double_fp_config:
             dtypes.insert(1, "float64")
         super().__init__(
@@ -106,6 +119,7 @@ class OpenCLDevice(Device):
         if "nvidia" in self.vendor.lower():
             self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
         self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
+        self.mma_sync = _nvidia_sm(cl, d) >= 80  # NVIDIA's OpenCL takes inline PTX
         self._ctx = None
         self._queue = None
         self._init_lock = threading.Lock()

@@ -12,7 +12,7 @@ from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="axpy", source="axpy.cl", entries=("axpy",),
-    dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"),
+    dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"),
     tunables=(Tunable("WG", (64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8), 4)),
     problem=("n",),
     restrictions=("WG <= max_work_group_size",),
@@ -62,7 +62,7 @@ def run(a, x, y):
 
 
 def reference(a, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if x.dtype == np.float16:
-        return (np.float32(a) * x.astype(np.float32) + y.astype(np.float32)).astype(np.float16)
     with np.errstate(over="ignore"):
+        if x.dtype.itemsize == 2:  # float16, bfloat16: f32 arithmetic, one rounding
+            return (np.float32(a) * x.astype(np.float32) + y.astype(np.float32)).astype(x.dtype)
         return (x.dtype.type(a) * x + y).astype(x.dtype)

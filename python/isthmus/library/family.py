@@ -97,6 +97,8 @@ class Family:
             ctype = dict(self.storage).get(dt.name, dt.ctype)
             acc = dt.acc if ctype == dt.ctype else ctype
             defines = {"T": ctype, "ACC": acc, "IS_HALF": int(ctype == "half"), **dict(self.defines), **params}
+            if dt.name == "bfloat16" and acc == "float":  # ushort bits that LOAD/STORE convert
+                defines["IS_BF16"] = 1
             program = Program.build(device, self.source_text(), defines, self.entries[0])
             found = {name: program.kernel(name) for name in self.entries}
             device._kernels[key] = found
@@ -117,13 +119,16 @@ _RECIPES_MAX = 4096  # distinct (device, dtype, shape) per op kept; past that th
 config_source: list[Callable] = []
 
 
-def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dict[str, Kernel]]:
-    """The launch parameters and compiled kernels for this problem (memoized by bucket)."""
+def resolve(family: Family, device, dt: DType, problem: dict, variant: tuple = ()) -> tuple[dict, dict[str, Kernel]]:
+    """The launch parameters and compiled kernels for this problem (memoized by bucket).
+
+    ``variant``: (name, value) pairs of fixed ``-D`` macros that the call itself decides (operand
+    layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
     forced = _forced.get()
     if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
         family.check_dtype(device, dt)
-        return forced[1], family.kernels(device, dt, forced[1])
-    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
+        return forced[1], family.kernels(device, dt, {**forced[1], **dict(variant)})
+    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem], *variant)
     found = _resolved.get(key)
     if found is None:
         generation = _generation
@@ -138,7 +143,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
             params = family.defaults(device)
             if not family.is_valid(params, device, problem, dt):
                 params = _first_valid(family, device, problem, dt)
-        found = (params, family.kernels(device, dt, params))
+        found = (params, family.kernels(device, dt, {**params, **dict(variant)}))
         with _resolve_lock:
             if generation == _generation:
                 _resolved[key] = found

@@ -11,7 +11,7 @@ import numpy as np
 from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from ..kernel import convert_scalar
-from . import checks
+from . import checks, gemm_mma
 from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
@@ -55,6 +55,8 @@ def _recipe(dev, dt, m: int, n: int, k: int) -> _Recipe:
 
 
 def run(a, b, c=None, alpha=1.0, beta=0.0):
+    if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
+        return gemm_mma.run(a, b, c, alpha, beta)
     a = checks.buffer("gemm", "a", a, ndim=2)
     b = checks.buffer("gemm", "b", b, ndim=2)
     checks.like("gemm", a, "b", b)

@@ -26,12 +26,13 @@ _TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("
              # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs)
              Tunable("LAYOUT", (0, 1), 0))
 _COMMON = dict(source="reduce.cl", entries=("reduce_first", "reduce_final"),
-               dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"), tunables=_TUNABLES,
+               dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"), tunables=_TUNABLES,
                problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size"),
                cpu_defaults=(("WG", 16), ("VPT", 16), ("GROUPS", 16), ("LAYOUT", 1)))
 SUM = Family(name="sum", defines=(("OP_SUM", 1),), **_COMMON)
 MAX = Family(name="max", defines=(("OP_MAX", 1),), **_COMMON)
 _RECIPES = recipes()
+_BF16 = lookup("bfloat16").np
 _OUT_SHAPE = (1,)
 # The scratch asked for: room for the most partials any config makes, in the widest accumulator (8
 # bytes), so each thread allocates it once.
@@ -99,12 +100,14 @@ def run_max(x, out=None):
 
 
 def reference_sum(x: np.ndarray) -> np.ndarray:
-    if x.dtype == np.float16:
-        return np.array([x.astype(np.float64).sum()], dtype=np.float16)
+    if x.dtype == np.float16 or x.dtype == _BF16:
+        return np.array([x.astype(np.float64).sum()], dtype=x.dtype)
     if x.dtype.kind == "f":
         return np.array([x.astype(np.float64).sum()], dtype=x.dtype)
     return np.array([np.add.reduce(x, dtype=x.dtype)], dtype=x.dtype)
 
 
 def reference_max(x: np.ndarray) -> np.ndarray:
+    if x.dtype == _BF16:  # exact in float32
+        return np.array([x.astype(np.float32).max()], dtype=x.dtype)
     return np.array([x.max()], dtype=x.dtype)

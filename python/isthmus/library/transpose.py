@@ -10,12 +10,12 @@ from .family import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="transpose", source="transpose.cl", entries=("transpose",),
-    dtypes=("float32", "float64", "float16", "int32", "int64", "uint8"),
+    dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"),
     tunables=(Tunable("TILE", (8, 16, 32, 64), 64), Tunable("BLOCK_ROWS", (1, 2, 4, 8, 16, 32), 8)),
     problem=("rows", "cols"),
     restrictions=("TILE % BLOCK_ROWS == 0", "TILE * BLOCK_ROWS <= max_work_group_size",
                   "TILE * (TILE + 1) * 8 <= local_mem_size", "rows // TILE < 65535"),
-    storage=(("float16", "ushort"),),  # a transpose only moves bits
+    storage=(("float16", "ushort"),),  # a transpose only moves bits (bfloat16 is ushort already)
     cpu_defaults=(("TILE", 16), ("BLOCK_ROWS", 4)),
 )
 _RECIPES = recipes()

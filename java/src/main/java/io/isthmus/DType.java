@@ -13,6 +13,12 @@ public enum DType {
     FLOAT64("float64", 8),
     /** 16-bit IEEE float ({@code float16}); Java reads it widened to {@code float}. */
     FLOAT16("float16", 2),
+    /**
+     * bfloat16 ({@code bfloat16}, NumPy's through ml_dtypes): the upper 16 bits of a float32.
+     * Host transfers move its 2-byte patterns (a native-order {@code ByteBuffer}, or
+     * {@code short[]} through {@link #floatToBfloat16(float)}); Java reads it widened to {@code float}.
+     */
+    BFLOAT16("bfloat16", 2),
     /** 32-bit signed integer ({@code int32}). */
     INT32("int32", 4),
     /** 64-bit signed integer ({@code int64}). */
@@ -52,6 +58,31 @@ public enum DType {
             }
         }
         throw new UnsupportedDtypeException("unsupported dtype '" + name + "': expected one of "
-                + "float32, float64, float16, int32, int64, uint8", null, null);
+                + "float32, float64, float16, bfloat16, int32, int64, uint8", null, null);
+    }
+
+    /**
+     * The bfloat16 bit pattern nearest to {@code value} (round to nearest, ties to even, as NumPy's
+     * ml_dtypes and the kernels round); NaN stays NaN.
+     *
+     * @param value any float
+     * @return its bfloat16 pattern, to put into a {@code ByteBuffer} with {@code putShort}
+     */
+    public static short floatToBfloat16(float value) {
+        int bits = Float.floatToRawIntBits(value);
+        if (Float.isNaN(value)) {
+            return (short) ((bits >>> 16) | 0x40);
+        }
+        return (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16);
+    }
+
+    /**
+     * The float a bfloat16 bit pattern stands for (exact).
+     *
+     * @param bits a bfloat16 pattern
+     * @return the float value
+     */
+    public static float bfloat16ToFloat(short bits) {
+        return Float.intBitsToFloat((bits & 0xffff) << 16);
     }
 }

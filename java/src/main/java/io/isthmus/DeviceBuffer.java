@@ -192,15 +192,18 @@ public final class DeviceBuffer implements AutoCloseable {
         handle().copyTo(target);
     }
 
-    /** @return the contents as a new {@code float[]}; for {@link DType#FLOAT32} and {@link DType#FLOAT16} */
+    /**
+     * @return the contents as a new {@code float[]}; for {@link DType#FLOAT32}, {@link DType#FLOAT16}
+     *         and {@link DType#BFLOAT16} (widened exactly)
+     */
     public float[] toFloatArray() {
-        requireDtype("toFloatArray", DType.FLOAT32, DType.FLOAT16);
+        requireDtype("toFloatArray", DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16);
         return (float[]) handle().toArray("float");
     }
 
     /** @return the contents as a new {@code double[]}; for any floating dtype */
     public double[] toDoubleArray() {
-        requireDtype("toDoubleArray", DType.FLOAT64, DType.FLOAT32, DType.FLOAT16);
+        requireDtype("toDoubleArray", DType.FLOAT64, DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16);
         return (double[]) handle().toArray("double");
     }
 
@@ -242,7 +245,7 @@ public final class DeviceBuffer implements AutoCloseable {
         }
         if (dtype != expected) {
             throw new InvalidArgumentException("cannot copy a " + expected.pythonName() + " array into "
-                    + describe() + ": use a " + javaTypeOf(dtype) + "[] (or a ByteBuffer)", null, null);
+                    + describe() + ": " + howToFill(dtype), null, null);
         }
         if (length != size()) {
             throw new InvalidArgumentException("source has " + length + " elements, " + describe()
@@ -261,12 +264,14 @@ public final class DeviceBuffer implements AutoCloseable {
                 + " but " + describe() + " is " + dtype, null, null);
     }
 
-    private static String javaTypeOf(DType d) {
+    private static String howToFill(DType d) {
         return switch (d) {
-            case FLOAT32, FLOAT16 -> "float";
-            case FLOAT64 -> "double";
-            case INT32, UINT8 -> "int";
-            case INT64 -> "long";
+            case FLOAT32 -> "use a float[] (or a ByteBuffer)";
+            case FLOAT64 -> "use a double[] (or a ByteBuffer)";
+            case INT32, UINT8 -> "use an int[] (or a ByteBuffer)";
+            case INT64 -> "use a long[] (or a ByteBuffer)";
+            case FLOAT16, BFLOAT16 -> "fill a direct native-order ByteBuffer with its 2-byte patterns"
+                    + (d == DType.BFLOAT16 ? " (DType.floatToBfloat16)" : "") + " and use copyFrom(ByteBuffer)";
         };
     }
 

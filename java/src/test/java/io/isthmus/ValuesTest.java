@@ -13,11 +13,12 @@ import org.junit.jupiter.api.Test;
 class ValuesTest {
     @Test
     void dtypesMirrorNumpy() {
-        assertEquals(6, DType.values().length);
+        assertEquals(7, DType.values().length);
         for (DType d : DType.values()) {
             assertEquals(d, DType.fromPythonName(d.pythonName()));
         }
         assertEquals(2, DType.FLOAT16.size());
+        assertEquals(2, DType.BFLOAT16.size());
         assertThrows(UnsupportedDtypeException.class, () -> DType.fromPythonName("complex64"));
     }
 

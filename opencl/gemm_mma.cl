@@ -1,0 +1,474 @@
+/* isthmus: gemm_mma.cl -- tensor-core gemm for 16-bit floats (float16, bfloat16), f32 accumulation
+ *
+ *   C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]      op(X) = X or X^T (TRANS_A, TRANS_B)
+ *
+ * Kernel:
+ *   __kernel void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
+ *                          __global const T* A, const long sa, __global const T* B, const long sb,
+ *                          __global CT* C, const long sc)
+ * T is ushort (16-bit patterns of float16 or bfloat16: IS_BF16 says which); CT is float (C_F32=1)
+ * or ushort (C in the input dtype, rounded to nearest even). Row-major, dense:
+ *   A: M x K (TRANS_A=0) or K x M (TRANS_A=1);  B: K x N (TRANS_B=0) or N x K (TRANS_B=1);  C: M x N.
+ * Batch b = get_group_id(2) starts at A + b*sa, B + b*sb, C + b*sc (sa or sb 0: shared operand).
+ * beta == 0: C is not read (it may hold NaN garbage).  K == 0: C = beta*C (or 0).
+ *
+ * Scheme: a work-group of WM x WN warps (32 work-items each) computes a BM x BN tile of C, walking
+ * K in steps of BK through a ring of STAGES tiles in local memory, each kept in the operand's own
+ * global layout (k-contiguous or m/n-contiguous rows, padded by 8 elements against bank conflicts).
+ * Each warp owns a (BM/WM) x (BN/WN) block of C as m16n8k16 accumulator fragments (f32):
+ * lane l (g = l/4, t = l%4) holds rows g and g+8, columns 2t and 2t+1 of each 16x8 fragment.
+ *   MMA_PTX=1 (CUDA, NVIDIA OpenCL): fragments through inline PTX `mma.sync.aligned.m16n8k16`;
+ *     LDSM=1 loads them with `ldmatrix` (.trans for m/n-contiguous tiles), else with 16-bit reads;
+ *     ASYNC=1 (needs VEC) copies global -> local with `cp.async` (16 bytes, zero-filled outside the
+ *     matrix), so STAGES-1 K-steps are in flight while one is multiplied.
+ *   MMA_PTX=0 (every other device): the same tiles, ring and fragment ownership; each work-item
+ *     computes its fragment elements with f32 multiply-adds (portable OpenCL C, no extension).
+ *   VEC=1 (host-chosen when every operand's contiguous dimension is a multiple of 8): 16-byte
+ *     copies; VEC=0 copies element by element with bounds checks (odd sizes).
+ * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
+ *
+ * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
+ *   LDSM, ASYNC.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
+ *   STAGES * 2 * (max(BM*(BK+8), BK*(BM+8)) + max(BN*(BK+8), BK*(BN+8))) <= local_mem_size.
+ * Launch (3-D): local = (32*WM*WN, 1, 1),
+ *   global = (ceil(N/BN) * 32*WM*WN, ceil(M/BM), batch)   (CUDA: ceil(M/BM), batch <= 65535)
+ */
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 2
+#endif
+#ifndef WN
+#define WN 2
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef GM
+#define GM 8
+#endif
+#ifndef LDSM
+#define LDSM 1
+#endif
+#ifndef ASYNC
+#define ASYNC 1
+#endif
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#ifndef VEC
+#define VEC 0
+#endif
+#ifndef C_F32
+#define C_F32 1
+#endif
+#ifndef MMA_PTX
+#define MMA_PTX 0
+#endif
+#if C_F32
+#define CT float
+#else
+#define CT ushort
+#endif
+
+#define NT (WM * WN * 32)
+#define WTM (BM / WM)      /* rows of C per warp */
+#define WTN (BN / WN)      /* cols of C per warp */
+#define MI (WTM / 16)      /* 16-row fragments per warp */
+#define NI (WTN / 8)       /* 8-col fragments per warp */
+
+#if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || BK % 16 != 0 || STAGES < 2
+#  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN), BK % 16 must be 0 and STAGES >= 2"
+#endif
+
+/* local tiles: [rows][cols + 8] in the operand's global layout */
+#if TRANS_A
+#  define A_ROWS BK
+#  define A_COLS BM
+#else
+#  define A_ROWS BM
+#  define A_COLS BK
+#endif
+#if TRANS_B
+#  define B_ROWS BN
+#  define B_COLS BK
+#else
+#  define B_ROWS BK
+#  define B_COLS BN
+#endif
+#define AP (A_COLS + 8)
+#define BP (B_COLS + 8)
+#define A_STAGE (A_ROWS * AP)
+#define B_STAGE (B_ROWS * BP)
+/* element (m, k) of op(A) and (k, n) of op(B) inside one local stage */
+#if TRANS_A
+#  define AIDX(m, k) ((k) * AP + (m))
+#else
+#  define AIDX(m, k) ((m) * AP + (k))
+#endif
+#if TRANS_B
+#  define BIDX(k, n) ((n) * BP + (k))
+#else
+#  define BIDX(k, n) ((k) * BP + (n))
+#endif
+
+/* 16-bit pattern -> float, from local memory (portable path) */
+#if IS_BF16
+#  define LOCAL_F(p, i) BF16_TO_FLOAT((p)[i])
+#else
+#  define LOCAL_F(p, i) vload_half((size_t)(i), (LPTR const half*)(p))
+#endif
+/* C elements */
+#if C_F32
+#  define C_LOAD(p, i) ((p)[i])
+#  define C_STORE(p, i, v) ((p)[i] = (v))
+#elif IS_BF16
+#  define C_LOAD(p, i) BF16_TO_FLOAT((p)[i])
+#  define C_STORE(p, i, v) ((p)[i] = FLOAT_TO_BF16(v))
+#else
+#  define C_LOAD(p, i) vload_half((size_t)(i), (__global const half*)(p))
+#  define C_STORE(p, i, v) vstore_half((v), (size_t)(i), (__global half*)(p))
+#endif
+
+/* a pointer into local memory: CUDA's __shared__ is no pointer qualifier (its pointers are generic) */
+#ifdef ISTHMUS_CUDA
+#  define LPTR
+#else
+#  define LPTR __local
+#endif
+
+#if MMA_PTX
+/* ---- NVIDIA: inline PTX (CUDA through NVRTC, and NVIDIA's OpenCL) ---- */
+#  if IS_BF16
+#    define MMA_AB "bf16.bf16"
+#  else
+#    define MMA_AB "f16.f16"
+#  endif
+#  ifdef ISTHMUS_CUDA
+/* a __shared__ array is reached through a generic pointer in CUDA: convert it */
+static inline uint smem_addr(const ushort* p)
+{
+    uint a;
+    __asm__("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"((size_t)p));
+    return a;
+}
+#    define UINT4_ZERO make_uint4(0u, 0u, 0u, 0u)
+#  else
+/* an OpenCL __local pointer already is an address in the shared state space */
+static inline uint smem_addr(const __local ushort* p) { return (uint)(size_t)p; }
+#    define UINT4_ZERO ((uint4)(0u))
+#  endif
+
+static inline void mma16816(float* d, const uint* a, uint b0, uint b1)
+{
+    __asm__ __volatile__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB ".f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static inline void ldsm4(uint* r, uint addr)
+{
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+
+static inline void ldsm4_t(uint* r, uint addr)
+{
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+
+#  if ASYNC && VEC
+static inline void cp_async16(uint dst, __global const ushort* src, int valid)
+{
+    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+#    define ASYNC_COMMIT() __asm__ __volatile__("cp.async.commit_group;" ::: "memory")
+#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory")
+#  endif
+#endif /* MMA_PTX */
+
+#ifndef ASYNC_COMMIT
+#  define ASYNC_COMMIT() do { } while (0)
+#  define ASYNC_WAIT() do { } while (0)
+#endif
+
+/* One operand tile (ROWS x COLS of its global layout, rows row0.., cols col0..) into local
+ * memory element by element (VEC=0: any size); zero outside the matrix (rmax x cmax, leading
+ * dimension ld). */
+#define LOAD_TILE(dst, src, ROWS, COLS, PITCH, row0, col0, rmax, cmax, ld)                          \
+    do {                                                                                             \
+        for (int e_ = tid; e_ < (ROWS) * (COLS); e_ += NT) {                                         \
+            const int r_ = e_ / (COLS), c_ = e_ % (COLS);                                            \
+            const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                            \
+            (dst)[r_ * (PITCH) + c_] = ok_ ? (src)[(size_t)((row0) + r_) * (size_t)(ld)              \
+                                                   + (size_t)((col0) + c_)] : (ushort)0;             \
+        }                                                                                            \
+    } while (0)
+
+/* VEC=1: 16-byte chunks. Each work-item's chunks of a tile keep their local offset, global
+ * pointer at k = 0 and k coordinate from one K-step to the next (set up once: *_SETUP); a
+ * K-step adds k0 * (distance between consecutive k) to the pointer. Offset -1: no chunk;
+ * k coordinate K: outside the matrix in M or N (zero-filled at every step). */
+#define CHA (A_ROWS * A_COLS / 8)
+#define CHB (B_ROWS * B_COLS / 8)
+#define LA ((CHA + NT - 1) / NT)
+#define LB ((CHB + NT - 1) / NT)
+#if TRANS_A
+#  define A_KSTRIDE ((size_t)M)
+#else
+#  define A_KSTRIDE ((size_t)1)
+#endif
+#if TRANS_B
+#  define B_KSTRIDE ((size_t)1)
+#else
+#  define B_KSTRIDE ((size_t)N)
+#endif
+
+#if MMA_PTX && ASYNC && VEC
+#  define COPY16(base, saddr, off, s, ok) cp_async16((saddr) + 2u * (uint)(off), (s), (ok))
+#elif MMA_PTX
+#  define COPY16(base, saddr, off, s, ok) \
+    (*(LPTR uint4*)((base) + (off)) = (ok) ? *(__global const uint4*)(s) : UINT4_ZERO)
+#else
+#  define COPY16(base, saddr, off, s, ok) vstore8((ok) ? vload8(0, (s)) : (ushort8)(0), 0, (base) + (off))
+#endif
+
+#define VEC_LOAD(L, CH, o, kc, p, X, KSTRIDE, base, saddr, STAGE, st, k0)                            \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int l_ = 0; l_ < (L); ++l_) {                                                           \
+            if ((CH) % NT == 0 || o[l_] >= 0) {                                                      \
+                const int ok_ = (k0) + kc[l_] < K;                                                   \
+                COPY16(base, saddr, (st) * (STAGE) + o[l_], ok_ ? p[l_] + (size_t)(k0) * KSTRIDE : (X), ok_); \
+            }                                                                                        \
+        }                                                                                            \
+    } while (0)
+
+#if VEC
+#  define LOAD_A(st, k0) VEC_LOAD(LA, CHA, oa, ka, pa, A, A_KSTRIDE, As, as_s, A_STAGE, st, k0)
+#  define LOAD_B(st, k0) VEC_LOAD(LB, CHB, ob, kb, pb, B, B_KSTRIDE, Bs, bs_s, B_STAGE, st, k0)
+#elif TRANS_A
+#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BK, BM, AP, (k0), m0, K, M, M)
+#else
+#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, AP, m0, (k0), M, K, K)
+#endif
+#if VEC
+#elif TRANS_B
+#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, BP, n0, (k0), N, K, K)
+#else
+#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BK, BN, BP, (k0), n0, K, N, N)
+#endif
+
+__kernel ISTHMUS_LOCAL_SIZE(NT, 1, 1)
+void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
+              __global const T* A, const long sa, __global const T* B, const long sb,
+              __global CT* C, const long sc)
+{
+    __local ushort As[STAGES * A_STAGE] ISTHMUS_ALIGN(16);
+    __local ushort Bs[STAGES * B_STAGE] ISTHMUS_ALIGN(16);
+
+    const int tid = (int)get_local_id(0);
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm0 = (warp % WM) * WTM, wn0 = (warp / WM) * WTN;
+
+    /* tile numbering: groups of GM tile rows, walked column by column */
+    const int ntn = (int)get_num_groups(0), ntm = (int)get_num_groups(1);
+    const int pid = (int)get_group_id(1) * ntn + (int)get_group_id(0);
+    const int first = (pid / (GM * ntn)) * GM;
+    const int rows = min(ntm - first, GM);
+    const int m0 = (first + (pid % (GM * ntn)) % rows) * BM;
+    const int n0 = ((pid % (GM * ntn)) / rows) * BN;
+
+    const size_t b = get_group_id(2);
+    A += b * (size_t)sa;
+    B += b * (size_t)sb;
+    C += b * (size_t)sc;
+#if MMA_PTX
+    const uint as_s = smem_addr(As), bs_s = smem_addr(Bs);  /* shared-space addresses of the rings */
+#endif
+#if VEC
+    __global const ushort* pa[LA];
+    __global const ushort* pb[LB];
+    int oa[LA], ka[LA], ob[LB], kb[LB];
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+        const int e = tid + l * NT, r = e / (A_COLS / 8), c = (e % (A_COLS / 8)) * 8;
+        oa[l] = (CHA % NT == 0 || e < CHA) ? r * AP + c : -1;
+#  if TRANS_A   /* rows k, cols m */
+        pa[l] = A + (size_t)r * (size_t)M + (size_t)(m0 + c);
+        ka[l] = m0 + c < M ? r : K;
+#  else         /* rows m, cols k */
+        pa[l] = A + (size_t)(m0 + r) * (size_t)K + (size_t)c;
+        ka[l] = m0 + r < M ? c : K;
+#  endif
+    }
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+        const int e = tid + l * NT, r = e / (B_COLS / 8), c = (e % (B_COLS / 8)) * 8;
+        ob[l] = (CHB % NT == 0 || e < CHB) ? r * BP + c : -1;
+#  if TRANS_B   /* rows n, cols k */
+        pb[l] = B + (size_t)(n0 + r) * (size_t)K + (size_t)c;
+        kb[l] = n0 + r < N ? c : K;
+#  else         /* rows k, cols n */
+        pb[l] = B + (size_t)r * (size_t)N + (size_t)(n0 + c);
+        kb[l] = n0 + c < N ? r : K;
+#  endif
+    }
+#endif
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int ntiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) {
+            LOAD_A(s, s * BK);
+            LOAD_B(s, s * BK);
+        }
+        ASYNC_COMMIT();
+    }
+
+#if MMA_PTX && LDSM
+    /* this lane's row address inside an x4 ldmatrix (matrix j = lane/8, row r = lane%8) */
+    const int lj = lane >> 3, lr = lane & 7;
+#  if TRANS_A
+    const int a_lds = (lr + (lj >> 1) * 8) * AP + wm0 + (lj & 1) * 8;   /* rows k, cols m */
+#  else
+    const int a_lds = (wm0 + lr + (lj & 1) * 8) * AP + (lj >> 1) * 8;   /* rows m, cols k */
+#  endif
+#  if TRANS_B
+    const int b_lds = (wn0 + lr + (lj >> 1) * 8) * BP + (lj & 1) * 8;   /* rows n, cols k */
+#  else
+    const int b_lds = (lr + (lj & 1) * 8) * BP + wn0 + (lj >> 1) * 8;   /* rows k, cols n */
+#  endif
+#endif
+
+    for (int kt = 0; kt < ntiles; ++kt) {
+        ASYNC_WAIT();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* refill the stage every warp finished reading in the previous step */
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < ntiles) {
+                LOAD_A(nk % STAGES, nk * BK);
+                LOAD_B(nk % STAGES, nk * BK);
+            }
+            ASYNC_COMMIT();
+        }
+        const LPTR ushort* as = As + (kt % STAGES) * A_STAGE;
+        const LPTR ushort* bs = Bs + (kt % STAGES) * B_STAGE;
+#if MMA_PTX && LDSM
+        const uint as_k = as_s + 2u * (uint)((kt % STAGES) * A_STAGE + a_lds);
+        const uint bs_k = bs_s + 2u * (uint)((kt % STAGES) * B_STAGE + b_lds);
+#endif
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+#if MMA_PTX
+            uint af[MI][4], bf[NI][2];
+#  if LDSM
+#    pragma unroll
+            for (int i = 0; i < MI; ++i) {
+#    if TRANS_A
+                ldsm4_t(af[i], as_k + 2u * (uint)(kk * AP + i * 16));
+#    else
+                ldsm4(af[i], as_k + 2u * (uint)(i * 16 * AP + kk));
+#    endif
+            }
+#    pragma unroll
+            for (int j = 0; j < NI; j += 2) {
+                uint r[4];
+#    if TRANS_B
+                ldsm4(r, bs_k + 2u * (uint)(j * 8 * BP + kk));
+#    else
+                ldsm4_t(r, bs_k + 2u * (uint)(kk * BP + j * 8));
+#    endif
+                bf[j][0] = r[0]; bf[j][1] = r[1]; bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
+            }
+#  else /* 16-bit reads from local memory */
+#    define PAIR_A(m, k) ((uint)as[AIDX(m, k)] | ((uint)as[AIDX(m, (k) + 1)] << 16))
+#    define PAIR_B(k, n) ((uint)bs[BIDX(k, n)] | ((uint)bs[BIDX((k) + 1, n)] << 16))
+#    pragma unroll
+            for (int i = 0; i < MI; ++i) {
+                const int m = wm0 + i * 16 + g;
+                af[i][0] = PAIR_A(m, kk + 2 * t);
+                af[i][1] = PAIR_A(m + 8, kk + 2 * t);
+                af[i][2] = PAIR_A(m, kk + 2 * t + 8);
+                af[i][3] = PAIR_A(m + 8, kk + 2 * t + 8);
+            }
+#    pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const int n = wn0 + j * 8 + g;
+                bf[j][0] = PAIR_B(kk + 2 * t, n);
+                bf[j][1] = PAIR_B(kk + 2 * t + 8, n);
+            }
+#    undef PAIR_A
+#    undef PAIR_B
+#  endif
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+#else /* portable: this work-item's fragment elements, f32 multiply-adds */
+            for (int i = 0; i < MI; ++i) {
+                const int m = wm0 + i * 16 + g;
+                for (int j = 0; j < NI; ++j) {
+                    const int n = wn0 + j * 8 + 2 * t;
+                    float d0 = acc[i][j][0], d1 = acc[i][j][1], d2 = acc[i][j][2], d3 = acc[i][j][3];
+                    for (int k = kk; k < kk + 16; ++k) {
+                        const float a0 = LOCAL_F(as, AIDX(m, k)), a1 = LOCAL_F(as, AIDX(m + 8, k));
+                        const float b0 = LOCAL_F(bs, BIDX(k, n)), b1 = LOCAL_F(bs, BIDX(k, n + 1));
+                        d0 = fma(a0, b0, d0); d1 = fma(a0, b1, d1);
+                        d2 = fma(a1, b0, d2); d3 = fma(a1, b1, d3);
+                    }
+                    acc[i][j][0] = d0; acc[i][j][1] = d1; acc[i][j][2] = d2; acc[i][j][3] = d3;
+                }
+            }
+#endif
+        }
+    }
+
+    /* epilogue: rows g and g+8, columns 2t and 2t+1 of each fragment */
+    const int read_c = beta != 0.0f;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = m0 + wm0 + i * 16 + g + h * 8;
+            if (r < M) {
+#pragma unroll
+                for (int j = 0; j < NI; ++j) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int c = n0 + wn0 + j * 8 + 2 * t + e;
+                        if (c < N) {
+                            const size_t o = (size_t)r * (size_t)N + (size_t)c;
+                            float v = alpha * acc[i][j][h * 2 + e];
+                            if (read_c) v += beta * C_LOAD(C, o);
+                            C_STORE(C, o, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
