@@ -94,9 +94,9 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def bucket_of(family, problem: dict) -> tuple[int, ...]:
-    from ..library.family import bucket
+    from ..library.family import problem_bucket
 
-    return tuple(bucket(int(problem[p])) for p in family.problem)
+    return problem_bucket(family, problem)
 
 
 def key_for(family, device, dtype_name: str, problem: dict) -> Key:
@@ -216,7 +216,11 @@ class Database:
 
     # ---- reading ----
     def candidates(self, key: Key) -> Iterator[tuple[str, dict]]:
-        """(level, params) in fallback order: exact, nearest bucket same device, same model other driver."""
+        """(level, params) in fallback order: exact, nearest bucket same device, same model other driver;
+        only buckets of the key's shape class (a config tuned for square problems never runs a
+        tall or narrow one)."""
+        from ..library.family import shape_class
+
         with self._lock:
             rows = self._conn.execute(
                 "SELECT driver, bucket, params FROM best WHERE kernel = ? AND source_hash = ? AND options = ? AND "
@@ -225,7 +229,7 @@ class Database:
         ranked = []
         for driver, bucket, params in rows:
             b = tuple(json.loads(bucket))
-            if len(b) != len(key.bucket):
+            if len(b) != len(key.bucket) or shape_class(b) != shape_class(key.bucket):
                 continue
             level = 0 if (driver == key.driver and b == key.bucket) else 1 if driver == key.driver else 2
             ranked.append((level, _distance(b, key.bucket), bucket, params))
