@@ -40,8 +40,8 @@ def rule(buckets: dict, device, dt) -> dict:
 
 
 # CACHE > 0 holds the row in registers between the reduction and the write (one read per element);
-# its restrictions keep the held configs to those that hold the whole row, each once, except the
-# wide ones that hold at least _HOLD_WIDE bytes of a longer row (see softmax.cl).  Every
+# its restrictions keep the held configs to those that hold the whole row, each once, except for
+# rows longer than any config holds: there the configs that hold at least _HOLD_WIDE bytes of it.  Every
 # restriction on cols depends only on its power-of-two bucket (configs are memoized per bucket).
 FAMILY = Family(
     name="softmax", source="softmax.cl", entries=("softmax",), dtypes=("float32", "float64", "float16"),
@@ -50,8 +50,8 @@ FAMILY = Family(
     problem=("rows", "cols"),
     restrictions=("WG <= max_work_group_size", "2 * WG * acc_size <= local_mem_size", "cols + WG * VPT < 2**31",
                   "RPG <= WG", "RPG == 1 or CACHE > 0", "RPG == 1 or 2 * cols > WG // RPG",
-                  f"CACHE == 0 or cols <= WG // RPG * VPT * CACHE or (RPG == 1 and WG * VPT * CACHE * acc_size "
-                  f">= {_HOLD_WIDE})",
+                  f"CACHE == 0 or cols <= WG // RPG * VPT * CACHE or (RPG == 1 and cols * acc_size > {_HOLD_MAX} "
+                  f"and WG * VPT * CACHE * acc_size >= {_HOLD_WIDE})",
                   "CACHE <= 1 or VPT == 8",
                   "CACHE == 0 or VPT * CACHE == 1 or 2 * cols > WG // RPG * VPT * CACHE",
                   f"WG * VPT * CACHE * acc_size <= {_HOLD_MAX}"),
