@@ -11,8 +11,7 @@
  *   1. read.  The first CACHE steps (CACHE*VPT elements per item) are loaded at once into
  *      registers; the item takes their max m, replaces each by exp(v - m) and sums them (one
  *      exp per element).  Columns past CACHE*TPR*VPT (the whole row when CACHE = 0) are
- *      streamed with an online (max, sum of exp) update, VPT loads in flight per step (one
- *      when CACHE > 0, kept off the registers that hold the row).
+ *      streamed with an online (max, sum of exp) update, VPT loads in flight per step.
  *   2. reduce.  The team's (max, sum) pairs are merged in local memory in two levels: PARTS
  *      items merge TPR/PARTS pairs each, then the team's item 0 merges the PARTS results
  *      (3 barriers; none when TPR = 1).
@@ -25,7 +24,8 @@
  * Any config is correct for any rows and cols (the streamed part takes what the registers do not
  * hold; a team past the last row reads and writes nothing).
  * Special values, as NumPy and torch: -inf entries give 0; a row of all -inf gives NaN; a NaN or
- * a +inf anywhere in a row makes the whole row NaN (the max propagates NaN; inf - inf is NaN).
+ * a +inf anywhere in a row makes the whole row NaN (no term of the sum is skipped, so a NaN, or
+ * the NaN of inf - inf, reaches the sum and every output through 1/sum).
  * cols == 0: nothing is written.  Needs cols + WG*VPT < 2^31.
  * Tunables (-D):
  *   WG     work-group size  32,64,128,256,512,1024  default 256
@@ -52,13 +52,6 @@
 #  error "softmax.cl: RPG must divide WG"
 #endif
 #define TPR (WG / RPG)   /* items per row */
-/* loads per step of the streamed columns: past the held ones one at a time, so that a row
- * longer than the registers hold takes no more registers than the held part */
-#if CACHE > 0
-#define SVPT 1
-#else
-#define SVPT VPT
-#endif
 /* first level of the reduction: PARTS items of a team merge TPR/PARTS pairs each */
 #if TPR >= 512
 #define PARTS 32
@@ -73,8 +66,10 @@
 #else
 #define PARTS 1
 #endif
-/* max that propagates NaN (fmax and a > b drop it): a NaN in the row must reach the result */
-#define NMAX(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))
+/* The shift for exp(v - m): m itself, or 0 while m is -inf (every value seen is -inf: exp gives
+ * their 0, where v - m would be NaN).  No sum is ever skipped, so a NaN (or the NaN of inf - inf)
+ * reaches the row's sum, and through 1/sum every output of the row. */
+#define SHIFT(m) ((m) == -INFINITY ? (ACC)0 : (m))
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void softmax(const int rows, const int cols, __global const T* x, __global T* y)
@@ -84,12 +79,18 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y)
     __local ACC ss[WG];
 #endif
     const int lid = (int)get_local_id(0);
+#if RPG == 1
+    const int t = lid, base = 0;                    /* the grid has exactly `rows` groups */
+    const int lim = cols;
+    const long off = (long)get_group_id(0) * (long)cols;
+#else
     const int t = lid % TPR;                        /* item within its row's team */
     const int base = lid - t;                       /* the team's first slot in sm/ss */
     const int row = (int)get_group_id(0) * RPG + lid / TPR;
     /* a team past the last row sees an empty row: no early return (barriers below) */
     const int lim = row < rows ? cols : 0;
     const long off = row < rows ? (long)row * (long)cols : 0L;
+#endif
     const int first = CACHE * TPR * VPT + t;        /* this item's first streamed column */
 
     /* phase 1: this item's max m and sum s of exp(x - m) */
@@ -100,53 +101,51 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y)
     for (int j = 0; j < CACHE * VPT; ++j) {   /* every load in flight at once */
         const int c = t + j * TPR;
         v[j] = c < lim ? LOAD(x, off + c) : -INFINITY;
-        m = NMAX(m, v[j]);
+        m = v[j] > m ? v[j] : m;
     }
-    /* held = -inf: every held value is -inf (or past the row's end); exp(v - 0) gives their 0 */
+    /* held = -inf: every held value is -inf (or past the row's end) */
     const ACC held = m;
-    const ACC shift = held == -INFINITY ? (ACC)0 : held;
+    const ACC shift = SHIFT(held);
 #pragma unroll
     for (int j = 0; j < CACHE * VPT; ++j) {
         v[j] = exp(v[j] - shift);
         s += v[j];
     }
 #endif
-    for (int c0 = first; c0 < lim; c0 += TPR * SVPT) {
-        ACC w[SVPT];
+    for (int c0 = first; c0 < lim; c0 += TPR * VPT) {
+        ACC w[VPT];
         ACC mk = -INFINITY;
 #pragma unroll
-        for (int k = 0; k < SVPT; ++k) {
+        for (int k = 0; k < VPT; ++k) {
             const int c = c0 + k * TPR;
             w[k] = c < lim ? LOAD(x, off + c) : -INFINITY;
-            mk = NMAX(mk, w[k]);
+            mk = w[k] > mk ? w[k] : mk;
         }
-        const ACC nm = NMAX(m, mk);
-        if (nm != m) { s *= exp(m - nm); m = nm; }   /* m = -inf: s is 0, exp gives 0; NaN: NaN */
-        if (m != -INFINITY) {                         /* else all seen so far are -inf */
+        if (mk > m) { s *= exp(m - mk); m = mk; }     /* m = -inf: s is 0, exp gives 0 */
+        const ACC sh = SHIFT(m);
 #pragma unroll
-            for (int k = 0; k < SVPT; ++k) s += exp(w[k] - m);
-        }
+        for (int k = 0; k < VPT; ++k) s += exp(w[k] - sh);
     }
 
-    /* phase 2: merge the team's TPR pairs.  Empty items carry m = -inf, s = 0 (their terms are 0
-     * once the max is finite); a max of -inf skips the sums: no (-inf) - (-inf). */
+    /* phase 2: merge the team's TPR pairs.  Empty items carry m = -inf, s = 0: their terms are 0
+     * (or NaN when their s is). */
 #if TPR > 1
     sm[lid] = m; ss[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t < PARTS) {   /* reads sm[base + t + i*PARTS]: no other item writes those */
         ACC mm = -INFINITY, u = (ACC)0;
-        for (int i = base + t; i < base + TPR; i += PARTS) mm = NMAX(mm, sm[i]);
-        if (mm != -INFINITY)
-            for (int i = base + t; i < base + TPR; i += PARTS) u += ss[i] * exp(sm[i] - mm);
+        for (int i = base + t; i < base + TPR; i += PARTS) mm = sm[i] > mm ? sm[i] : mm;
+        const ACC sh = SHIFT(mm);
+        for (int i = base + t; i < base + TPR; i += PARTS) u += ss[i] * exp(sm[i] - sh);
         sm[base + t] = mm; ss[base + t] = u;
     }
 #if PARTS > 1
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t == 0) {
         ACC mm = -INFINITY, u = (ACC)0;
-        for (int i = base; i < base + PARTS; ++i) mm = NMAX(mm, sm[i]);
-        if (mm != -INFINITY)
-            for (int i = base; i < base + PARTS; ++i) u += ss[i] * exp(sm[i] - mm);
+        for (int i = base; i < base + PARTS; ++i) mm = sm[i] > mm ? sm[i] : mm;
+        const ACC sh = SHIFT(mm);
+        for (int i = base; i < base + PARTS; ++i) u += ss[i] * exp(sm[i] - sh);
         sm[base] = mm; ss[base] = u;
     }
 #endif
@@ -160,15 +159,15 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y)
 
     /* phase 3: write; the streamed columns first and backwards, while the cache still holds them */
     if (first < lim) {
-        for (int c0 = first + (lim - 1 - first) / (TPR * SVPT) * (TPR * SVPT); c0 >= first; c0 -= TPR * SVPT) {
-            ACC w[SVPT];
+        for (int c0 = first + (lim - 1 - first) / (TPR * VPT) * (TPR * VPT); c0 >= first; c0 -= TPR * VPT) {
+            ACC w[VPT];
 #pragma unroll
-            for (int k = 0; k < SVPT; ++k) {
+            for (int k = 0; k < VPT; ++k) {
                 const int c = c0 + k * TPR;
                 w[k] = c < lim ? LOAD(x, off + c) : (ACC)0;
             }
 #pragma unroll
-            for (int k = 0; k < SVPT; ++k) {
+            for (int k = 0; k < VPT; ++k) {
                 const int c = c0 + k * TPR;
                 if (c < lim) STORE(y, off + c, exp(w[k] - mx) * inv);
             }
@@ -176,8 +175,8 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y)
     }
 #if CACHE > 0
     /* an item whose values are all -inf in a row that is not: its zeros stay 0 (exp(0 - mx)
-     * may overflow), or NaN when the row is NaN (inv is); a row of all -inf: 0 * exp(inf) * inf
-     * = NaN, as NumPy gives */
+     * may overflow), or NaN when the row's sum is; a row of all -inf: 0 * exp(inf) * inf = NaN,
+     * as NumPy gives */
     const ACC scale = (held == -INFINITY && mx != -INFINITY) ? (ACC)0 * inv : exp(shift - mx) * inv;
 #pragma unroll
     for (int j = 0; j < CACHE * VPT; ++j) {

@@ -19,7 +19,7 @@
  * Tunables (-D):
  *   TILE        8,16,32,64      default 32
  *   BLOCK_ROWS  1,2,4,8,16,32   default 8
- *   ORDER       0,1             default 0
+ *   ORDER       0,1             default 1
  *   restrictions: TILE % BLOCK_ROWS == 0, TILE*BLOCK_ROWS <= max_work_group_size,
  *                 TILE*(TILE+1)*sizeof(T) <= local_mem_size
  * Launch (2-D, local = (TILE, BLOCK_ROWS)):
@@ -34,7 +34,7 @@
 #define BLOCK_ROWS 8
 #endif
 #ifndef ORDER
-#define ORDER 0
+#define ORDER 1
 #endif
 #if TILE % BLOCK_ROWS != 0
 #  error "transpose.cl: TILE must be a multiple of BLOCK_ROWS"

@@ -194,12 +194,15 @@ def test_rule_picks_the_variant_from_the_row_length():
     def pick(cols, dtype="float32"):
         p = FAMILY.defaults(_Big(), {"rows": 1000, "cols": cols}, lookup(dtype))
         return _variant(p, cols), p
-    assert pick(128) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 4, "CACHE": 1})  # a team of 32 per row
+    assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2})  # teams of 8 hold 16 each
+    assert pick(500) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 8, "CACHE": 2})
+    assert pick(3) == ("narrow", {"WG": 256, "RPG": 256, "VPT": 4, "CACHE": 1})  # one item per row
     assert pick(1)[0] == pick(3)[0] == pick(512)[0] == "narrow"
     assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2})  # the H200's tuned config
     assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2}
-    assert pick(32000)[0] == "held" and pick(32000, "float64")[0] == "wide"
-    assert pick(128256) == ("wide", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 4})
+    assert pick(32000) == ("held", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 4})
+    assert pick(32000, "float64")[0] == pick(128256)[0] == "two-pass"
+    assert pick(128256)[1] == {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0}
     assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 128}, lookup("float32")) == FAMILY.defaults(_Cpu())
 
 
