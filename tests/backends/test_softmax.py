@@ -197,6 +197,7 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2})  # teams of 8 hold 16 each
     assert pick(500) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 8, "CACHE": 2})
     assert pick(3) == ("narrow", {"WG": 256, "RPG": 256, "VPT": 4, "CACHE": 1})  # one item per row
+    assert pick(32) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 4, "CACHE": 1})  # teams of 8
     assert pick(1)[0] == pick(3)[0] == pick(512)[0] == "narrow"
     assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2})  # the H200's tuned config
     assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2}
