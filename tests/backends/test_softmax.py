@@ -204,16 +204,19 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert pick(32000) == ("held", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 4})
     assert pick(32000, "float64")[0] == pick(128256)[0] == "two-pass"
     assert pick(128256)[1] == {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0}
-    assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 128}, lookup("float32")) == FAMILY.defaults(_Cpu())
+    cpu = FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 128}, lookup("float32"))
+    assert cpu == {"WG": 64, "RPG": 8, "VPT": 8, "CACHE": 2}  # narrow rows on a CPU too, in groups of 64
+    assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 4000}, lookup("float32")) == FAMILY.defaults(_Cpu())
 
 
+@pytest.mark.parametrize("device", [_Big(), _Cpu()], ids=["gpu", "cpu"])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_rule_configs_are_valid_at_every_bucket(dtype):
+def test_rule_configs_are_valid_at_every_bucket(dtype, device):
     for e in range(0, 21):
         for cols in {1 << e, (1 << e) // 2 + 1}:
-            p = FAMILY.defaults(_Big(), {"rows": 7, "cols": cols}, lookup(dtype))
-            assert FAMILY.is_valid(p, _Big(), {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
-            assert p == rule({"rows": 8, "cols": bucket(cols)}, _Big(), lookup(dtype)) | {}
+            p = FAMILY.defaults(device, {"rows": 7, "cols": cols}, lookup(dtype))
+            assert FAMILY.is_valid(p, device, {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
+            assert p == FAMILY.defaults(device) | rule({"rows": 8, "cols": bucket(cols)}, device, lookup(dtype))
             if p["CACHE"]:  # a held config holds the row, or at least _HOLD_WIDE bytes of it
                 assert cols <= p["WG"] // p["RPG"] * p["VPT"] * p["CACHE"] or p["WG"] * p["VPT"] * p["CACHE"] >= 16384
 
