@@ -154,7 +154,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
     if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
         family.check_dtype(device, dt)
         return forced[1], family.kernels(device, dt, forced[1])
-    key = (family.name, device.id, dt.name, *problem_bucket(family, problem))
+    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
     found = _resolved.get(key)
     if found is None:
         generation = _generation
