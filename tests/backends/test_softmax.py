@@ -178,6 +178,13 @@ class _Cpu(_Big):
     kind = "cpu"
 
 
+class _SmallGpu(_Big):
+    """A GPU of work-groups up to 256 and 32 KiB of local memory: the rule stays inside them."""
+
+    max_work_group_size = 256
+    local_mem_size = 32768
+
+
 def _valid(params, cols, dtype="float32", device=_Big()):
     return FAMILY.is_valid({"RPG": 1, **params}, device, {"rows": 8, "cols": cols}, lookup(dtype))
 
@@ -209,7 +216,7 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 4000}, lookup("float32")) == FAMILY.defaults(_Cpu())
 
 
-@pytest.mark.parametrize("device", [_Big(), _Cpu()], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("device", [_Big(), _Cpu(), _SmallGpu()], ids=["gpu", "cpu", "small-gpu"])
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_rule_configs_are_valid_at_every_bucket(dtype, device):
     for e in range(0, 21):

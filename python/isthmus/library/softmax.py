@@ -32,21 +32,24 @@ def rule(buckets: dict, device, dt) -> dict:
     their defaults for longer rows."""
     cpu = device.kind == "cpu"
     b, acc = buckets["cols"], 8 if dt is not None and dt.acc in ("double", "long") else 4
+    cap = 1 << (min(1024, device.max_work_group_size).bit_length() - 1)  # the largest WG allowed
     if b <= _NARROW_MAX:
         # teams of b/16 holding 16 each from 128 columns (94% of copy at 262144x128 on the H200,
         # 93% at 65536x500); below, teams of 8 (teams of 2 reading 16 each: 27% at 1048576x32);
         # up to 8 columns one item per row, reading its row's consecutive elements
         tpr = b // 16 if b >= 128 else 8 if b > 8 else 1
-        k, wg = b // tpr, 64 if cpu else 256
+        k, wg = b // tpr, min(64 if cpu else 256, cap)
         vpt = min(8, k)
-        return {"WG": wg, "RPG": wg // tpr, "VPT": vpt, "CACHE": k // vpt}
+        if tpr <= wg:
+            return {"WG": wg, "RPG": wg // tpr, "VPT": vpt, "CACHE": k // vpt}
     if cpu:
         return {}
     if b * acc <= _HOLD_MAX:
-        wg = min(1024, max(128, b // 16))
-        return {"WG": wg, "RPG": 1, "VPT": 8, "CACHE": b // (wg * 8)}
+        wg = min(cap, max(128, b // 16))
+        if b <= wg * 8 * 8:
+            return {"WG": wg, "RPG": 1, "VPT": 8, "CACHE": max(1, b // (wg * 8))}
     # longer than any config holds: two passes (a partly held row measured slower on the H200)
-    return {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0}
+    return {"WG": cap, "RPG": 1, "VPT": 8, "CACHE": 0}
 
 
 # CACHE > 0 holds the row in registers between the reduction and the write (one read per element);
