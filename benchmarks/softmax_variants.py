@@ -1,67 +1,82 @@
-"""softmax: the two-pass kernel (CACHE=0) next to the row held in registers (CACHE>0), against the
-device-to-device copy bandwidth, at 8192x8192, 4096x4096 and 16384x4096 float32.
+"""softmax and transpose at the shapes real workloads use, each variant forced next to what the
+library resolves, torch in the same run, and the device-to-device copy of the same bytes.
 
-    python benchmarks/softmax_variants.py --device cuda:0 [--out DIR]      # GPU: well under 60 s
+    python benchmarks/softmax_variants.py --device cuda:0 [--out DIR]      # GPU: about a minute
     python benchmarks/softmax_variants.py --device opencl:0 --quick        # PoCL smoke test
 
-Each config is forced (the tuner's way) and timed with device events around a captured graph of
-back-to-back launches (no host time between them: the kernel, not the op's host path), median of
-repeats; its output is checked against a NumPy float64 reference on a sample of rows. The copy
-is the runtime's device-to-device copy of the same bytes (read + write counted, as for softmax).
-Rows marked `library` are what ``isthmus.ops.softmax`` resolves to on this device (tuning
-database, else defaults). Prints a markdown table; ``--out`` also writes it with a JSON twin.
+softmax: narrow rows (attention widths), vocabulary-width rows, a square; transpose: square,
+odd, odd-but-aligned, tall and wide. Each config is forced (the tuner's way) and timed with device
+events around a captured graph of back-to-back launches (the kernel, not the op's host path),
+median of repeats; every output is poisoned first and checked against a NumPy float64 reference
+on sample rows (softmax) or exactly (transpose). torch (``torch.softmax``, ``copy_(x.t())``) runs
+on cuda:0 on the same data, timed with CUDA events. Rows marked ``library`` are what
+``isthmus.ops`` resolves to on this device (tuning database, else the family's rule and defaults).
+Prints a markdown table; ``--out`` also writes it with a JSON twin.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-SIZES = [(8192, 8192), (4096, 4096), (16384, 4096)]
-QUICK_SIZES = [(256, 1024), (64, 333)]
-# Two-pass configs around the tuned H200 ones (WG=512 VPT=8 at 8192^2; WG=256 VPT=8 at 4096^2)
-# and the default; the held configs are every one the space admits at the size.
-TWO_PASS = [(256, 4), (128, 8), (256, 8), (512, 4), (512, 8), (1024, 4), (1024, 8)]
-QUICK_TWO_PASS = [(64, 4), (32, 8)]
+# (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE) beside the library's
+SOFTMAX = {
+    (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
+    (1048576, 32): [(256, 128, 8, 2), (256, 256, 8, 4), (256, 64, 8, 1)],
+    (65536, 500): [(256, 8, 8, 2), (256, 16, 8, 4), (512, 16, 8, 2)],
+    (8192, 8192): [(512, 1, 8, 2), (256, 1, 8, 4), (128, 1, 8, 8)],
+    (4096, 32000): [(1024, 1, 8, 4), (1024, 1, 8, 0), (512, 1, 8, 4), (512, 1, 8, 2)],
+    (1024, 128256): [(1024, 1, 8, 0), (512, 1, 8, 4), (1024, 1, 8, 2), (512, 1, 8, 0)],
+}
+TRANSPOSE_SHAPES = [(8192, 8192), (12345, 6789), (12288, 6784), (6789, 12345), (8388608, 1), (1, 8388608)]
+TRANSPOSE = [(64, 8, 1), (64, 8, 0), (32, 8, 1)]
+QUICK_SOFTMAX = {(1000, 128): [(64, 2, 4, 1)], (64, 3001): [(64, 1, 8, 8), (64, 1, 4, 0)]}
+QUICK_TRANSPOSE_SHAPES = [(300, 200), (123, 457), (65536, 1)]
+QUICK_TRANSPOSE = [(16, 4, 0), (16, 4, 1)]
 
 
-def configs(fam, dev, problem: dict, dt, quick: bool) -> list[dict]:
-    space = list(fam.space(dev, problem, dt))
-    pairs = QUICK_TWO_PASS if quick else TWO_PASS
-    two = [{"WG": w, "VPT": v, "CACHE": 0} for w, v in pairs]
-    held = [p for p in space if p["CACHE"] > 0]
-    return [p for p in two if p in space] + held
-
-
-def time_config(dev, fam, params, x, y, batch: int, repeat: int) -> float:
-    """Device ms per launch of softmax(x, out=y) with ``params`` forced (None: what the op resolves)."""
-    import isthmus
-    from isthmus.library.family import forced
+def time_graph(dev, fn, batch: int, repeat: int) -> float:
+    """Device ms per call of ``fn`` over a captured graph of ``batch`` calls."""
     from isthmus.measure import device_ms
-
-    def one():
-        isthmus.ops.softmax(x, out=y)
 
     with dev.capture() as graph:
         for _ in range(batch):
-            if params is None:
-                one()
-            else:
-                with forced(fam, params):
-                    one()
+            fn()
     try:
         return device_ms(dev, graph.launch, repeat=repeat, warmup=2) / batch
     finally:
         graph.close()
 
 
-def check(y, host: np.ndarray, rows: np.ndarray) -> float:
-    """Largest elementwise error relative to the row's largest probability, over the sample rows."""
+def torch_ms(fn, batch: int, repeat: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(batch):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / batch)
+    return statistics.median(times)
+
+
+def softmax_error(y, host: np.ndarray, rows: np.ndarray) -> float:
     got = y.to_numpy()[rows].astype(np.float64)
     x64 = host[rows].astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
@@ -71,57 +86,160 @@ def check(y, host: np.ndarray, rows: np.ndarray) -> float:
     return float((np.abs(got - ref) / ref.max(axis=1, keepdims=True)).max())
 
 
+def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list, copies: dict):
+    import isthmus
+    from isthmus.bench import copy_bandwidth
+    from isthmus.dtypes import lookup
+    from isthmus.library.family import forced, resolve
+    from isthmus.library.softmax import FAMILY
+    from isthmus.tune import db as dbmod
+
+    dt = lookup("float32")
+    for (rows, cols), forced_list in cases.items():
+        size, problem = f"{rows}x{cols}", {"rows": rows, "cols": cols}
+        host = rng.standard_normal((rows, cols), dtype=np.float32)
+        x, y = dev.asarray(host), dev.empty((rows, cols), np.float32)
+        copies[size] = copy = copies.get(size) or copy_bandwidth(dev, host.nbytes)
+        sample = np.unique(np.linspace(0, rows - 1, min(rows, 64)).astype(int))
+        poison = np.full((rows, cols), np.nan, np.float32)
+        lib = resolve(FAMILY, dev, dt, problem)[0]
+        where = dbmod.explain(FAMILY, dev, dt, problem)
+        cands = [(None, "library")] + [(dict(zip(("WG", "RPG", "VPT", "CACHE"), c)), "forced") for c in forced_list]
+        for params, how in cands:
+            shown = lib if params is None else params
+            if shown["WG"] > dev.max_work_group_size:
+                continue
+            y.copy_from(poison)
+
+            def one(params=params):
+                if params is None:
+                    isthmus.ops.softmax(x, out=y)
+                else:
+                    with forced(FAMILY, params):
+                        isthmus.ops.softmax(x, out=y)
+            try:
+                ms = time_graph(dev, one, batch, repeat)
+                err = softmax_error(y, host, sample)
+            except Exception as exc:  # one config failing must not lose the others
+                rows_out.append({"op": "softmax", "size": size, "how": how, "params": shown,
+                                 "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            gbs = 2 * host.nbytes / ms / 1e6
+            rows_out.append({"op": "softmax", "size": size, "how": how, "params": shown, "ms": ms, "GBps": gbs,
+                             "of_copy": gbs / copy, "max_err": err, "ok": err < 1e-5,
+                             "source": (where[0] if where else "rule/defaults") if params is None else "forced"})
+        x.close()
+        y.close()
+        add_torch(rows_out, "softmax", size, host, _torch_softmax, copy, batch, repeat)
+
+
+def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out: list, copies: dict):
+    import isthmus
+    from isthmus.bench import copy_bandwidth
+    from isthmus.dtypes import lookup
+    from isthmus.library.family import forced, resolve
+    from isthmus.library.transpose import FAMILY
+
+    dt = lookup("float32")
+    for rows, cols in shapes:
+        size = f"{rows}x{cols}"
+        host = rng.standard_normal((rows, cols), dtype=np.float32)
+        x, y = dev.asarray(host), dev.empty((cols, rows), np.float32)
+        copies[size] = copy = copies.get(size) or copy_bandwidth(dev, host.nbytes)
+        poison = np.full((cols, rows), np.nan, np.float32)
+        picks = np.unique(np.linspace(0, cols - 1, min(cols, 64)).astype(int))  # rows of y checked
+        expect = np.ascontiguousarray(host[:, picks].T)
+        lib = resolve(FAMILY, dev, dt, {"rows": rows, "cols": cols})[0]
+        cands = [(None, "library")] + [(dict(zip(("TILE", "BLOCK_ROWS", "ORDER"), c)), "forced") for c in configs]
+        for params, how in cands:
+            shown = lib if params is None else params
+            if shown["TILE"] * shown["BLOCK_ROWS"] > dev.max_work_group_size:
+                continue
+            y.copy_from(poison)
+
+            def one(params=params):
+                if params is None:
+                    isthmus.ops.transpose(x, out=y)
+                else:
+                    with forced(FAMILY, params):
+                        isthmus.ops.transpose(x, out=y)
+            try:
+                ms = time_graph(dev, one, batch, repeat)
+                got = y.to_numpy()
+                ok = bool(np.array_equal(got[picks], expect)) and not np.isnan(got).any()
+            except Exception as exc:
+                rows_out.append({"op": "transpose", "size": size, "how": how, "params": shown,
+                                 "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            gbs = 2 * host.nbytes / ms / 1e6
+            rows_out.append({"op": "transpose", "size": size, "how": how, "params": shown, "ms": ms, "GBps": gbs,
+                             "of_copy": gbs / copy, "ok": ok, "source": "library" if params is None else "forced"})
+        x.close()
+        y.close()
+
+        def make(t):
+            import torch
+            out = torch.empty((t.shape[1], t.shape[0]), dtype=t.dtype, device=t.device)
+            return lambda: out.copy_(t.t())
+        add_torch(rows_out, "transpose", size, host, make, copy, batch, repeat)
+
+
+def _torch_softmax(t):
+    import torch
+
+    return lambda: torch.softmax(t, dim=1)
+
+
+def add_torch(rows_out, op, size, host, make, copy, batch, repeat):
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return
+        t = torch.from_numpy(host).to("cuda:0")
+        ms = torch_ms(make(t), batch, repeat)
+        del t
+        torch.cuda.empty_cache()
+    except ImportError:
+        return
+    gbs = 2 * host.nbytes / ms / 1e6
+    rows_out.append({"op": op, "size": size, "how": "torch", "params": {}, "ms": ms, "GBps": gbs,
+                     "of_copy": gbs / copy, "ok": True, "source": f"torch {torch.__version__}"})
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None)
     p.add_argument("--quick", action="store_true", help="small sizes and few configs (a smoke test, e.g. PoCL)")
+    p.add_argument("--only", choices=("softmax", "transpose"), default=None)
+    p.add_argument("--library", action="store_true", help="only what the library resolves (and torch), no forced configs")
     p.add_argument("--out", default=None, help="folder for softmax_variants-<tag>.md/.json")
     args = p.parse_args(argv)
 
     import isthmus
-    from isthmus.bench import copy_bandwidth
-    from isthmus.dtypes import lookup
-    from isthmus.library.family import resolve
-    from isthmus.library.softmax import FAMILY
-    from isthmus.tune import db as dbmod
+    from isthmus.bench import machine
 
     dev = isthmus.device(args.device)
-    dt = lookup("float32")
     gpu = dev.kind == "gpu" and not args.quick
-    batch, repeat = (20, 7) if gpu else (2, 3)
+    batch, repeat = (10, 5) if gpu else (2, 3)
     t0 = time.monotonic()
     rng = np.random.default_rng(0)
     rows_out, copies = [], {}
-    for rows, cols in (SIZES if not args.quick else QUICK_SIZES):
-        problem = {"rows": rows, "cols": cols}
-        host = rng.standard_normal((rows, cols), dtype=np.float32)
-        poison = np.full((rows, cols), np.nan, np.float32)
-        x, y = dev.asarray(host), dev.empty((rows, cols), np.float32)
-        nbytes = host.nbytes
-        copies[f"{rows}x{cols}"] = copy = copy_bandwidth(dev, nbytes)
-        sample = np.unique(np.linspace(0, rows - 1, min(rows, 64)).astype(int))
-        lib_params = resolve(FAMILY, dev, dt, problem)[0]
-        where = dbmod.explain(FAMILY, dev, dt, problem)
-        cands = [(None, "library")] + [(c, "held" if c["CACHE"] else "two-pass") for c in configs(FAMILY, dev, problem,
-                                                                                                   dt, args.quick)]
-        for params, variant in cands:
-            shown = lib_params if params is None else params
-            y.copy_from(poison)  # an element a config leaves unwritten shows up in the check
-            try:
-                ms = time_config(dev, FAMILY, params, x, y, batch, repeat)
-                err = check(y, host, sample)
-            except Exception as exc:  # one config failing must not lose the others
-                rows_out.append({"size": f"{rows}x{cols}", "variant": variant, "params": shown,
-                                 "error": f"{type(exc).__name__}: {exc}"[:300]})
-                continue
-            gbs = 2 * nbytes / ms / 1e6
-            rows_out.append({"size": f"{rows}x{cols}", "variant": variant, "params": shown, "ms": ms, "GBps": gbs,
-                             "of_copy": gbs / copy, "max_err": err, "ok": err < 1e-5,
-                             "source": (where[0] if where else "defaults") if params is None else "forced"})
-        x.close()
-        y.close()
-    doc = {"device": dev.info(), "identity": dev.identity(), "copy_GBps": copies, "batch": batch, "repeat": repeat,
-           "seconds": time.monotonic() - t0, "rows": rows_out}
+    cases = QUICK_SOFTMAX if args.quick else SOFTMAX
+    if args.library:
+        cases = {k: [] for k in cases}
+    if args.only in (None, "softmax"):
+        bench_softmax(dev, cases, batch, repeat, rng, rows_out, copies)
+    configs = [] if args.library else QUICK_TRANSPOSE if args.quick else TRANSPOSE
+    if args.only in (None, "transpose"):
+        bench_transpose(dev, QUICK_TRANSPOSE_SHAPES if args.quick else TRANSPOSE_SHAPES, configs, batch, repeat, rng,
+                        rows_out, copies)
+    doc = {"device": dev.info(), "identity": dev.identity(), "machine": machine(), "copy_GBps": copies,
+           "batch": batch, "repeat": repeat, "seconds": time.monotonic() - t0, "rows": rows_out}
+    try:
+        import torch
+        doc["torch"] = torch.__version__
+    except ImportError:
+        pass
     text = markdown(doc)
     print(text)
     if args.out:
@@ -130,36 +248,30 @@ def main(argv=None) -> int:
         tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{dev.backend}-{dev.name}").strip("-").lower()
         (out / f"softmax_variants-{tag}.md").write_text(text)
         (out / f"softmax_variants-{tag}.json").write_text(json.dumps(doc, indent=1))
-    print(f"{len(rows_out)} configs in {doc['seconds']:.0f} s", file=sys.stderr)
+    print(f"{len(rows_out)} rows in {doc['seconds']:.0f} s", file=sys.stderr)
     return 0 if all(r.get("ok") for r in rows_out) else 1
 
 
 def markdown(doc: dict) -> str:
     d = doc["identity"]
-    lines = [f"# softmax variants on {d['name']} ({d['backend']}, driver {d['driver']})", "",
-             "float32; device time per launch over a graph of " f"{doc['batch']} launches, median of {doc['repeat']}; "
-             "GB/s counts one read + one write per element; copy = device-to-device copy of the same bytes.", "",
-             "| size | copy GB/s | variant | WG | VPT | CACHE | ms | GB/s | of copy | max err | |",
+    lines = [f"# softmax and transpose shapes on {d['name']} ({d['backend']}, driver {d['driver']})", "",
+             f"float32; device time per launch over a graph of {doc['batch']} launches, median of {doc['repeat']}; "
+             "GB/s counts one read + one write per element; copy = device-to-device copy of the same bytes; "
+             f"torch {doc.get('torch', '-')} on cuda:0, same data.", "",
+             "| op | size | copy GB/s | how | params | ms | GB/s | of copy | vs torch | max err | |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    torch = {(r["op"], r["size"]): r["GBps"] for r in doc["rows"] if r["how"] == "torch" and "GBps" in r}
     for r in doc["rows"]:
-        p = r["params"]
-        head = f"| {r['size']} | {doc['copy_GBps'][r['size']]:.1f} | {r['variant']} | {p['WG']} | {p['VPT']} | {p['CACHE']} |"
+        p = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        head = f"| {r['op']} | {r['size']} | {doc['copy_GBps'][r['size']]:.0f} | {r['how']} | {p} |"
         if "error" in r:
             lines.append(f"{head} | | | | | {r['error']} |")
             continue
-        note = ("" if r["ok"] else "WRONG ") + (r["source"] if r["variant"] == "library" else "")
-        lines.append(f"{head} {r['ms']:.4g} | {r['GBps']:.1f} | {r['of_copy']:.0%} | {r['max_err']:.1e} | {note} |")
-    best = {}
-    for r in doc["rows"]:
-        if r.get("ok") and r["variant"] != "library":
-            k = (r["size"], r["variant"])
-            if k not in best or r["GBps"] > best[k]["GBps"]:
-                best[k] = r
-    lines += ["", "Best per size and variant:", ""]
-    for (size, variant), r in sorted(best.items()):
-        p = r["params"]
-        lines.append(f"- {size} {variant}: WG={p['WG']} VPT={p['VPT']} CACHE={p['CACHE']} "
-                     f"{r['GBps']:.1f} GB/s = {r['of_copy']:.0%} of copy")
+        vs = torch.get((r["op"], r["size"]))
+        note = ("" if r["ok"] else "WRONG ") + (r["source"] if r["how"] == "library" else "")
+        err = f"{r['max_err']:.1e}" if "max_err" in r else ""
+        ratio = "" if vs is None else f"{r['GBps'] / vs:.2f}x"
+        lines.append(f"{head} {r['ms']:.4g} | {r['GBps']:.0f} | {r['of_copy']:.0%} | {ratio} | {err} | {note} |")
     return "\n".join(lines) + "\n"
 
 

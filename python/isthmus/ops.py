@@ -31,7 +31,8 @@ def max(x: Buffer, out: Buffer | None = None) -> Buffer:  # noqa: A001 - mirrors
 
 
 def softmax(x: Buffer, out: Buffer | None = None) -> Buffer:
-    """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself)."""
+    """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself).
+    As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
     return _softmax.run(x, out)
 
 

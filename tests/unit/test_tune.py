@@ -76,7 +76,7 @@ def test_tuned_library_config_is_used_by_later_launches(dev, tuning_db, rng):
     r = isthmus.tune("softmax", device=dev, problem=problem, strategy="random", budget=4, seed=3,
                      measure=Measure(repeat=3))
     assert len(r.evaluations) == 4 and r.by_status == {"ok": 4}
-    assert r.speedup >= 1.0 and r.default == FAMILIES["softmax"].defaults(dev)
+    assert r.speedup >= 1.0 and r.default == FAMILIES["softmax"].defaults(dev, problem, dtype("float32"))
     params, _ = resolve(FAMILIES["softmax"], dev, dtype("float32"), {"rows": 7, "cols": 90})  # same bucket
     assert params == r.best
     x = rng.standard_normal((7, 90)).astype(np.float32)

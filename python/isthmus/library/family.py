@@ -39,13 +39,20 @@ class Family:
     defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
     storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
     cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
+    # (problem buckets, device, dtype) -> tunables the problem's shape calls for (a variant), over
+    # the defaults; depends only on the buckets, since configs are memoized per bucket
+    rule: Callable[[dict, Any, Any], dict] | None = field(default=None, compare=False)
     _compiled: list = field(default_factory=list, compare=False, repr=False)
 
     # ---- parameters --------------------------------------------------------------------------
-    def defaults(self, device) -> dict:
+    def defaults(self, device, problem: dict | None = None, dtype: DType | None = None) -> dict:
+        """The config used where no tuned one applies: the tunables' defaults (CPU ones on CPU
+        devices), then what the family's rule picks for ``problem`` when one is given."""
         params = {t.name: t.default for t in self.tunables}
         if device.kind == "cpu":
             params.update(dict(self.cpu_defaults))
+        if self.rule is not None and problem is not None:
+            params.update(self.rule(dict(zip(self.problem, problem_bucket(self, problem))), device, dtype))
         return params
 
     def _restriction_code(self):
@@ -110,6 +117,30 @@ def bucket(value: int) -> int:
     return 1 if value <= 1 else 1 << (int(value) - 1).bit_length()
 
 
+def problem_bucket(family: Family, problem: dict) -> tuple[int, ...]:
+    """The problem's bucket: each size (in the family's order) rounded up to a power of two."""
+    return tuple(bucket(int(problem[p])) for p in family.problem)
+
+
+# Shape classes: a dimension is tiny (<= 16: a batch, a vector, a tall or wide matrix), small
+# (<= 512: attention-width rows, skinny gemm) or big; a problem whose big dimensions differ by
+# 8x or more is elongated (vocabulary-width rows).  Thresholds are on buckets, so a class is a
+# function of the bucket and old tuning records map to their class unchanged.
+_TINY, _SMALL, _ELONGATED = 16, 512, 8
+
+
+def shape_class(buckets: tuple[int, ...]) -> str:
+    """The shape class of a problem bucket, e.g. ``"bb"`` for 8192x8192, ``"bs"`` for 262144x128,
+    ``"bb/e"`` for 4096x32000, ``"tbb"`` for gemm 16x4096x4096; ``""`` for a 1-D problem (a
+    length has no shape). A tuned config is applied across buckets only within its class, so one
+    tuned at 8192^2 never runs 262144x128."""
+    if len(buckets) < 2:
+        return ""
+    tags = "".join("t" if b <= _TINY else "s" if b <= _SMALL else "b" for b in buckets)
+    big = [b for b in buckets if b > _SMALL]
+    return tags + ("/e" if len(big) >= 2 and max(big) >= _ELONGATED * min(big) else "")
+
+
 _resolve_lock = threading.Lock()
 _resolved: dict = {}
 _generation = 0  # bumped by forget_resolved(): what was resolved before it must not be stored after it
@@ -140,7 +171,7 @@ def resolve(family: Family, device, dt: DType, problem: dict, variant: tuple = (
                 break
             params = None
         if params is None:
-            params = family.defaults(device)
+            params = family.defaults(device, problem, dt)
             if not family.is_valid(params, device, problem, dt):
                 params = _first_valid(family, device, problem, dt)
         found = (params, family.kernels(device, dt, {**params, **dict(variant)}))
@@ -207,7 +238,7 @@ def forced(family: Family, params: dict):
 
 def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
     """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
-    default = family.defaults(device)
+    default = family.defaults(device, problem, dt)
     best = None
     for params in family.space(device, problem, dt):
         dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)

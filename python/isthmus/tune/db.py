@@ -96,9 +96,9 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def bucket_of(family, problem: dict) -> tuple[int, ...]:
-    from ..library.family import bucket
+    from ..library.family import problem_bucket
 
-    return tuple(bucket(int(problem[p])) for p in family.problem)
+    return problem_bucket(family, problem)
 
 
 def key_for(family, device, dtype_name: str, problem: dict) -> Key:
@@ -231,7 +231,11 @@ class Database:
 
     # ---- reading ----
     def candidates(self, key: Key) -> Iterator[tuple[str, dict]]:
-        """(level, params) in fallback order: exact, nearest bucket same device, same model other driver."""
+        """(level, params) in fallback order: exact, nearest bucket same device, same model other driver;
+        only buckets of the key's shape class (a config tuned for square problems never runs a
+        tall or narrow one)."""
+        from ..library.family import shape_class
+
         with self._lock:
             rows = self._conn.execute(
                 "SELECT driver, bucket, params FROM best WHERE kernel = ? AND source_hash = ? AND options = ? AND "
@@ -242,6 +246,8 @@ class Database:
             parsed = _parse_best(bucket, params, len(key.bucket))
             if parsed is None:
                 self._skipped(key.kernel, bucket, params)
+                continue
+            if shape_class(parsed[0]) != shape_class(key.bucket):
                 continue
             b, p = parsed
             level = 0 if (driver == key.driver and b == key.bucket) else 1 if driver == key.driver else 2

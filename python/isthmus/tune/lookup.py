@@ -24,7 +24,6 @@ has only backend, vendor and name):
 """
 from __future__ import annotations
 
-import json
 import platform
 import re
 import sqlite3
@@ -143,17 +142,19 @@ def _fits_here(family, device, problem: dict, dt):
 
 def _same_arch(store, key, arch: str) -> Iterator[dict]:
     """Params tuned on other devices of architecture ``arch``: same vendor first, then nearest bucket."""
-    from .db import _distance
+    from ..library.family import shape_class
+    from .db import _distance, _parse_best
 
     ranked = []
-    for vendor, name, bucket, params in store.rows_like(key):
+    for i, (vendor, name, bucket, params) in enumerate(store.rows_like(key)):
         if name == key.device and vendor == key.vendor:
             continue  # this device's own rows: consulted already at the levels before
         if arch_of(key.backend, vendor, name) != arch:
             continue
-        b = tuple(json.loads(bucket))
-        if len(b) != len(key.bucket):
-            continue
-        ranked.append((vendor != key.vendor, _distance(b, key.bucket), name, bucket, params))
+        parsed = _parse_best(bucket, params, len(key.bucket))
+        if parsed is None or shape_class(parsed[0]) != shape_class(key.bucket):
+            continue  # a bad row (candidates() warns about those), or another shape class
+        b, p = parsed
+        ranked.append((vendor != key.vendor, _distance(b, key.bucket), name, str(bucket), i, p))
     for *_, params in sorted(ranked):
-        yield json.loads(params)
+        yield params

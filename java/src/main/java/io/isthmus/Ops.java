@@ -45,6 +45,8 @@ public final class Ops {
     }
 
     /**
+     * As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0.
+     *
      * @param x input, softmax taken along the last axis
      * @return a new buffer of the same shape
      */
