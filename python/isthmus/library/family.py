@@ -25,6 +25,13 @@ class Tunable:
     name: str
     values: tuple
     default: Any
+    # (name, values): the tunable matters only while the tunable `name` (listed before it) holds
+    # one of `values` (a variant's own parameters); otherwise it stays at its default, so the
+    # search space holds each variant once instead of the product of all variants' parameters.
+    when: tuple | None = None
+
+    def applies(self, params: dict) -> bool:
+        return self.when is None or params.get(self.when[0]) in self.when[1]
 
 
 @dataclass(frozen=True)
@@ -39,13 +46,18 @@ class Family:
     defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
     storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
     cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
+    # (family, device, problem, params) -> params: the defaults adapted to a problem's shape
+    # (which variant, which tile), used where no tuned config is found
+    rule: Callable | None = field(default=None, compare=False)
     _compiled: list = field(default_factory=list, compare=False, repr=False)
 
     # ---- parameters --------------------------------------------------------------------------
-    def defaults(self, device) -> dict:
+    def defaults(self, device, problem: dict | None = None) -> dict:
         params = {t.name: t.default for t in self.tunables}
         if device.kind == "cpu":
             params.update(dict(self.cpu_defaults))
+        if self.rule is not None and problem is not None:
+            params = self.rule(self, device, problem, params)
         return params
 
     def _restriction_code(self):
@@ -55,7 +67,7 @@ class Family:
 
     def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
         for t in self.tunables:
-            if params.get(t.name) not in t.values:
+            if params.get(t.name) not in t.values or (params[t.name] != t.default and not t.applies(params)):
                 return False
         ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
         ns.update(problem or {})
@@ -74,7 +86,8 @@ class Family:
                 if self.is_valid(acc, device, problem, dtype):
                     yield dict(acc)
                 return
-            for v in self.tunables[i].values:
+            t = self.tunables[i]
+            for v in t.values if t.applies(acc) else (t.default,):
                 acc[names[i]] = v
                 yield from walk(i + 1, acc)
         yield from walk(0, {})
@@ -91,7 +104,7 @@ class Family:
 
     def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
         """The family's entry points compiled for ``dt`` with ``params`` (memoized per device)."""
-        key = ("family", self.name, dt.name, tuple(sorted(params.items())))
+        key = ("family", self.name, self.defines, dt.name, tuple(sorted(params.items())))
         found = device._kernels.get(key)
         if found is None:
             ctype = dict(self.storage).get(dt.name, dt.ctype)
@@ -123,7 +136,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
     if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
         family.check_dtype(device, dt)
         return forced[1], family.kernels(device, dt, forced[1])
-    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
+    key = (family.name, family.defines, device.id, dt.name, *[bucket(problem[p]) for p in family.problem])
     found = _resolved.get(key)
     if found is None:
         generation = _generation
@@ -135,7 +148,7 @@ def resolve(family: Family, device, dt: DType, problem: dict) -> tuple[dict, dic
                 break
             params = None
         if params is None:
-            params = family.defaults(device)
+            params = family.defaults(device, problem)
             if not family.is_valid(params, device, problem, dt):
                 params = _first_valid(family, device, problem, dt)
         found = (params, family.kernels(device, dt, params))
@@ -202,7 +215,7 @@ def forced(family: Family, params: dict):
 
 def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
     """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
-    default = family.defaults(device)
+    default = family.defaults(device, problem)
     best = None
     for params in family.space(device, problem, dt):
         dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)

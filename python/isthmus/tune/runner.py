@@ -183,7 +183,7 @@ def _short(exc: BaseException) -> str:
 
 def default_params(family, device, problem: dict, dtype) -> dict:
     dt = dtype_lookup(dtype)
-    params = family.defaults(device)
+    params = family.defaults(device, problem)
     if not family.is_valid(params, device, problem, dt):
         params = _first_valid(family, device, problem, dt)
     return params
