@@ -47,8 +47,9 @@ def _rule(family: Family, device, problem: dict, params: dict) -> dict:
         else:
             tn //= 2
     ks = 1
-    while tiles() * ks < 2 * units and ks < 32 and k // (2 * ks) >= 256:
-        ks *= 2
+    if tiles() < units:  # the device is not filled even once: cut K too, for about two waves
+        while tiles() * ks < 2 * units and ks < 32 and k // (2 * ks) >= 256:
+            ks *= 2
     wpt = {8: 1, 16: 2, 32: 4}
     return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wpt.get(tm, 8), WPTN=wpt.get(tn, 8),
                 KS=ks if ks > 1 else params["KS"])
