@@ -271,17 +271,24 @@ __kernel void gemm_combine(const long total, const int ks, const ACC alpha, cons
  * registers: per k, CN vector loads of the packed panel and CM broadcast scalars of op(A), CM*CN
  * vector multiply-adds (the outer-product form of BLAS micro-kernels).  Packing matters on a
  * CPU: the rows of B are N elements apart, and walking them directly touches a new page per k.
- * Rows past M are clamped for the loads and never stored.  half and CUDA take the scalar path
- * (correct for every shape; only PoCL-style CPU devices launch this variant by default). */
+ * Rows past M are clamped for the loads and never stored.  half computes in float vectors
+ * (vload_halfN); CUDA takes a scalar path (correct for every shape; only CPU devices launch this
+ * variant by default). */
 #define CCOLS (CN * CV)
 #define CROWS (CM * CR)
 #define KC (4096 / CCOLS < 16 ? 16 : 4096 / CCOLS)
 #define ASTEP (TRANS_A ? (size_t)M : (size_t)1)
-#if defined(__OPENCL_VERSION__) && !IS_HALF
+#if defined(__OPENCL_VERSION__)
 #  define CPU_VECTORS 1
 #  define VT ISTHMUS_CAT(ACC, CV)
-#  define VLOAD ISTHMUS_CAT(vload, CV)
-#  define VSTORE ISTHMUS_CAT(vstore, CV)
+#  if IS_HALF  /* vectors of float, loaded from and stored to half */
+#    define VLOAD ISTHMUS_CAT(vload_half, CV)
+#    define VSTORE ISTHMUS_CAT(vstore_half, CV)
+#  else
+#    define VLOAD ISTHMUS_CAT(vload, CV)
+#    define VSTORE ISTHMUS_CAT(vstore, CV)
+#  endif
+#  define VSTORE_ACC ISTHMUS_CAT(vstore, CV)
 #else
 #  define CPU_VECTORS 0
 #endif
@@ -367,7 +374,7 @@ void gemm_cpu(const int M, const int N, const int K,
                     VSTORE(v, 0, Cb + o);
                 } else {
                     ACC lanes[CV];
-                    VSTORE(v, 0, lanes);
+                    VSTORE_ACC(v, 0, lanes);
                     for (int l = 0; l < CV && c + l < N; ++l) {
                         ACC w = lanes[l];
                         if (read_c) w += beta * LOAD(Cb, o + l);
