@@ -358,7 +358,7 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | - | - | - | - | - | {r['note']} |")
             continue
         unit = r["unit"]
-        fmt = (lambda v: f"{v:.2f} {unit}") if unit == "TFLOP/s" else (lambda v: f"{v:.0f} {unit}")
+        fmt = (lambda v: f"{v:.2f} {unit}") if unit == "TFLOP/s" else (lambda v: f"{v:.3g} {unit}")
         if r["unit"] == "TFLOP/s" and r["isthmus"] < 1:
             fmt = lambda v: f"{v * 1e3:.1f} GFLOP/s"  # noqa: E731
         peer = fmt(r["peer_value"]) + f" ({r['peer']})" if "peer_value" in r else "-"
