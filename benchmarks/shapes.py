@@ -334,6 +334,12 @@ def measure(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s
 # ---- report ---------------------------------------------------------------------------------
 def _versions(peers: Peers) -> dict:
     v = machine()
+    try:  # which BLAS NumPy runs (OPENBLAS_CORETYPE, when set, picks an older kernel: see the env notes)
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        v["numpy_blas"] = f"{blas.get('name')} {blas.get('version')}"
+        v["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE", "")
+    except Exception:  # older NumPy: no dict form
+        pass
     if peers.torch is not None:
         v["torch"] = peers.torch.__version__
     if peers.clblast is not None:
@@ -346,7 +352,7 @@ def markdown(doc: dict) -> str:
     lines = [f"# Shape sweep: isthmus on {d['name']} ({d['backend']}) vs {doc['peer']}", "",
              f"- date: {doc['date']}", f"- device: {d['name']} ({d['vendor']}), driver {d['driver_version']}",
              f"- machine: {m['host']}, {m['platform']}, Python {m['python']}, NumPy {m['numpy']}"
-             + "".join(f", {k} {m[k]}" for k in ("torch", "cupy", "pyopencl", "clblast") if k in m),
+             + "".join(f", {k} {m[k]}" for k in ("numpy_blas", "torch", "cupy", "pyopencl", "clblast") if m.get(k)),
              f"- device-to-device copy (ceiling of the memory-bound ops): {doc['copy_GBps']:.1f} GB/s",
              f"- command: `{doc['command']}`", ""]
     if doc.get("note"):
