@@ -204,7 +204,7 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
             raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     else:
         c = _check_c(c, a, c_shape)
-    key = (dev, dt.name, ta, tb, batch, m, n, k, sa, sb)
+    key = (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape))
     r, fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
     al = convert_scalar(alpha, r.alpha, "gemm: alpha")
     be = convert_scalar(beta, r.beta, "gemm: beta")
