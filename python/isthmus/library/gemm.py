@@ -37,22 +37,39 @@ def _rule(family: Family, device, problem: dict, params: dict) -> dict:
             return dict(params, CM=bucket(m), CR=1)
         return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
     units = max(1, int(getattr(device, "compute_units", 1) or 1))
-    tm, tn = min(128, max(16, bucket(m))), min(128, max(16, bucket(n)))
+    small = min(m, n)
+    if small <= 64:
+        tm, tn, wptm, wptn = _skinny_tile(small, m <= n)
+    else:
+        tm, tn = min(128, bucket(m)), min(128, bucket(n))
 
     def tiles():
         return -(-m // tm) * -(-n // tn)
-    while tiles() < units and max(tm, tn) > 32:
+    while small > 64 and tiles() < units and max(tm, tn) > 32:
         if tm >= tn:
             tm //= 2
         else:
             tn //= 2
+    if small > 64:
+        wptm, wptn = (8 if tm >= 64 else tm // 8), (8 if tn >= 64 else tn // 8)
+    # split K until the groups fill the device: for a skinny problem (measured on the H200,
+    # benchmarks/results/gemm_variants-*) about 7 groups per compute unit for 16 rows or fewer,
+    # 3 for 17..64; otherwise only when the tiles do not fill the device once
+    want = (7 if small <= 16 else 3) * units if small <= 64 else units
     ks = 1
-    if tiles() < units:  # the device is not filled even once: cut K too, for about two waves
-        while tiles() * ks < 2 * units and ks < 32 and k // (2 * ks) >= 256:
+    if tiles() < units or small <= 64:
+        while tiles() * ks < want and ks < 32 and k // (2 * ks) >= 256:
             ks *= 2
-    wpt = {8: 1, 16: 2, 32: 4}
-    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wpt.get(tm, 8), WPTN=wpt.get(tn, 8),
+    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn,
                 KS=ks if ks > 1 else params["KS"])
+
+
+def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
+    """(TM, TN, WPTM, WPTN) when M or N is at most 64: 16 x 32 tiles of 2 x 4 for 16 or fewer,
+    32 x 64 of 4 x 4 up to 64 (the small side first), the best measured on the H200 for x @ W.T
+    at 1, 16 and 64 rows."""
+    a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4)
+    return (a, b, wa, wb) if rows_small else (b, a, wb, wa)
 
 
 FAMILY = Family(
