@@ -141,7 +141,10 @@ class _CLBlast:
         args = (101, 111, 112 if trans_b else 111, m, n, k, one, a.int_ptr, 0, k, b.int_ptr, 0, k if trans_b else n,
                 zero, c.int_ptr, 0, n, ctypes.byref(qptr), None)
 
+        keep = (a, b, c)  # the call passes raw handles: the buffers must live as long as it does
+
         def call():
+            assert keep
             status = fn(*args)
             if status != 0:
                 raise RuntimeError(f"CLBlast gemm failed with status {status}")
