@@ -8,9 +8,10 @@
  * dtypes: float double half (half: ACC float, loads/stores through LOAD/STORE).
  *
  * Kernels (every one compiled into every program; the op launches the one VARIANT names):
- *   gemm          tiled, local memory (VARIANT 0); with ks > 1 it is the split-K variant
- *                 (VARIANT 1): K is cut into ks chunks, each group writes ACC partial sums of
- *                 its chunk into P, and gemm_combine adds them up.  Split-K gives a skinny problem
+ *   gemm          tiled, local memory (VARIANT 0); compiled with VARIANT 1 it is the split-K
+ *                 variant: K is cut into ks chunks, each group writes ACC partial sums of its
+ *                 chunk into P, and gemm_combine adds them up (VARIANT 0 ignores ks and P and
+ *                 carries none of that bookkeeping).  Split-K gives a skinny problem
  *                 (M or N small: batch-1..64 inference) enough work-groups to fill the device.
  *   gemm_combine  C = alpha * sum of the ks partials in P + beta * C (after split-K).
  *   gemm_cpu      no local memory, no barriers, one work-item per CM x (CN columns-units) block
@@ -141,12 +142,23 @@ void gemm(const int M, const int N, const int K,
     const int mtiles = (M + TM - 1) / TM;
     const int read_c = beta != (ACC)0;
 
-    for (int z = (int)get_group_id(2); z < nbatch * ks; z += (int)get_num_groups(2)) {
+#if VARIANT == 1  /* split-K: the K range and the partials exist only in this build */
+    const int nz = nbatch * ks;
+#else
+    const int nz = nbatch;
+#endif
+    for (int z = (int)get_group_id(2); z < nz; z += (int)get_num_groups(2)) {
+#if VARIANT == 1
     const int bz = z % nbatch, split = z / nbatch;
-    __global const T* Ab = A + (size_t)bz * (size_t)sa;
-    __global const T* Bb = B + (size_t)bz * (size_t)sb;
     const int kbeg = split * kchunk;
     const int kend = min(K, kbeg + kchunk);
+#else
+    const int bz = z;
+    const int kbeg = 0;
+    const int kend = K;
+#endif
+    __global const T* Ab = A + (size_t)bz * (size_t)sa;
+    __global const T* Bb = B + (size_t)bz * (size_t)sb;
     const int ntiles = kend > kbeg ? (kend - kbeg + TK - 1) / TK : 0;
     for (int mt = (int)get_group_id(1); mt < mtiles; mt += (int)get_num_groups(1)) {
     const int m0 = mt * TM;
@@ -223,7 +235,9 @@ void gemm(const int M, const int N, const int K,
 
     /* epilogue: the result, or (split-K) this chunk's partial sums */
     const size_t cbase = (size_t)bz * (size_t)sc;
+#if VARIANT == 1
     const size_t pbase = ((size_t)split * (size_t)nbatch + (size_t)bz) * (size_t)M * (size_t)N;
+#endif
 #pragma unroll
     for (int i = 0; i < WPTM; ++i) {
         const int r = m0 + ROW(i, ty);
@@ -233,13 +247,13 @@ void gemm(const int M, const int N, const int K,
                 const int c = n0 + COL(j, tx);
                 if (c < N) {
                     const size_t o = (size_t)r * (size_t)N + (size_t)c;
-                    if (ks > 1) {
-                        P[pbase + o] = acc[i][j];
-                    } else {
-                        ACC v = alpha * acc[i][j];
-                        if (read_c) v += beta * LOAD(C, cbase + o);
-                        STORE(C, cbase + o, v);
-                    }
+#if VARIANT == 1
+                    P[pbase + o] = acc[i][j];
+#else
+                    ACC v = alpha * acc[i][j];
+                    if (read_c) v += beta * LOAD(C, cbase + o);
+                    STORE(C, cbase + o, v);
+#endif
                 }
             }
         }
