@@ -41,6 +41,16 @@ def transpose(x: Buffer, out: Buffer | None = None) -> Buffer:
     return _transpose.run(x, out)
 
 
-def gemm(a: Buffer, b: Buffer, c: Buffer | None = None, alpha: float = 1.0, beta: float = 0.0) -> Buffer:
-    """Row-major C = alpha*A@B + beta*C; allocates C when not given; returns C."""
-    return _gemm.run(a, b, c, alpha, beta)
+def gemm(a: Buffer, b: Buffer, c: Buffer | None = None, alpha: float = 1.0, beta: float = 0.0, *,
+         trans_a: bool = False, trans_b: bool = False, out_dtype=None) -> Buffer:
+    """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C.
+
+    op(A) = A.T with ``trans_a`` (A stored K x M), op(B) = B.T with ``trans_b`` (B stored N x K):
+    ``gemm(x, w, trans_b=True)`` is ``x @ w.T`` for row-major weights, with no transpose kernel.
+    3-D operands are batched over their leading dimension in one launch (a 2-D operand next to a
+    3-D one is shared by every entry); C is then (batch, M, N).
+
+    >>> y = isthmus.ops.gemm(x, w, trans_b=True)          # (16, 4096) @ (11008, 4096).T
+    >>> c = isthmus.ops.gemm(a3, b3)                       # (64, M, K) @ (64, K, N)
+    """
+    return _gemm.run(a, b, c, alpha, beta, trans_a, trans_b, out_dtype)

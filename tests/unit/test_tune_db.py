@@ -21,6 +21,8 @@ from isthmus.tune import db as dbmod
 from isthmus.tune.db import Database, TuningDatabaseWarning, key_for
 
 AXPY, GEMM = FAMILIES["axpy"], FAMILIES["gemm"]
+# gemm's tunables besides the tile: the tiled variant, the other variants' parameters at their defaults
+_G = {"VARIANT": 0, "KS": 4, "CM": 4, "CN": 2, "CV": 8, "CR": 1}
 F32 = dtype("float32")
 
 
@@ -193,7 +195,7 @@ def test_damaged_or_future_file_is_moved_aside_and_rebuilt(tmp_path, monkeypatch
 def _entry(**over):
     e = {"kernel": "gemm", "source_hash": "abc", "options": "{}", "dtype": "float32",
          "device": {"backend": "cuda", "vendor": "NVIDIA", "name": "H200", "driver": "570"},
-         "bucket": {"m": 512, "n": 512, "k": 512}, "params": {"TM": 64, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4},
+         "bucket": {"m": 512, "n": 512, "k": 512}, "params": {**_G, "TM": 64, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4},
          "time_ms": 1.5, "default_ms": 2.0}
     e.update(over)
     return e
@@ -206,7 +208,7 @@ def _doc(*entries):
 def test_export_import_round_trip(db, tmp_path):
     dev = FakeDevice()
     _record(db, dev, 1000, {"WG": 128, "VPT": 4}, 2.0)
-    _record(db, dev, {"m": 64, "n": 64, "k": 64}, {"TM": 32, "TN": 32, "TK": 16, "WPTM": 4, "WPTN": 4}, 1.0,
+    _record(db, dev, {"m": 64, "n": 64, "k": 64}, {**_G, "TM": 32, "TN": 32, "TK": 16, "WPTM": 4, "WPTN": 4}, 1.0,
             family=GEMM)
     doc = json.loads(json.dumps(db.export()))
     other = Database(tmp_path / "other.sqlite")
@@ -216,9 +218,9 @@ def test_export_import_round_trip(db, tmp_path):
 
 @pytest.mark.parametrize("bad, message", [
     (_entry(kernel="fft"), "entry 1 .*unknown kernel 'fft'"),
-    (_entry(params={"TM": "64", "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "entry 1 \\(gemm\\).*TM = '64'"),
-    (_entry(params={"TM": 48, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "TM = 48 is out of the space"),
-    (_entry(params={"TM": 64, "TN": 64, "TK": 16, "WPTM": 4}), "tunables"),
+    (_entry(params={**_G, "TM": "64", "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "entry 1 \\(gemm\\).*TM = '64'"),
+    (_entry(params={**_G, "TM": 48, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "TM = 48 is out of the space"),
+    (_entry(params={**_G, "TM": 64, "TN": 64, "TK": 16, "WPTM": 4}), "tunables"),
     (_entry(time_ms=-1), "time_ms"),
     (_entry(time_ms=True), "time_ms"),
     (_entry(dtype="int32"), "no dtype int32"),

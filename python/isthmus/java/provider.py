@@ -389,9 +389,10 @@ class Runtime:
         return BufferHandle(isthmus.ops.transpose(_buf(x, "x")), owned=True)
 
     @_spi
-    def gemm(self, a, b, c, alpha, beta):
+    def gemm(self, a, b, c, alpha, beta, trans_a, trans_b):
         cb = None if c is None else _buf(c, "c")
-        out = isthmus.ops.gemm(_buf(a, "a"), _buf(b, "b"), cb, float(alpha), float(beta))
+        out = isthmus.ops.gemm(_buf(a, "a"), _buf(b, "b"), cb, float(alpha), float(beta), trans_a=bool(trans_a),
+                               trans_b=bool(trans_b))
         return c if out is cb and cb is not None else BufferHandle(out, owned=True)
 
     @_spi

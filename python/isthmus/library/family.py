@@ -25,6 +25,13 @@ class Tunable:
     name: str
     values: tuple
     default: Any
+    # (name, values): the tunable matters only while the tunable `name` (listed before it) holds
+    # one of `values` (a variant's own parameters); otherwise it stays at its default, so the
+    # search space holds each variant once instead of the product of all variants' parameters.
+    when: tuple | None = None
+
+    def applies(self, params: dict) -> bool:
+        return self.when is None or params.get(self.when[0]) in self.when[1]
 
 
 @dataclass(frozen=True)
@@ -39,9 +46,10 @@ class Family:
     defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
     storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
     cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
-    # (problem buckets, device, dtype) -> tunables the problem's shape calls for (a variant), over
-    # the defaults; depends only on the buckets, since configs are memoized per bucket
-    rule: Callable[[dict, Any, Any], dict] | None = field(default=None, compare=False)
+    # (problem buckets, device, dtype, params) -> the tunables the problem's shape calls for (a
+    # variant, a tile), merged over the defaults ``params``; it depends only on the buckets, since
+    # configs are memoized per bucket. Used where no tuned config is found.
+    rule: Callable[[dict, Any, Any, dict], dict] | None = field(default=None, compare=False)
     _compiled: list = field(default_factory=list, compare=False, repr=False)
 
     # ---- parameters --------------------------------------------------------------------------
@@ -52,7 +60,8 @@ class Family:
         if device.kind == "cpu":
             params.update(dict(self.cpu_defaults))
         if self.rule is not None and problem is not None:
-            params.update(self.rule(dict(zip(self.problem, problem_bucket(self, problem))), device, dtype))
+            buckets = dict(zip(self.problem, problem_bucket(self, problem)))
+            params.update(self.rule(buckets, device, dtype, dict(params)))
         return params
 
     def _restriction_code(self):
@@ -62,11 +71,12 @@ class Family:
 
     def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
         for t in self.tunables:
-            if params.get(t.name) not in t.values:
+            if params.get(t.name) not in t.values or (params[t.name] != t.default and not t.applies(params)):
                 return False
         ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
         ns.update(problem or {})
         ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
+                   "is_cpu": getattr(device, "kind", None) == "cpu",
                    "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
                    "min": min, "max": max})
         ns.update(params)
@@ -81,7 +91,8 @@ class Family:
                 if self.is_valid(acc, device, problem, dtype):
                     yield dict(acc)
                 return
-            for v in self.tunables[i].values:
+            t = self.tunables[i]
+            for v in t.values if t.applies(acc) else (t.default,):
                 acc[names[i]] = v
                 yield from walk(i + 1, acc)
         yield from walk(0, {})
@@ -98,7 +109,7 @@ class Family:
 
     def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
         """The family's entry points compiled for ``dt`` with ``params`` (memoized per device)."""
-        key = ("family", self.name, dt.name, tuple(sorted(params.items())))
+        key = ("family", self.name, self.defines, dt.name, tuple(sorted(params.items())))
         found = device._kernels.get(key)
         if found is None:
             ctype = dict(self.storage).get(dt.name, dt.ctype)
@@ -159,7 +170,8 @@ def resolve(family: Family, device, dt: DType, problem: dict, variant: tuple = (
     if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
         family.check_dtype(device, dt)
         return forced[1], family.kernels(device, dt, {**forced[1], **dict(variant)})
-    key = (family.name, device.id, dt.name, *[bucket(problem[p]) for p in family.problem], *variant)
+    key = (family.name, family.defines, device.id, dt.name, *[bucket(problem[p]) for p in family.problem],
+           *variant)
     found = _resolved.get(key)
     if found is None:
         generation = _generation

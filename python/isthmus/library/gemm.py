@@ -1,96 +1,275 @@
-"""gemm: row-major C = alpha*A@B + beta*C for any M, N, K, tiled with register blocking.
+"""gemm: row-major C = alpha*op(A)@op(B) + beta*C for any M, N, K, optionally batched.
 
-When beta == 0, C is not read (it may hold garbage, NaN included), as in BLAS.
+op(A) is A or A.T (``trans_a``: A stored K x M), op(B) is B or B.T (``trans_b``: B stored N x K,
+so ``x @ W.T`` with row-major weights needs no transpose). A leading batch dimension on a, b and
+c runs every entry in one launch; a 2-D operand next to a 3-D one is shared by every entry
+(weights). When beta == 0, C is not read (it may hold garbage, NaN included), as in BLAS.
+
+Variants (the tunable VARIANT; the rule below picks one when no tuned config is found):
+0 tiled (local memory; GPUs), 1 split-K (the tiled kernel over K chunks plus a combine kernel:
+M or N small, as in batch-1..64 inference, leaves too few tiles to fill a GPU), 2 cpu (explicit
+vectors, no local memory: CPU OpenCL such as PoCL).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..buffer import Buffer
-from ..errors import InvalidArgumentError
+from ..dtypes import lookup
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
 from ..kernel import convert_scalar
 from . import checks, gemm_mma
-from .family import Family, Tunable, recall, recipes, resolve
+from .family import Family, Tunable, bucket, recall, recipes, resolve
+
+_TILED = ("VARIANT", (0, 1))
+_CPU = ("VARIANT", (2,))
+
+
+def _rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; GPUs shrink the
+    tile until the tiles fill the device, then split K when they still do not (skinny problems)."""
+    m, n, k = buckets["m"], buckets["n"], buckets["k"]
+    if params.get("VARIANT") == 2:
+        if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there
+            return dict(params, CM=bucket(m), CR=1)
+        return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
+    units = max(1, int(getattr(device, "compute_units", 1) or 1))
+    small = min(m, n)
+    if small <= 64:
+        tm, tn, wptm, wptn = _skinny_tile(small, m <= n)
+    else:
+        tm, tn = min(128, bucket(m)), min(128, bucket(n))
+
+    def tiles():
+        return -(-m // tm) * -(-n // tn)
+    while small > 64 and tiles() < units and max(tm, tn) > 32:
+        if tm >= tn:
+            tm //= 2
+        else:
+            tn //= 2
+    if small > 64:
+        wptm, wptn = (8 if tm >= 64 else tm // 8), (8 if tn >= 64 else tn // 8)
+    # split K until the groups fill the device: for a skinny problem (measured on the H200,
+    # benchmarks/results/gemm_variants-*) about 7 groups per compute unit for 16 rows or fewer,
+    # 3 for 17..64; otherwise only when the tiles do not fill the device once
+    want = (7 if small <= 16 else 3) * units if small <= 64 else units
+    ks = 1
+    if tiles() < units or small <= 64:
+        while tiles() * ks < want and ks < 32 and k // (2 * ks) >= 256:
+            ks *= 2
+    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn,
+                KS=ks if ks > 1 else params["KS"])
+
+
+def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
+    """(TM, TN, WPTM, WPTN) when M or N is at most 64: 16 x 32 tiles of 2 x 4 for 16 or fewer,
+    32 x 64 of 4 x 4 up to 64 (the small side first), the best measured on the H200 for x @ W.T
+    at 1, 16 and 64 rows."""
+    a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4)
+    return (a, b, wa, wb) if rows_small else (b, a, wb, wa)
+
 
 FAMILY = Family(
-    name="gemm", source="gemm.cl", entries=("gemm",), dtypes=("float32", "float64", "float16"),
-    tunables=(Tunable("TM", (16, 32, 64, 128), 128), Tunable("TN", (16, 32, 64, 128), 128),
-              Tunable("TK", (8, 16, 32), 16), Tunable("WPTM", (1, 2, 4, 8), 8), Tunable("WPTN", (1, 2, 4, 8), 8)),
+    name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu"),
+    dtypes=("float32", "float64", "float16"),
+    tunables=(Tunable("VARIANT", (0, 1, 2), 0),
+              Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
+              Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
+              Tunable("WPTN", (1, 2, 4, 8), 8, _TILED),
+              Tunable("KS", (2, 4, 8, 16, 32), 4, ("VARIANT", (1,))),
+              Tunable("CM", (1, 2, 4, 8), 4, _CPU), Tunable("CN", (1, 2, 4, 8), 2, _CPU),
+              Tunable("CV", (4, 8, 16), 8, _CPU), Tunable("CR", (1, 2, 4, 8, 16), 1, _CPU)),
     problem=("m", "n", "k"),
     restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
                   "TM % WPTM == 0 and TN % WPTN == 0",
-                  "(TK * (TM + 4) + TK * TN) * acc_size <= local_mem_size",
-                  "m // TM < 65535"),
-    cpu_defaults=(("TM", 64), ("TN", 64), ("TK", 16), ("WPTM", 4), ("WPTN", 4)),
+                  "(TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",
+                  "VARIANT != 2 or is_cpu"),  # a work-item per block: a GPU would idle (tests still force it)
+    # measured on PoCL (Xeon, AVX-512): 8 rows x 2 vectors of 16 = 16 zmm accumulators; 16 row
+    # blocks share each packed panel of B
+    cpu_defaults=(("VARIANT", 2), ("CM", 8), ("CN", 2), ("CV", 16), ("CR", 16)),
+    rule=_rule,
 )
+_FAMILIES = {(0, 0): FAMILY}
 _RECIPES = recipes()
+# CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
+# batch entries in a loop over the group id, so every backend launches at most this many there.
+GRID_YZ_MAX = 65535
+_SCRATCH_MAX = 16 << 20  # split-K partials up to this size live in the thread's scratch memory
 
 
-def grid(m: int, n: int, p: dict):
+def family_for(trans_a: bool, trans_b: bool) -> Family:
+    """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
+    key = (int(trans_a), int(trans_b))
+    found = _FAMILIES.get(key)
+    if found is None:
+        found = _FAMILIES[key] = dataclasses.replace(FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])))
+    return found
+
+
+def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
+    """(global, local) of the kernel that VARIANT launches."""
+    if p["VARIANT"] == 2:
+        rows, cols = p["CM"] * p["CR"], p["CN"] * p["CV"]
+        return (-(-n // cols), min(-(-m // rows), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)), (1, 1, 1)
     lx, ly = p["TN"] // p["WPTN"], p["TM"] // p["WPTM"]
-    return (-(-n // p["TN"]) * lx, -(-m // p["TM"]) * ly), (lx, ly)
+    ks = p["KS"] if p["VARIANT"] == 1 else 1
+    return ((-(-n // p["TN"]) * lx, min(-(-m // p["TM"]), GRID_YZ_MAX) * ly, min(batch * ks, GRID_YZ_MAX)),
+            (lx, ly, 1))
 
 
 class _Recipe(NamedTuple):
     kernel: Any
     global_size: tuple
     local_size: tuple
-    m: np.int32
-    n: np.int32
-    k: np.int32
+    head: list  # packed M, N, K
+    tail: list  # packed batch, strides (and ks, kchunk for the tiled kernel)
     alpha: Any  # the Params alpha and beta (convert the scalars)
     beta: Any
     c_shape: tuple
     c_nbytes: int
+    combine: Any  # split-K: gemm_combine and its grid, else None
+    combine_global: tuple
+    combine_local: tuple
+    combine_head: list  # packed total, ks
+    partial_nbytes: int
 
 
-def _recipe(dev, dt, m: int, n: int, k: int) -> _Recipe:
-    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+def _recipe(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: int, sb: int, sc: int,
+            c_shape: tuple) -> _Recipe:
+    params, kernels = resolve(family_for(ta, tb), dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+    g, loc = grid(m, n, params, batch, tb)
+    head = [np.int32(m), np.int32(n), np.int32(k)]
+    strides = [np.int32(batch), np.int64(sa), np.int64(sb), np.int64(sc)]
+    c_nbytes = batch * m * n * dt.np.itemsize
+    if params["VARIANT"] == 2:
+        kern = kernels["gemm_cpu"]
+        return _Recipe(kern, g, loc, head, strides, kern.params[3], kern.params[4], c_shape, c_nbytes,
+                       None, (), (), [], 0)
     kern = kernels["gemm"]
-    g, loc = grid(m, n, params)
-    return _Recipe(kern, g, loc, np.int32(m), np.int32(n), np.int32(k), kern.params[3], kern.params[4], (m, n),
-                   m * n * dt.np.itemsize)
+    ks = params["KS"] if params["VARIANT"] == 1 else 1
+    per_split = -(-k // ks)
+    kchunk = -(-per_split // params["TK"]) * params["TK"]  # whole K-steps, so no chunk splits one
+    tail = strides + [np.int32(ks), np.int32(kchunk)]
+    if ks == 1:
+        return _Recipe(kern, g, loc, head, tail, kern.params[3], kern.params[4], c_shape, c_nbytes, None, (), (),
+                       [], 0)
+    total = batch * m * n
+    wg = min(256, dev.max_work_group_size)
+    comb = kernels["gemm_combine"]
+    acc_size = 8 if dt.acc == "double" else 4
+    return _Recipe(kern, g, loc, head, tail, kern.params[3], kern.params[4], c_shape, c_nbytes, comb,
+                   (min(-(-total // wg), GRID_YZ_MAX) * wg,), (wg,), [np.int64(total), np.int32(ks)],
+                   ks * total * acc_size)
 
 
-def run(a, b, c=None, alpha=1.0, beta=0.0):
+def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, int, int, int, int, int]:
+    """(batch, m, n, k, sa, sb) of a and b, or an error that says which dimensions disagree."""
+    batches = {x.shape[0] for x in (a, b) if x.ndim == 3}
+    if len(batches) > 1:
+        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; batched operands must have the same "
+                                   f"leading (batch) dimension")
+    batch = batches.pop() if batches else 1
+    am, ak = a.shape[-2:][::-1] if trans_a else a.shape[-2:]
+    bk, bn = b.shape[-2:][::-1] if trans_b else b.shape[-2:]
+    if ak != bk:
+        what_a = "a's rows (trans_a)" if trans_a else "a's columns"
+        what_b = "b's columns (trans_b)" if trans_b else "b's rows"
+        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; {what_a} ({ak}) must equal "
+                                   f"{what_b} ({bk})")
+    for name, v, limit in (("m", am, 2**31 - 256), ("n", bn, 2**31 - 256), ("k", ak, 2**31 - 256),
+                           ("batch", batch, 2**26)):
+        if v >= limit:
+            raise InvalidArgumentError(f"gemm: {name} = {v} is too large (at most {limit - 1}: the kernels count "
+                                       f"tiles and batch entries with 32-bit ints)")
+    sa = am * ak if a.ndim == 3 else 0
+    sb = bk * bn if b.ndim == 3 else 0
+    return batch, am, bn, ak, sa, sb
+
+
+def _check_c(c, a: Buffer, shape: tuple) -> Buffer:
+    c = checks.buffer("gemm", "c", c)
+    checks.like("gemm", a, "c", c)
+    if c.shape != shape:
+        raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape}")
+    return c
+
+
+def _check_out_dtype(out_dtype, dt) -> None:
+    if out_dtype is None:
+        return
+    try:
+        want = lookup(out_dtype)
+    except UnsupportedDtypeError as exc:
+        raise UnsupportedDtypeError(f"gemm: out_dtype {out_dtype!r}: {exc}") from None
+    if want is not dt:
+        raise UnsupportedDtypeError(f"gemm: out_dtype {want.name} with {dt.name} inputs is not supported; the result "
+                                    f"has the inputs' dtype (pass out_dtype=None or {dt.name!r})")
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
     if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
-        return gemm_mma.run(a, b, c, alpha, beta)
-    a = checks.buffer("gemm", "a", a, ndim=2)
-    b = checks.buffer("gemm", "b", b, ndim=2)
+        return gemm_mma.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
+    a = checks.buffer("gemm", "a", a)
+    b = checks.buffer("gemm", "b", b)
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim not in (2, 3):
+            raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
     checks.like("gemm", a, "b", b)
-    dev, dt = a.device, a._dt or a._check()  # (closed since the check: raises)
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2:
-        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; a's columns ({k}) must equal "
-                                   f"b's rows ({k2})")
+    dev, dt = a.device, a._dt
+    ta, tb = bool(trans_a), bool(trans_b)
+    _check_out_dtype(out_dtype, dt)
+    batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
+    c_shape = (batch, m, n) if 3 in (a.ndim, b.ndim) else (m, n)
     if c is None:
         if beta != 0:
             raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     else:
-        c = checks.buffer("gemm", "c", c, ndim=2)
-        checks.like("gemm", a, "c", c)
-        if c.shape != (m, n):
-            raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected ({m}, {n}) for a {a.shape} @ b {b.shape}")
-    key = (dev, dt.name, m, n, k)
-    (kern, g, loc, pm, pn, pk, palpha, pbeta, shape, nbytes), fast = recall(_RECIPES, key, dev,
-                                                                           lambda: _recipe(dev, dt, m, n, k))
-    al = convert_scalar(alpha, palpha, "gemm: alpha")
-    be = convert_scalar(beta, pbeta, "gemm: beta")
+        c = _check_c(c, a, c_shape)
+    key = (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape))
+    r, fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
+    al = convert_scalar(alpha, r.alpha, "gemm: alpha")
+    be = convert_scalar(beta, r.beta, "gemm: beta")
     if c is None:
-        c = Buffer._allocate(dev, shape, dt, nbytes)
-    if nbytes:
-        if fast:
-            dev._launch(kern, g, loc, [pm, pn, pk, al, be, a._arg or a._launch_arg(), b._arg or b._launch_arg(),
-                                       c._arg or c._launch_arg()])
-        else:
-            dev._launch(kern, g, loc, [pm, pn, pk, al, be, dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)])
+        c = Buffer._allocate(dev, r.c_shape, dt, r.c_nbytes)
+    if not r.c_nbytes:
+        return c
+    if fast:
+        args = [a._arg or a._launch_arg(), b._arg or b._launch_arg(), c._arg or c._launch_arg()]
+    else:
+        args = [dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)]
+    if r.combine is None:
+        tail = r.tail if r.kernel.name == "gemm_cpu" else [*r.tail, args[2]]
+        dev._launch(r.kernel, r.global_size, r.local_size, [*r.head, al, be, *args, *tail])
+        return c
+    _split_k(dev, r, al, be, args, fast)
     return c
 
 
-def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0) -> np.ndarray:
-    out = alpha * (a.astype(np.float64) @ b.astype(np.float64))
+def _split_k(dev, r: _Recipe, al, be, args: list, fast: bool) -> None:
+    """The split-K launches: partial sums into scratch (or a buffer of their own), then combine."""
+    scratch = fast and r.partial_nbytes <= _SCRATCH_MAX
+    if scratch:
+        part = dev._scratch(r.partial_nbytes).arg
+    else:
+        own = Buffer._allocate(dev, (r.partial_nbytes,), lookup("uint8"), r.partial_nbytes)
+        part = dev._buffer_arg(own)
+    dev._launch(r.kernel, r.global_size, r.local_size, [*r.head, al, be, *args, *r.tail, part])
+    dev._launch(r.combine, r.combine_global, r.combine_local, [*r.combine_head, al, be, part, args[2]])
+    if not scratch:
+        own.close()  # freed once the queued work that reads it is done (a graph being captured keeps it)
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0,
+              trans_a=False, trans_b=False) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if trans_a:
+        a64 = np.swapaxes(a64, -1, -2)
+    if trans_b:
+        b64 = np.swapaxes(b64, -1, -2)
+    out = alpha * np.matmul(a64, b64)
     if c is not None and beta != 0:
         out = out + beta * c.astype(np.float64)
     return out.astype(a.dtype)

@@ -26,7 +26,7 @@ _HOLD_WIDE = 65536
 _NARROW_MAX = 512
 
 
-def rule(buckets: dict, device, dt) -> dict:
+def rule(buckets: dict, device, dt, params: dict | None = None) -> dict:
     """The config a problem calls for before any tuning. CPU devices take the narrow-row variant
     in work-groups of 64 (about 2x the one-row-per-group default at 20000x128 on PoCL) and keep
     their defaults for longer rows."""

@@ -5,6 +5,7 @@ import io.isthmus.Device;
 import io.isthmus.DeviceBuffer;
 import io.isthmus.Isthmus;
 import io.isthmus.Ops;
+import io.isthmus.Transpose;
 
 import java.util.Arrays;
 import java.util.Random;
@@ -34,8 +35,8 @@ public final class Scoring {
     static float[] score(Device dev, float[] queries, float[] catalog, int nQueries, int nItems, int dim) {
         try (DeviceBuffer q = dev.fromArray(queries, nQueries, dim);
              DeviceBuffer items = dev.fromArray(catalog, nItems, dim);
-             DeviceBuffer itemsT = Ops.transpose(items);
-             DeviceBuffer logits = Ops.gemm(q, itemsT, null, 1.0 / Math.sqrt(dim), 0.0); // scaled dot products
+             // scaled dot products q @ items.T: the catalog is read transposed, no transpose kernel
+             DeviceBuffer logits = Ops.gemm(q, items, null, 1.0 / Math.sqrt(dim), 0.0, Transpose.B);
              DeviceBuffer probs = Ops.softmax(logits)) {
             return probs.toFloatArray();
         }

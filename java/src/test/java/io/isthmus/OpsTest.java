@@ -106,4 +106,62 @@ class OpsTest {
             assertThrows(InvalidArgumentException.class, () -> Ops.sum(null));
         }
     }
+
+    /** op(A)[i][q] of a batch entry: A stored m x k, or k x m when transposed (Java reference). */
+    private static float opA(float[] a, int entry, int i, int q, int m, int k, boolean t) {
+        int base = entry * m * k;
+        return t ? a[base + q * m + i] : a[base + i * k + q];
+    }
+
+    private static float opB(float[] b, int entry, int q, int j, int k, int n, boolean t) {
+        int base = entry * k * n;
+        return t ? b[base + j * k + q] : b[base + q * n + j];
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void gemmTransposesAndBatches(Device dev) {
+        Random r = new Random(13);
+        int batch = 3;
+        int m = 5;
+        int k = 19;
+        int n = 7;
+        for (Transpose tr : Transpose.values()) {
+            float[] a = random(r, batch * m * k);
+            float[] w = random(r, k * n);  // shared by every entry
+            float[] c0 = random(r, batch * m * n);
+            float[] want = new float[batch * m * n];
+            for (int e = 0; e < batch; e++) {
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        float acc = 0;
+                        for (int q = 0; q < k; q++) {
+                            acc += opA(a, e, i, q, m, k, tr.a()) * opB(w, 0, q, j, k, n, tr.b());
+                        }
+                        want[(e * m + i) * n + j] = acc;
+                    }
+                }
+            }
+            long[] aShape = tr.a() ? new long[] {batch, k, m} : new long[] {batch, m, k};
+            long[] wShape = tr.b() ? new long[] {n, k} : new long[] {k, n};
+            try (DeviceBuffer da = dev.fromArray(a, aShape); DeviceBuffer dw = dev.fromArray(w, wShape);
+                 DeviceBuffer dc = dev.fromArray(c0, batch, m, n); DeviceBuffer prod = Ops.gemm(da, dw, tr)) {
+                assertArrayEquals(new long[] {batch, m, n}, prod.shape());
+                assertArrayEquals(want, prod.toFloatArray(), 1e-4f, tr.toString());
+                DeviceBuffer out = Ops.gemm(da, dw, dc, -0.5, 2.0, tr);
+                assertSame(dc, out);
+                float[] got = out.toFloatArray();
+                for (int i = 0; i < want.length; i++) {
+                    assertEquals(-0.5f * want[i] + 2 * c0[i], got[i], 1e-4f, tr.toString());
+                }
+                // b read the other way round: k (19) meets n (7), a typed error
+                Transpose flipB = tr.a() ? (tr.b() ? Transpose.A : Transpose.BOTH)
+                                         : (tr.b() ? Transpose.NONE : Transpose.B);
+                assertThrows(InvalidArgumentException.class, () -> Ops.gemm(da, dw, flipB));
+            }
+        }
+        try (DeviceBuffer x = dev.fromArray(random(r, 6), 2, 3)) {
+            assertThrows(InvalidArgumentException.class, () -> Ops.gemm(x, x, null));
+        }
+    }
 }

@@ -29,8 +29,12 @@ public interface Runtime {
     /** @return the transpose of the 2-d buffer {@code x} as a new buffer */
     BufferHandle transpose(BufferHandle x);
 
-    /** @return {@code alpha * a @ b + beta * c} ({@code c} may be {@code null}) */
-    BufferHandle gemm(BufferHandle a, BufferHandle b, BufferHandle c, double alpha, double beta);
+    /**
+     * @return {@code alpha * op(a) @ op(b) + beta * c} ({@code c} may be {@code null}; op transposes
+     *         an operand when its flag is set; 3-d operands are batched)
+     */
+    BufferHandle gemm(BufferHandle a, BufferHandle b, BufferHandle c, double alpha, double beta, boolean transA,
+                      boolean transB);
 
     /**
      * Tunes a library kernel (Python's {@code isthmus.tune}) and stores the results in the tuning database.
