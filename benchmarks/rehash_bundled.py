@@ -18,7 +18,7 @@ from pathlib import Path
 
 def rehash(entries: list[dict], old_header: str) -> int:
     from isthmus import knobs
-    from isthmus.tune.db import fingerprint
+    from isthmus.tune.db import code_of, fingerprint
     from isthmus.tune.space import kernel_family
 
     moved = 0
@@ -26,7 +26,7 @@ def rehash(entries: list[dict], old_header: str) -> int:
         fam = kernel_family(e["kernel"])
         if fam is None:
             continue
-        old = hashlib.sha256((old_header + "\n" + (knobs.kernel_dir() / fam.source).read_text()).encode()).hexdigest()
+        old = hashlib.sha256(code_of(old_header + "\n" + (knobs.kernel_dir() / fam.source).read_text()).encode()).hexdigest()
         new_hash, options = fingerprint(fam, e["dtype"])
         if e["source_hash"] == old and e["options"] == options and old != new_hash:
             e["source_hash"] = new_hash

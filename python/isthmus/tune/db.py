@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -82,12 +83,22 @@ class Key:
 _fingerprints: dict = {}
 
 
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def code_of(source: str) -> str:
+    """The source without its comments and with runs of white space as one space: what a tuned
+    config is keyed by, so rewording a kernel's comments keeps its shipped configs current. (No
+    kernel has a comment marker inside a string literal.)"""
+    return " ".join(_COMMENT.sub(" ", source).split())
+
+
 def fingerprint(family, dtype_name: str) -> tuple[str, str]:
     """(sha256 of the kernel source, the fixed compile options) of ``family`` for a dtype."""
     memo = (family.name, id(family), dtype_name)
     found = _fingerprints.get(memo)
     if found is None:
-        source = hashlib.sha256(family.source_text().encode()).hexdigest()
+        source = hashlib.sha256(code_of(family.source_text()).encode()).hexdigest()
         storage = dict(family.storage).get(dtype_name, "")
         options = json.dumps({"defines": {k: v for k, v in sorted(family.defines)}, "storage": storage},
                              sort_keys=True, separators=(",", ":"))
