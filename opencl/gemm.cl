@@ -47,6 +47,9 @@
 #ifndef TRANS_B
 #define TRANS_B 0
 #endif
+#ifndef GRID_LOOP
+#define GRID_LOOP 0
+#endif
 #ifndef TM
 #define TM 128
 #endif
@@ -74,6 +77,15 @@
 #ifndef CR
 #define CR 1
 #endif
+#ifndef RM
+#define RM 4
+#endif
+#ifndef RN
+#define RN 2
+#endif
+#ifndef RW
+#define RW 8
+#endif
 
 #define NTX (TN / WPTN)              /* work-items along N (local dim 0) */
 #define NTY (TM / WPTM)              /* work-items along M (local dim 1) */
@@ -82,13 +94,25 @@
 #define VN (WPTN < 4 ? WPTN : 4)     /* strip width */
 #define PADA 4
 #define PADB (TRANS_B ? 4 : 0)       /* Bs is written column-wise when B is transposed */
-#define LA ((TM * TK + NT - 1) / NT) /* A elements staged per work-item */
-#define LB ((TK * TN + NT - 1) / NT) /* B elements staged per work-item */
-#define A_EXACT ((TM * TK) % NT == 0)
-#define B_EXACT ((TK * TN) % NT == 0)
+#define QA (TM * TK / 4)             /* quads (4 elements adjacent in memory) of an A tile */
+#define QB (TK * TN / 4)
+#define LQA ((QA + NT - 1) / NT)     /* quads staged per work-item */
+#define LQB ((QB + NT - 1) / NT)
+#define QA_EXACT (QA % NT == 0)
+#define QB_EXACT (QB % NT == 0)
+/* 16-byte global loads: float only (half and double take the element-wise path of a quad) */
+#define VEC4 (T_ID == ISTHMUS_ID_float)
 
 #if TM % WPTM != 0 || TN % WPTN != 0
 #  error "gemm.cl: TM % WPTM and TN % WPTN must be 0"
+#endif
+
+/* 2 work-groups per multiprocessor where the registers allow it: at 256 work-items a group holds
+ * only 8 warps, and one group alone idles the SM at every barrier (CUDA: at most 128 registers) */
+#if defined(ISTHMUS_CUDA) && NT <= 256
+#  define GEMM_BOUNDS __launch_bounds__(NT, 512 / NT)
+#else
+#  define GEMM_BOUNDS ISTHMUS_LOCAL_SIZE(NTX, NTY, 1)
 #endif
 
 /* element (r, k) of op(A) and (k, c) of op(B) in one batch entry (Ab, Bb) */
@@ -103,51 +127,81 @@
 #  define OPB(k, c) LOAD(Bb, (size_t)(k) * (size_t)N + (size_t)(c))
 #endif
 
-/* position (row or k, col or k) inside a staged tile of the idx-th element a work-item loads:
- * consecutive idx follow the memory order of the operand, so a warp's loads are contiguous */
+/* the q-th quad of a staged tile: 4 elements adjacent in the operand's memory order (along k for
+ * A, along c for B when the operand is not transposed, the other way when it is), so that a
+ * warp's loads are contiguous 16-byte vectors. QA_R/QA_K: its first element's (row, k) in the
+ * tile; QA_DR/QA_DK: the step from one of its elements to the next. */
 #if TRANS_A
-#  define A_R(idx) ((idx) % TM)
-#  define A_K(idx) ((idx) / TM)
+#  define QA_R(q) (((q) % (TM / 4)) * 4)
+#  define QA_K(q) ((q) / (TM / 4))
+#  define QA_DR 1
+#  define QA_DK 0
 #else
-#  define A_R(idx) ((idx) / TK)
-#  define A_K(idx) ((idx) % TK)
+#  define QA_R(q) ((q) / (TK / 4))
+#  define QA_K(q) (((q) % (TK / 4)) * 4)
+#  define QA_DR 0
+#  define QA_DK 1
 #endif
 #if TRANS_B
-#  define B_K(idx) ((idx) % TK)
-#  define B_C(idx) ((idx) / TK)
+#  define QB_K(q) (((q) % (TK / 4)) * 4)
+#  define QB_C(q) ((q) / (TK / 4))
+#  define QB_DK 1
+#  define QB_DC 0
 #else
-#  define B_K(idx) ((idx) / TN)
-#  define B_C(idx) ((idx) % TN)
+#  define QB_K(q) ((q) / (TN / 4))
+#  define QB_C(q) (((q) % (TN / 4)) * 4)
+#  define QB_DK 0
+#  define QB_DC 1
 #endif
 
 /* row (col) inside the tile of register i (j) of work-item ty (tx) */
 #define ROW(i, ty) (((i) / VM) * (NTY * VM) + (ty) * VM + ((i) % VM))
 #define COL(j, tx) (((j) / VN) * (NTX * VN) + (tx) * VN + ((j) % VN))
 
-__kernel ISTHMUS_LOCAL_SIZE(NTX, NTY, 1)
+/* 4 elements at p as ACC, into dst[0..3]: one 16-byte load (p 16-byte aligned) */
+#define LOAD4(dst, p)                                                               \
+    do {                                                                            \
+        const float4 v4_ = *(const __global float4*)(p);                            \
+        (dst)[0] = v4_.x; (dst)[1] = v4_.y; (dst)[2] = v4_.z; (dst)[3] = v4_.w;     \
+    } while (0)
+
+__kernel GEMM_BOUNDS
 void gemm(const int M, const int N, const int K,
           const ACC alpha, const ACC beta,
           __global const T* A, __global const T* B, __global T* C,
           const int nbatch, const long sa, const long sb, const long sc,
           const int ks, const int kchunk, __global ACC* P)
 {
-#if VARIANT != 2  /* compiled only where launched: a CPU compiler spends seconds on each body */
-    __local ACC As[TK][TM + PADA] ISTHMUS_ALIGN(16);
-    __local ACC Bs[TK][TN + PADB] ISTHMUS_ALIGN(16);
+#if VARIANT == 0 || VARIANT == 1  /* compiled only where launched: a CPU compiler spends seconds on each body */
+    /* two buffers: the next K-step is staged into one while the other is read (one barrier a step) */
+    __local ACC As[2][TK][TM + PADA] ISTHMUS_ALIGN(16);
+    __local ACC Bs[2][TK][TN + PADB] ISTHMUS_ALIGN(16);
 
     const int tx = (int)get_local_id(0);
     const int ty = (int)get_local_id(1);
     const int tid = ty * NTX + tx;
     const int n0 = (int)get_group_id(0) * TN;
-    const int mtiles = (M + TM - 1) / TM;
     const int read_c = beta != (ACC)0;
+    /* whole quads as one 16-byte load: the operand 16-byte aligned and its rows a multiple of 4 long
+     * (a batch stride is a multiple of the row length, so every entry stays aligned) */
+    const int vec_a = VEC4 && ((size_t)A % 16) == 0 && (TRANS_A ? M : K) % 4 == 0;
+    const int vec_b = VEC4 && ((size_t)B % 16) == 0 && (TRANS_B ? K : N) % 4 == 0;
 
-#if VARIANT == 1  /* split-K: the K range and the partials exist only in this build */
+#if GRID_LOOP  /* more M tiles or batch entries than the grid holds (CUDA: 65535 along y and z) */
+#  if VARIANT == 1  /* split-K: the K range and the partials exist only in this build */
     const int nz = nbatch * ks;
-#else
+#  else
     const int nz = nbatch;
-#endif
+#  endif
+    const int mtiles = (M + TM - 1) / TM;
     for (int z = (int)get_group_id(2); z < nz; z += (int)get_num_groups(2)) {
+    for (int mt = (int)get_group_id(1); mt < mtiles; mt += (int)get_num_groups(1)) {
+#else
+    {
+    const int z = (int)get_group_id(2);
+    const int mt = (int)get_group_id(1);
+    {
+#endif
 #if VARIANT == 1
     const int bz = z % nbatch, split = z / nbatch;
     const int kbeg = split * kchunk;
@@ -160,7 +214,6 @@ void gemm(const int M, const int N, const int K,
     __global const T* Ab = A + (size_t)bz * (size_t)sa;
     __global const T* Bb = B + (size_t)bz * (size_t)sb;
     const int ntiles = kend > kbeg ? (kend - kbeg + TK - 1) / TK : 0;
-    for (int mt = (int)get_group_id(1); mt < mtiles; mt += (int)get_num_groups(1)) {
     const int m0 = mt * TM;
 
     ACC acc[WPTM][WPTN];
@@ -169,66 +222,95 @@ void gemm(const int M, const int N, const int K,
 #pragma unroll
         for (int j = 0; j < WPTN; ++j) acc[i][j] = (ACC)0;
 
-    ACC ra[LA], rb[LB];
+    ACC ra[LQA * 4], rb[LQB * 4];
 
-    /* global -> registers for the K-step starting at k0 */
+    /* global -> registers for the K-step starting at k0: a quad inside the matrices (and inside
+     * this split's K range, whose bounds are multiples of TK) is one vector load where aligned;
+     * other quads go element by element, zero outside */
 #define FETCH(k0)                                                                   \
     do {                                                                            \
         _Pragma("unroll")                                                           \
-        for (int l = 0; l < LA; ++l) {                                              \
-            const int idx = tid + l * NT;                                           \
-            const int r = m0 + A_R(idx), k = (k0) + A_K(idx);                       \
-            ra[l] = ((A_EXACT || idx < TM * TK) && r < M && k < kend)               \
-                  ? OPA(r, k) : (ACC)0;                                             \
+        for (int l = 0; l < LQA; ++l) {                                             \
+            const int q = tid + l * NT;                                             \
+            if (QA_EXACT || q < QA) {                                               \
+                const int r = m0 + QA_R(q), k = (k0) + QA_K(q);                     \
+                if (vec_a && r + 3 * QA_DR < M && k + 3 * QA_DK < kend) {           \
+                    LOAD4(ra + 4 * l, TRANS_A ? Ab + (size_t)k * (size_t)M + r      \
+                                              : Ab + (size_t)r * (size_t)K + k);    \
+                } else {                                                            \
+                    _Pragma("unroll")                                               \
+                    for (int e = 0; e < 4; ++e) {                                   \
+                        const int re = r + e * QA_DR, ke = k + e * QA_DK;           \
+                        ra[4 * l + e] = (re < M && ke < kend) ? OPA(re, ke) : (ACC)0; \
+                    }                                                               \
+                }                                                                   \
+            }                                                                       \
         }                                                                           \
         _Pragma("unroll")                                                           \
-        for (int l = 0; l < LB; ++l) {                                              \
-            const int idx = tid + l * NT;                                           \
-            const int k = (k0) + B_K(idx), c = n0 + B_C(idx);                       \
-            rb[l] = ((B_EXACT || idx < TK * TN) && k < kend && c < N)               \
-                  ? OPB(k, c) : (ACC)0;                                             \
+        for (int l = 0; l < LQB; ++l) {                                             \
+            const int q = tid + l * NT;                                             \
+            if (QB_EXACT || q < QB) {                                               \
+                const int k = (k0) + QB_K(q), c = n0 + QB_C(q);                     \
+                if (vec_b && c + 3 * QB_DC < N && k + 3 * QB_DK < kend) {           \
+                    LOAD4(rb + 4 * l, TRANS_B ? Bb + (size_t)c * (size_t)K + k      \
+                                              : Bb + (size_t)k * (size_t)N + c);    \
+                } else {                                                            \
+                    _Pragma("unroll")                                               \
+                    for (int e = 0; e < 4; ++e) {                                   \
+                        const int ke = k + e * QB_DK, ce = c + e * QB_DC;           \
+                        rb[4 * l + e] = (ke < kend && ce < N) ? OPB(ke, ce) : (ACC)0; \
+                    }                                                               \
+                }                                                                   \
+            }                                                                       \
         }                                                                           \
     } while (0)
-    /* registers -> local memory */
-#define STAGE()                                                                     \
+    /* registers -> local buffer s */
+#define STAGE(s)                                                                    \
     do {                                                                            \
         _Pragma("unroll")                                                           \
-        for (int l = 0; l < LA; ++l) {                                              \
-            const int idx = tid + l * NT;                                           \
-            if (A_EXACT || idx < TM * TK) As[A_K(idx)][A_R(idx)] = ra[l];           \
+        for (int l = 0; l < LQA; ++l) {                                             \
+            const int q = tid + l * NT;                                             \
+            if (QA_EXACT || q < QA) {                                               \
+                _Pragma("unroll")                                                   \
+                for (int e = 0; e < 4; ++e)                                         \
+                    As[s][QA_K(q) + e * QA_DK][QA_R(q) + e * QA_DR] = ra[4 * l + e]; \
+            }                                                                       \
         }                                                                           \
         _Pragma("unroll")                                                           \
-        for (int l = 0; l < LB; ++l) {                                              \
-            const int idx = tid + l * NT;                                           \
-            if (B_EXACT || idx < TK * TN) Bs[B_K(idx)][B_C(idx)] = rb[l];           \
+        for (int l = 0; l < LQB; ++l) {                                             \
+            const int q = tid + l * NT;                                             \
+            if (QB_EXACT || q < QB) {                                               \
+                _Pragma("unroll")                                                   \
+                for (int e = 0; e < 4; ++e)                                         \
+                    Bs[s][QB_K(q) + e * QB_DK][QB_C(q) + e * QB_DC] = rb[4 * l + e]; \
+            }                                                                       \
         }                                                                           \
     } while (0)
 
     if (ntiles > 0) {
         FETCH(kbeg);
-        STAGE();
+        STAGE(0);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int t = 0; t < ntiles; ++t) {
+        const int cur = t & 1;
         const int more = t + 1 < ntiles;
         if (more) FETCH(kbeg + (t + 1) * TK);
 #pragma unroll
         for (int k = 0; k < TK; ++k) {
             ACC a[WPTM], b[WPTN];
 #pragma unroll
-            for (int i = 0; i < WPTM; ++i) a[i] = As[k][ROW(i, ty)];
+            for (int i = 0; i < WPTM; ++i) a[i] = As[cur][k][ROW(i, ty)];
 #pragma unroll
-            for (int j = 0; j < WPTN; ++j) b[j] = Bs[k][COL(j, tx)];
+            for (int j = 0; j < WPTN; ++j) b[j] = Bs[cur][k][COL(j, tx)];
 #pragma unroll
             for (int i = 0; i < WPTM; ++i)
 #pragma unroll
                 for (int j = 0; j < WPTN; ++j) acc[i][j] += a[i] * b[j];
         }
+        /* the other buffer was last read before the previous barrier: free to fill now */
+        if (more) STAGE(cur ^ 1);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (more) {
-            STAGE();
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
     }
 #undef FETCH
 #undef STAGE
@@ -260,6 +342,100 @@ void gemm(const int M, const int N, const int K,
     }
     }  /* mt */
     }  /* z */
+#endif
+}
+
+/* ---- gemm_rows (VARIANT 3): few rows (M <= 64 or so: batch-1..64 inference), GEMV-like -------
+ * A work-group of RW warps of 32 work-items; each warp owns RN columns of C and every row of it, RM
+ * rows a pass. Its 32 lanes split K: lane l takes the quads l, l+32, ... of K, so a warp reads 512
+ * contiguous bytes of a row of B.T (x @ W.T: W stored N x K) per load and every element of B is
+ * read once per pass; A's rows (a few KB each) come from the caches. Each lane keeps RM x RN
+ * partial sums, and the 32 partials of each output are added up through local memory (padded rows:
+ * no bank conflicts). No split-K partials, no second launch. Other layouts and dtypes take the
+ * element-wise path of the same loop (correct, strided where B is not transposed).
+ * Launch: local = (32*RW, 1, 1), global = (ceil(N/(RW*RN)) * 32*RW, 1, min(batch, 65535)). */
+#define RLANES 32
+#define ROUT (RM * RN)
+
+__kernel ISTHMUS_LOCAL_SIZE(RLANES * RW, 1, 1)
+void gemm_rows(const int M, const int N, const int K,
+               const ACC alpha, const ACC beta,
+               __global const T* A, __global const T* B, __global T* C,
+               const int nbatch, const long sa, const long sb, const long sc)
+{
+#if VARIANT == 3  /* compiled only where launched */
+    __local ACC red[RW][RLANES][ROUT + 1];
+    const int lid = (int)get_local_id(0);
+    const int lane = lid % RLANES, w = lid / RLANES;
+    const int c0 = (int)get_group_id(0) * (RW * RN) + w * RN;
+    const int read_c = beta != (ACC)0;
+    /* x @ W.T in float, aligned rows of a multiple of 4: quads as 16-byte loads */
+    const int vec = VEC4 && !TRANS_A && TRANS_B && K % 4 == 0 && ((size_t)A % 16) == 0 && ((size_t)B % 16) == 0;
+    for (int bz = (int)get_group_id(2); bz < nbatch; bz += (int)get_num_groups(2)) {
+    __global const T* Ab = A + (size_t)bz * (size_t)sa;
+    __global const T* Bb = B + (size_t)bz * (size_t)sb;
+    __global T* Cb = C + (size_t)bz * (size_t)sc;
+    for (int m0 = 0; m0 < M; m0 += RM) {
+        ACC acc[RM][RN];
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int j = 0; j < RN; ++j) acc[i][j] = (ACC)0;
+        /* rows and columns past the matrix are clamped for the loads and never stored */
+        int rows[RM], cols[RN];
+#pragma unroll
+        for (int i = 0; i < RM; ++i) rows[i] = min(m0 + i, M - 1);
+#pragma unroll
+        for (int j = 0; j < RN; ++j) cols[j] = min(c0 + j, N - 1);
+        if (vec) {
+            const int kq = K / 4;
+#pragma unroll 2
+            for (int q = lane; q < kq; q += RLANES) {
+                ACC b[RN][4];
+#pragma unroll
+                for (int j = 0; j < RN; ++j) LOAD4(b[j], Bb + (size_t)cols[j] * (size_t)K + 4 * q);
+#pragma unroll
+                for (int i = 0; i < RM; ++i) {
+                    ACC a[4];
+                    LOAD4(a, Ab + (size_t)rows[i] * (size_t)K + 4 * q);
+#pragma unroll
+                    for (int j = 0; j < RN; ++j)
+                        acc[i][j] += a[0] * b[j][0] + a[1] * b[j][1] + a[2] * b[j][2] + a[3] * b[j][3];
+                }
+            }
+        } else {
+            for (int k = lane; k < K; k += RLANES) {
+                ACC b[RN];
+#pragma unroll
+                for (int j = 0; j < RN; ++j) b[j] = OPB(k, cols[j]);
+#pragma unroll
+                for (int i = 0; i < RM; ++i) {
+                    const ACC a = OPA(rows[i], k);
+#pragma unroll
+                    for (int j = 0; j < RN; ++j) acc[i][j] += a * b[j];
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+            for (int j = 0; j < RN; ++j) red[w][lane][i * RN + j] = acc[i][j];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* lane o adds up output o of its warp (o < RM*RN) over the 32 lanes */
+        for (int o = lane; o < ROUT; o += RLANES) {
+            ACC s = (ACC)0;
+            for (int l = 0; l < RLANES; ++l) s += red[w][l][o];
+            const int r = m0 + o / RN, c = c0 + o % RN;
+            if (r < M && c < N) {
+                const size_t off = (size_t)r * (size_t)N + (size_t)c;
+                ACC v = alpha * s;
+                if (read_c) v += beta * LOAD(Cb, off);
+                STORE(Cb, off, v);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  /* red is rewritten by the next pass */
+    }
+    }  /* bz */
 #endif
 }
 

@@ -15,6 +15,7 @@ VARIANTS = {
     "tiled": {"VARIANT": 0, "TM": 16, "TN": 16, "TK": 8, "WPTM": 2, "WPTN": 4},
     "split-k": {"VARIANT": 1, "TM": 16, "TN": 16, "TK": 8, "WPTM": 2, "WPTN": 4, "KS": 4},
     "cpu": {"VARIANT": 2, "CM": 4, "CN": 2, "CV": 4, "CR": 2},
+    "rows": {"VARIANT": 3, "RM": 2, "RN": 2, "RW": 4},
 }
 
 
@@ -78,12 +79,13 @@ def test_batched_one_launch_with_shared_operands(dev, rng, ta, tb):
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 def test_every_variant_at_odd_sizes(dev, rng, variant, ta, tb):
-    """Each variant, forced, at M = 1, primes, K not a multiple of TK (or of CV), K = 0, batches."""
+    """Each variant, forced, at M = 1, primes, K not a multiple of TK (or of CV), K = 0, batches; and
+    at rows of a multiple of 4 (16-byte loads) with edges that are not."""
     fam = G.family_for(ta, tb)
     params = _params(fam, variant)
     assert fam.is_valid(params, dev, {"m": 64, "n": 64, "k": 64}, None) == (variant != "cpu" or dev.kind == "cpu")
     with forced(fam, params):
-        for m, n, k in ((1, 37, 53), (1, 1, 131), (67, 5, 131), (17, 33, 9), (3, 2, 1)):
+        for m, n, k in ((1, 37, 53), (1, 1, 131), (67, 5, 131), (17, 33, 9), (3, 2, 1), (33, 36, 68), (36, 20, 44)):
             _check(dev, rng, "float32", m, n, k, ta, tb)
         _check(dev, rng, "float32", 19, 23, 41, ta, tb, batch_a=3)
         _check(dev, rng, "float32", 5, 18, 7, ta, tb, batch_a=2, batch_b=2)
@@ -131,8 +133,14 @@ class _Cpu:
 def test_the_rule_picks_a_variant_from_the_shape():
     gpu, cpu = _Gpu(), _Cpu()
     fam = G.family_for(False, True)
-    skinny = fam.defaults(gpu, {"m": 16, "n": 4096, "k": 4096})
-    assert skinny["VARIANT"] == 1 and skinny["TM"] == 16 and skinny["KS"] > 1
+    rows = fam.defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # x @ W.T, batch 16: GEMV-like
+    assert rows["VARIANT"] == 3 and rows["RM"] == 16 and rows["RM"] * rows["RN"] <= 32
+    one = fam.defaults(gpu, {"m": 1, "n": 11008, "k": 4096})
+    assert one["VARIANT"] == 3 and one["RM"] == 1 and -(-11008 // (one["RW"] * one["RN"])) >= 2 * gpu.compute_units
+    skinny = fam.defaults(gpu, {"m": 64, "n": 4096, "k": 4096})
+    assert skinny["VARIANT"] == 1 and skinny["TM"] == 32 and skinny["KS"] > 1
+    plain = G.family_for(False, False).defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # x @ W: no rows variant
+    assert plain["VARIANT"] == 1 and plain["TM"] == 16
     square = fam.defaults(gpu, {"m": 4096, "n": 4096, "k": 4096})
     assert square["VARIANT"] == 0 and square["TM"] == square["TN"] == 128
     small = fam.defaults(gpu, {"m": 512, "n": 512, "k": 512})
@@ -149,10 +157,11 @@ def test_the_space_holds_each_variant_once():
     space = list(G.FAMILY.space(_Cpu(), {"m": 256, "n": 256, "k": 256}))
     keys = {tuple(sorted(p.items())) for p in space}
     assert len(keys) == len(space)
-    assert {p["VARIANT"] for p in space} == {0, 1, 2}
-    assert {p["VARIANT"] for p in G.FAMILY.space(_Gpu(), {"m": 256, "n": 256, "k": 256})} == {0, 1}
+    assert {p["VARIANT"] for p in space} == {0, 1, 2, 3}
+    assert {p["VARIANT"] for p in G.FAMILY.space(_Gpu(), {"m": 256, "n": 256, "k": 256})} == {0, 1, 3}
     assert all(p["KS"] == 4 for p in space if p["VARIANT"] != 1)  # pinned outside split-K
-    assert all(p["TM"] == 128 and p["TK"] == 16 for p in space if p["VARIANT"] == 2)
+    assert all(p["TM"] == 128 and p["TK"] == 16 for p in space if p["VARIANT"] in (2, 3))
+    assert all(p["RM"] == 4 and p["RW"] == 8 for p in space if p["VARIANT"] != 3)
     assert not G.FAMILY.is_valid({**G.FAMILY.defaults(_Gpu()), "KS": 8}, _Gpu())  # a pinned tunable moved
 
 

@@ -8,11 +8,13 @@ c runs every entry in one launch; a 2-D operand next to a 3-D one is shared by e
 Variants (the tunable VARIANT; the rule below picks one when no tuned config is found):
 0 tiled (local memory; GPUs), 1 split-K (the tiled kernel over K chunks plus a combine kernel:
 M or N small, as in batch-1..64 inference, leaves too few tiles to fill a GPU), 2 cpu (explicit
-vectors, no local memory: CPU OpenCL such as PoCL).
+vectors, no local memory: CPU OpenCL such as PoCL), 3 rows (GEMV-like: a warp per few columns of
+C, K split across its lanes, every row at once: ``x @ W.T`` with a few rows reads W once).
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,17 +28,22 @@ from .family import Family, Tunable, bucket, recall, recipes, resolve
 
 _TILED = ("VARIANT", (0, 1))
 _CPU = ("VARIANT", (2,))
+_ROWS = ("VARIANT", (3,))
+_ROWS_MAX = 16  # x @ W.T with at most this many rows takes the rows variant on a GPU
 
 
-def _rule(buckets: dict, device, dt, params: dict) -> dict:
-    """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; GPUs shrink the
-    tile until the tiles fill the device, then split K when they still do not (skinny problems)."""
+def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (False, False)) -> dict:
+    """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; on GPUs a few
+    rows times transposed weights take the rows variant, other shapes the tiled one, shrinking the
+    tile until the tiles fill the device, then splitting K when they still do not (skinny problems)."""
     m, n, k = buckets["m"], buckets["n"], buckets["k"]
     if params.get("VARIANT") == 2:
         if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there
             return dict(params, CM=bucket(m), CR=1)
         return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
     units = max(1, int(getattr(device, "compute_units", 1) or 1))
+    if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
+        return _rows_rule(m, n, units, params)
     small = min(m, n)
     if small <= 64:
         tm, tn, wptm, wptn = _skinny_tile(small, m <= n)
@@ -60,8 +67,19 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
     if tiles() < units or small <= 64:
         while tiles() * ks < want and ks < 32 and k // (2 * ks) >= 256:
             ks *= 2
-    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn,
+    # double-buffered tiles: 8-byte accumulators take the short K-step to fit CUDA's 48 KB
+    tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
+    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn, TK=tk,
                 KS=ks if ks > 1 else params["KS"])
+
+
+def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
+    """The rows variant for m rows (a bucket, <= 16): every row in one pass (RM = m), as many columns
+    per warp (RN) as keep the work-groups at two or more per compute unit, at most 32 sums a lane."""
+    rn = 4
+    while rn > 1 and (rn * m > 32 or -(-n // (params["RW"] * rn)) < 2 * units):
+        rn //= 2
+    return dict(params, VARIANT=3, RM=m, RN=rn)
 
 
 def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
@@ -73,19 +91,23 @@ def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
 
 
 FAMILY = Family(
-    name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu"),
+    name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu", "gemm_rows"),
     dtypes=("float32", "float64", "float16"),
-    tunables=(Tunable("VARIANT", (0, 1, 2), 0),
+    tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
               Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
               Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
               Tunable("WPTN", (1, 2, 4, 8), 8, _TILED),
               Tunable("KS", (2, 4, 8, 16, 32), 4, ("VARIANT", (1,))),
               Tunable("CM", (1, 2, 4, 8), 4, _CPU), Tunable("CN", (1, 2, 4, 8), 2, _CPU),
-              Tunable("CV", (4, 8, 16), 8, _CPU), Tunable("CR", (1, 2, 4, 8, 16), 1, _CPU)),
+              Tunable("CV", (4, 8, 16), 8, _CPU), Tunable("CR", (1, 2, 4, 8, 16), 1, _CPU),
+              Tunable("RM", (1, 2, 4, 8, 16), 4, _ROWS), Tunable("RN", (1, 2, 4, 8), 2, _ROWS),
+              Tunable("RW", (4, 8), 8, _ROWS)),
     problem=("m", "n", "k"),
     restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
                   "TM % WPTM == 0 and TN % WPTN == 0",
-                  "(TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",
+                  "VARIANT > 1 or 2 * (TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",  # 2 buffers
+                  "VARIANT != 3 or (RM * RN <= 32 and 32 * RW <= max_work_group_size"
+                  " and RW * 32 * (RM * RN + 1) * acc_size <= local_mem_size)",
                   "VARIANT != 2 or is_cpu"),  # a work-item per block: a GPU would idle (tests still force it)
     # measured on PoCL (Xeon, AVX-512): 8 rows x 2 vectors of 16 = 16 zmm accumulators; 16 row
     # blocks share each packed panel of B
@@ -105,7 +127,8 @@ def family_for(trans_a: bool, trans_b: bool) -> Family:
     key = (int(trans_a), int(trans_b))
     found = _FAMILIES.get(key)
     if found is None:
-        found = _FAMILIES[key] = dataclasses.replace(FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])))
+        found = _FAMILIES[key] = dataclasses.replace(FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])),
+                                                     rule=functools.partial(_rule, trans=(bool(key[0]), bool(key[1]))))
     return found
 
 
@@ -114,6 +137,9 @@ def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
     if p["VARIANT"] == 2:
         rows, cols = p["CM"] * p["CR"], p["CN"] * p["CV"]
         return (-(-n // cols), min(-(-m // rows), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)), (1, 1, 1)
+    if p["VARIANT"] == 3:
+        lanes = 32 * p["RW"]
+        return (-(-n // (p["RW"] * p["RN"])) * lanes, 1, min(batch, GRID_YZ_MAX)), (lanes, 1, 1)
     lx, ly = p["TN"] // p["WPTN"], p["TM"] // p["WPTM"]
     ks = p["KS"] if p["VARIANT"] == 1 else 1
     return ((-(-n // p["TN"]) * lx, min(-(-m // p["TM"]), GRID_YZ_MAX) * ly, min(batch * ks, GRID_YZ_MAX)),
@@ -137,15 +163,25 @@ class _Recipe(NamedTuple):
     partial_nbytes: int
 
 
+def _needs_grid_loop(params: dict, m: int, batch: int) -> bool:
+    """Whether the tiled kernel must walk M tiles or batch x split entries past its grid (a build of
+    its own, GRID_LOOP=1, so that the common launch carries no loop bookkeeping)."""
+    ks = params["KS"] if params["VARIANT"] == 1 else 1
+    return params["VARIANT"] in (0, 1) and (-(-m // params["TM"]) > GRID_YZ_MAX or batch * ks > GRID_YZ_MAX)
+
+
 def _recipe(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: int, sb: int, sc: int,
             c_shape: tuple) -> _Recipe:
-    params, kernels = resolve(family_for(ta, tb), dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
+    fam, problem = family_for(ta, tb), {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}
+    params, kernels = resolve(fam, dev, dt, problem)
+    if _needs_grid_loop(params, m, batch):
+        params, kernels = resolve(fam, dev, dt, problem, (("GRID_LOOP", 1),))
     g, loc = grid(m, n, params, batch, tb)
     head = [np.int32(m), np.int32(n), np.int32(k)]
     strides = [np.int32(batch), np.int64(sa), np.int64(sb), np.int64(sc)]
     c_nbytes = batch * m * n * dt.np.itemsize
-    if params["VARIANT"] == 2:
-        kern = kernels["gemm_cpu"]
+    if params["VARIANT"] in (2, 3):
+        kern = kernels["gemm_cpu" if params["VARIANT"] == 2 else "gemm_rows"]
         return _Recipe(kern, g, loc, head, strides, kern.params[3], kern.params[4], c_shape, c_nbytes,
                        None, (), (), [], 0)
     kern = kernels["gemm"]
@@ -241,7 +277,7 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
     else:
         args = [dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)]
     if r.combine is None:
-        tail = r.tail if r.kernel.name == "gemm_cpu" else [*r.tail, args[2]]
+        tail = r.tail if r.kernel.name in ("gemm_cpu", "gemm_rows") else [*r.tail, args[2]]
         dev._launch(r.kernel, r.global_size, r.local_size, [*r.head, al, be, *args, *tail])
         return c
     _split_k(dev, r, al, be, args, fast)
