@@ -1,5 +1,5 @@
-"""gemm's variants forced at skinny shapes (x @ W.T, batch 1..64 rows): the rule's choice next to a
-few tiled and split-K configs around it, to see where the rule stands and what to change.
+"""gemm's variants forced at skinny shapes (x @ W.T, batch 1..64 rows) and a square: the rule's
+choice next to tiled, split-K and rows (GEMV-like) configs around it, to see where the rule stands.
 
     python benchmarks/gemm_variants.py --device cuda:0 [--out DIR]
 
@@ -21,35 +21,48 @@ from isthmus.library import gemm as G
 from isthmus.library.family import forced
 from isthmus.measure import device_ms
 
-SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (16, 11008, 4096)]
-CONFIGS = [  # (TM, TN, WPTM, WPTN, TK, KS)
-    (16, 32, 2, 4, 16, 1), (16, 64, 2, 4, 16, 1), (16, 32, 2, 4, 16, 2), (16, 32, 2, 4, 16, 4),
-    (16, 32, 2, 4, 16, 8), (16, 64, 2, 8, 16, 4), (16, 64, 2, 4, 16, 8), (16, 128, 2, 8, 16, 4),
-    (32, 64, 4, 4, 16, 4), (64, 64, 4, 4, 16, 2), (16, 32, 2, 4, 32, 4), (8, 64, 1, 4, 16, 8),
+SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 11008, 4096), (16, 11008, 4096),
+          (64, 11008, 4096), (4096, 4096, 4096)]  # (m, n, k): x @ W.T for m <= 64, A @ B for the square
+SKINNY = [  # (TM, TN, WPTM, WPTN, TK, KS)
+    (16, 32, 2, 4, 16, 8), (16, 64, 2, 4, 16, 8), (32, 64, 4, 4, 16, 4), (32, 64, 4, 4, 16, 8),
+    (64, 64, 4, 4, 16, 2), (64, 64, 4, 4, 16, 4),
 ]
+SQUARE = [(128, 128, 8, 8, 16, 1), (128, 128, 8, 8, 8, 1), (128, 64, 8, 4, 16, 1), (128, 64, 8, 4, 8, 1),
+          (64, 128, 4, 8, 16, 1), (64, 64, 4, 4, 16, 1)]
+ROWS = [(rn, rw) for rn in (1, 2, 4) for rw in (4, 8)]  # (RN, RW); RM: the rows, up to 16 a pass
 
 
-def run(dev, shapes, configs) -> list[dict]:
+def _candidates(base: dict, rule: dict, m: int) -> list[tuple[str, dict]]:
+    tiled = SQUARE if m > 64 else SKINNY
+    out = [("rule", rule)] + [(f"TM{tm} TN{tn} W{wm}x{wn} TK{tk} KS{ks}",
+                               {**base, "VARIANT": 1 if ks > 1 else 0, "TM": tm, "TN": tn, "WPTM": wm,
+                                "WPTN": wn, "TK": tk, "KS": ks if ks > 1 else base["KS"]})
+                              for tm, tn, wm, wn, tk, ks in tiled]
+    if m <= 64:
+        rm = min(16, 1 << (m - 1).bit_length())
+        out += [(f"rows RM{rm} RN{rn} RW{rw}", {**base, "VARIANT": 3, "RM": rm, "RN": rn, "RW": rw})
+                for rn, rw in ROWS if rm * rn <= 32]
+    return out
+
+
+def run(dev, shapes) -> list[dict]:
     rng = np.random.default_rng(0)
-    fam = G.family_for(False, True)
-    base = {t.name: t.default for t in fam.tunables}
     rows = []
     for m, n, k in shapes:
+        tb = m <= 64
+        fam = G.family_for(False, tb)
+        base = {t.name: t.default for t in fam.tunables}
         x = rng.standard_normal((m, k), dtype=np.float32)
-        w = rng.standard_normal((n, k), dtype=np.float32)
-        ref = x.astype(np.float64) @ w.astype(np.float64).T
+        w = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+        ref = x.astype(np.float64) @ (w.astype(np.float64).T if tb else w.astype(np.float64))
         dx, dw, dc = dev.asarray(x), dev.asarray(w), dev.empty((m, n), np.float32)
         rule = fam.defaults(dev, {"m": m, "n": n, "k": k})
-        cands = [("rule", rule)] + [(f"TM{tm} TN{tn} W{wm}x{wn} TK{tk} KS{ks}",
-                                     {**base, "VARIANT": 1 if ks > 1 else 0, "TM": tm, "TN": tn, "WPTM": wm,
-                                      "WPTN": wn, "TK": tk, "KS": ks if ks > 1 else base["KS"]})
-                                    for tm, tn, wm, wn, tk, ks in configs]
-        for name, p in cands:
+        for name, p in _candidates(base, rule, m):
             with forced(fam, p):
-                isthmus.ops.gemm(dx, dw, dc, trans_b=True)
+                isthmus.ops.gemm(dx, dw, dc, trans_b=tb)
                 got = dc.to_numpy()
                 err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
-                ms = device_ms(dev, lambda: isthmus.ops.gemm(dx, dw, dc, trans_b=True), repeat=10, warmup=2, batch=5)
+                ms = device_ms(dev, lambda: isthmus.ops.gemm(dx, dw, dc, trans_b=tb), repeat=10, warmup=2, batch=5)
             row = {"shape": f"{m}x{n}x{k}", "config": name, "params": p, "ms": ms,
                    "TFLOPs": 2 * m * n * k / ms / 1e9, "error": err}
             rows.append(row)
@@ -63,8 +76,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
-    rows = run(dev, SHAPES, CONFIGS)
-    lines = [f"# gemm variants at skinny shapes (x @ W.T, float32) on {dev.name} ({dev.backend})", "",
+    rows = run(dev, SHAPES)
+    lines = [f"# gemm variants at skinny shapes (x @ W.T) and 4096^3 (float32) on {dev.name} ({dev.backend})", "",
              "| shape | config | ms | TFLOP/s | error |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['shape']} | {r['config']} | {r['ms']:.4f} | {r['TFLOPs']:.2f} | {r['error']:.1e} |" for r in rows]
     text = "\n".join(lines) + "\n"
