@@ -25,15 +25,18 @@ SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 11008, 4096),
           (64, 11008, 4096), (4096, 4096, 4096)]  # (m, n, k): x @ W.T for m <= 64, A @ B for the square
 SKINNY = [  # (TM, TN, WPTM, WPTN, TK, KS)
     (16, 32, 2, 4, 16, 8), (16, 64, 2, 4, 16, 8), (32, 64, 4, 4, 16, 4), (32, 64, 4, 4, 16, 8),
-    (64, 64, 4, 4, 16, 2), (64, 64, 4, 4, 16, 4),
+    (64, 64, 4, 4, 16, 2), (64, 64, 4, 4, 16, 4), (64, 64, 4, 4, 16, 8), (64, 64, 8, 8, 16, 4),
+    (64, 64, 8, 8, 16, 8), (64, 128, 8, 8, 16, 4), (64, 128, 4, 8, 16, 4), (64, 128, 4, 8, 16, 8),
 ]
 SQUARE = [(128, 128, 8, 8, 16, 1), (128, 128, 8, 8, 8, 1), (128, 64, 8, 4, 16, 1), (128, 64, 8, 4, 8, 1),
           (64, 128, 4, 8, 16, 1), (64, 64, 4, 4, 16, 1)]
+MID = [(32, 32, 4, 4, 16, 1), (32, 32, 2, 2, 16, 1), (32, 64, 4, 4, 16, 1), (64, 64, 4, 4, 16, 1),
+       (64, 64, 8, 8, 16, 1), (64, 64, 4, 4, 16, 2), (128, 128, 8, 8, 16, 2), (128, 128, 8, 8, 16, 4)]
 ROWS = [(rn, rw) for rn in (1, 2, 4) for rw in (4, 8)]  # (RN, RW); RM: the rows, up to 16 a pass
 
 
 def _candidates(base: dict, rule: dict, m: int) -> list[tuple[str, dict]]:
-    tiled = SQUARE if m > 64 else SKINNY
+    tiled = SKINNY if m <= 64 else MID if m < 2048 else SQUARE
     out = [("rule", rule)] + [(f"TM{tm} TN{tn} W{wm}x{wn} TK{tk} KS{ks}",
                                {**base, "VARIANT": 1 if ks > 1 else 0, "TM": tm, "TN": tn, "WPTM": wm,
                                 "WPTN": wn, "TK": tk, "KS": ks if ks > 1 else base["KS"]})
@@ -74,16 +77,19 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=None)
+    p.add_argument("--shapes", default=None, help="MxNxK,... (default: the list above)")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
-    rows = run(dev, SHAPES)
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    rows = run(dev, shapes)
     lines = [f"# gemm variants at skinny shapes (x @ W.T) and 4096^3 (float32) on {dev.name} ({dev.backend})", "",
              "| shape | config | ms | TFLOP/s | error |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['shape']} | {r['config']} | {r['ms']:.4f} | {r['TFLOPs']:.2f} | {r['error']:.1e} |" for r in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{dev.backend}-{dev.name}".lower()).strip("-")
+        slug = re.sub(r"[^a-z0-9]+", "-", f"{dev.backend}-{dev.name}".lower()).strip("-") + args.tag
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / f"gemm_variants-{slug}.json").write_text(json.dumps({"device": dev.info(), "rows": rows}, indent=1))

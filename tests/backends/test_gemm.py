@@ -133,13 +133,15 @@ class _Cpu:
 def test_the_rule_picks_a_variant_from_the_shape():
     gpu, cpu = _Gpu(), _Cpu()
     fam = G.family_for(False, True)
-    rows = fam.defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # x @ W.T, batch 16: GEMV-like
-    assert rows["VARIANT"] == 3 and rows["RM"] == 16 and rows["RM"] * rows["RN"] <= 32
-    one = fam.defaults(gpu, {"m": 1, "n": 11008, "k": 4096})
+    one = fam.defaults(gpu, {"m": 1, "n": 11008, "k": 4096})  # x @ W.T, batch 1: GEMV-like
     assert one["VARIANT"] == 3 and one["RM"] == 1 and -(-11008 // (one["RW"] * one["RN"])) >= 2 * gpu.compute_units
+    four = fam.defaults(gpu, {"m": 3, "n": 4096, "k": 4096})
+    assert four["VARIANT"] == 3 and four["RM"] == 4 and four["RM"] * four["RN"] <= 32
+    sixteen = fam.defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # split-K tiles from 5 rows on
+    assert sixteen["VARIANT"] == 1 and sixteen["TM"] == 16 and sixteen["KS"] == 8
     skinny = fam.defaults(gpu, {"m": 64, "n": 4096, "k": 4096})
-    assert skinny["VARIANT"] == 1 and skinny["TM"] == 32 and skinny["KS"] > 1
-    plain = G.family_for(False, False).defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # x @ W: no rows variant
+    assert skinny["VARIANT"] == 1 and skinny["TM"] == 64 and skinny["KS"] == 4
+    plain = G.family_for(False, False).defaults(gpu, {"m": 1, "n": 4096, "k": 4096})  # x @ W: no rows variant
     assert plain["VARIANT"] == 1 and plain["TM"] == 16
     square = fam.defaults(gpu, {"m": 4096, "n": 4096, "k": 4096})
     assert square["VARIANT"] == 0 and square["TM"] == square["TN"] == 128

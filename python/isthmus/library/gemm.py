@@ -29,7 +29,10 @@ from .family import Family, Tunable, bucket, recall, recipes, resolve
 _TILED = ("VARIANT", (0, 1))
 _CPU = ("VARIANT", (2,))
 _ROWS = ("VARIANT", (3,))
-_ROWS_MAX = 16  # x @ W.T with at most this many rows takes the rows variant on a GPU
+# x @ W.T with at most this many rows takes the rows variant on a GPU: at 1 row it runs at 0.93-1.13x
+# cuBLAS on the H200; at 16 rows its lanes re-read 16 rows of x per row of W and the split-K tiles
+# are faster (benchmarks/results/gemm_variants-cuda-nvidia-h200.md)
+_ROWS_MAX = 4
 
 
 def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (False, False)) -> dict:
@@ -57,15 +60,18 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
             tm //= 2
         else:
             tn //= 2
-    if small > 64:
-        wptm, wptn = (8 if tm >= 64 else tm // 8), (8 if tn >= 64 else tn // 8)
-    # split K until the groups fill the device: for a skinny problem (measured on the H200,
-    # benchmarks/results/gemm_variants-*) about 7 groups per compute unit for 16 rows or fewer,
-    # 3 for 17..64; otherwise only when the tiles do not fill the device once
-    want = (7 if small <= 16 else 3) * units if small <= 64 else units
+    if small > 64:  # 8 x 8 a work-item in full tiles; 4 x 4 (4x the work-items) in smaller ones
+        wptm, wptn = (8 if tm >= 128 else max(1, min(4, tm // 8))), (8 if tn >= 128 else max(1, min(4, tn // 8)))
+    # split K: a skinny problem (measured on the H200, benchmarks/results/gemm_variants-*) takes
+    # 8 splits for 16 rows or fewer and 4 for 17..64 while each keeps 256 (512) of K; other shapes
+    # split only when the tiles do not fill the device once
     ks = 1
-    if tiles() < units or small <= 64:
-        while tiles() * ks < want and ks < 32 and k // (2 * ks) >= 256:
+    if small <= 64:
+        cap, least = (8, 256) if small <= 16 else (4, 512)
+        while ks < cap and k // (2 * ks) >= least:
+            ks *= 2
+    elif tiles() < units:
+        while tiles() * ks < units and ks < 32 and k // (2 * ks) >= 256:
             ks *= 2
     # double-buffered tiles: 8-byte accumulators take the short K-step to fit CUDA's 48 KB
     tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
@@ -84,9 +90,9 @@ def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
 
 def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
     """(TM, TN, WPTM, WPTN) when M or N is at most 64: 16 x 32 tiles of 2 x 4 for 16 or fewer,
-    32 x 64 of 4 x 4 up to 64 (the small side first), the best measured on the H200 for x @ W.T
-    at 1, 16 and 64 rows."""
-    a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4)
+    32 x 64 of 4 x 4 up to 32, 64 x 64 of 4 x 4 up to 64 (the small side first), the best measured on
+    the H200 for x @ W.T at 16 and 64 rows."""
+    a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4) if small <= 32 else (64, 64, 4, 4)
     return (a, b, wa, wb) if rows_small else (b, a, wb, wa)
 
 
