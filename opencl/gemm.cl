@@ -17,26 +17,39 @@
  *   gemm_cpu      no local memory, no barriers, one work-item per CM x (CN columns-units) block
  *                 of C with explicit vectors (VARIANT 2): CPU OpenCL (PoCL) gets its speed from
  *                 wide registers and caches, not from work-items sharing local memory.
+ *   gemm_rows     GEMV-like (VARIANT 3): a warp per RN columns of C, K split across its lanes,
+ *                 every row of A a pass (x @ W.T with a few rows: W is read once).  See below.
  *
- * Grid limits: groups along M (dim 1) and batch x ks (dim 2) are walked by a loop over the
- * group id (grid-stride), so the op may launch fewer groups than tiles (CUDA allows 65535
- * along y and z); dim 0 (N) is launched in full.
+ * Grid limits: built with -DGRID_LOOP=1 (the op does so only when the grid would exceed CUDA's
+ * 65535 groups along y or z), gemm walks its M tiles (dim 1) and batch x ks entries (dim 2) in a
+ * loop over the group id; without it, a group computes exactly one tile and carries no loop.
+ * gemm_cpu and gemm_rows always walk the batch that way (their loops are cheap); dim 0 (N) is
+ * launched in full.
  *
  * gemm (tiled) scheme: a work-group computes a TM x TN tile of C; it walks K in steps of TK,
- * staging op(A) (as As[TK][TM+4]) and op(B) (Bs[TK][TN+PADB]) in local memory, zero-filled
- * outside the matrices, read from global memory in the order they are stored (coalesced for
- * either transpose); the next K-step is prefetched into registers while the current one is used.
+ * staging op(A) (as As[TK][TM+4]) and op(B) (Bs[TK][TN+PADB]) in two local-memory buffers, zero-
+ * filled outside the matrices, read from global memory in the order they are stored (coalesced
+ * for either transpose) as quads, 4 elements adjacent in memory, each one 16-byte load when it
+ * lies inside the matrices and aligned (float); the next K-step is fetched into registers while
+ * the current one is used and staged into the other buffer, so a K-step costs one barrier.
  * Work-item (tx, ty) owns a WPTM x WPTN register block, made of strips of 4 (or WPT if < 4)
  * consecutive rows/columns spaced TM/WPTM*4 (TN/WPTN*4) apart, so that local-memory reads
- * are 16-byte vectors without bank conflicts and C is written in 16-byte runs.
+ * are 16-byte vectors without bank conflicts and C is written in 16-byte runs.  On CUDA at most
+ * 256 work-items get __launch_bounds__ for 512/NT groups a multiprocessor (128 registers: two
+ * groups of 256 work-items instead of one at 183 registers; with the 16-byte loads and the second
+ * buffer, 4096^3 went from 34 to 44 TFLOP/s on the H200).
  *
  * Tunables (-D), all powers of two (see library/gemm.py for values and restrictions):
- *   VARIANT 0 tiled, 1 split-K, 2 cpu
+ *   VARIANT 0 tiled, 1 split-K, 2 cpu, 3 rows
  *   TM TN TK WPTM WPTN   tile, K-step and register block of gemm
+ *   VLD                  1: a quad of an operand inside the matrices is one 16-byte load (where
+ *                        aligned); 0: element by element
  *   CM CN CV CR          gemm_cpu block: CR blocks of CM rows, CN vectors of CV columns
+ *   RM RN RW             gemm_rows: RM rows a pass, RN columns a warp, RW warps a group
  * Launch (gemm):  local = (TN/WPTN, TM/WPTM, 1),
  *                 global = (ceil(N/TN)*local0, min(ceil(M/TM), 65535)*local1, min(batch*ks, 65535))
  * Launch (gemm_cpu): local = (1,1,1), global = (ceil(N/(CN*CV)), min(ceil(M/(CM*CR)), 65535), min(batch, 65535))
+ * Launch (gemm_rows): local = (32*RW,1,1), global = (ceil(N/(RW*RN))*32*RW, 1, min(batch, 65535))
  */
 #ifndef VARIANT
 #define VARIANT 0
@@ -76,6 +89,9 @@
 #endif
 #ifndef CR
 #define CR 1
+#endif
+#ifndef VLD
+#define VLD 1
 #endif
 #ifndef RM
 #define RM 4
@@ -184,8 +200,8 @@ void gemm(const int M, const int N, const int K,
     const int read_c = beta != (ACC)0;
     /* whole quads as one 16-byte load: the operand 16-byte aligned and its rows a multiple of 4 long
      * (a batch stride is a multiple of the row length, so every entry stays aligned) */
-    const int vec_a = VEC4 && ((size_t)A % 16) == 0 && (TRANS_A ? M : K) % 4 == 0;
-    const int vec_b = VEC4 && ((size_t)B % 16) == 0 && (TRANS_B ? K : N) % 4 == 0;
+    const int vec_a = VLD && VEC4 && ((size_t)A % 16) == 0 && (TRANS_A ? M : K) % 4 == 0;
+    const int vec_b = VLD && VEC4 && ((size_t)B % 16) == 0 && (TRANS_B ? K : N) % 4 == 0;
 
 #if GRID_LOOP  /* more M tiles or batch entries than the grid holds (CUDA: 65535 along y and z) */
 #  if VARIANT == 1  /* split-K: the K range and the partials exist only in this build */

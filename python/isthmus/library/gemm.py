@@ -102,7 +102,7 @@ FAMILY = Family(
     tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
               Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
               Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
-              Tunable("WPTN", (1, 2, 4, 8), 8, _TILED),
+              Tunable("WPTN", (1, 2, 4, 8), 8, _TILED), Tunable("VLD", (0, 1), 1, _TILED),
               Tunable("KS", (2, 4, 8, 16, 32), 4, ("VARIANT", (1,))),
               Tunable("CM", (1, 2, 4, 8), 4, _CPU), Tunable("CN", (1, 2, 4, 8), 2, _CPU),
               Tunable("CV", (4, 8, 16), 8, _CPU), Tunable("CR", (1, 2, 4, 8, 16), 1, _CPU),
