@@ -42,7 +42,7 @@ def _candidates(base: dict, rule: dict, m: int) -> list[tuple[str, dict]]:
                                 "WPTN": wn, "TK": tk, "KS": ks if ks > 1 else base["KS"]})
                               for tm, tn, wm, wn, tk, ks in tiled]
     out += [(f"{name} VLD0", {**p, "VLD": 0}) for name, p in out[1:2]]  # element-wise loads, for comparison
-    if m <= 64:
+    if m <= 16:
         rm = min(16, 1 << (m - 1).bit_length())
         out += [(f"rows RM{rm} RN{rn} RW{rw}", {**base, "VARIANT": 3, "RM": rm, "RN": rn, "RW": rw})
                 for rn, rw in ROWS if rm * rn <= 32]
