@@ -140,13 +140,17 @@ def test_the_rule_picks_a_variant_from_the_shape():
     sixteen = fam.defaults(gpu, {"m": 16, "n": 4096, "k": 4096})  # split-K tiles from 5 rows on
     assert sixteen["VARIANT"] == 1 and sixteen["TM"] == 16 and sixteen["KS"] == 8
     skinny = fam.defaults(gpu, {"m": 64, "n": 4096, "k": 4096})
-    assert skinny["VARIANT"] == 1 and skinny["TM"] == 64 and skinny["KS"] == 4
+    assert skinny["VARIANT"] == 1 and (skinny["TM"], skinny["TN"], skinny["KS"]) == (64, 128, 8)
+    wide = fam.defaults(gpu, {"m": 64, "n": 11008, "k": 4096})  # more tiles: fewer splits
+    assert wide["VARIANT"] == 1 and (wide["TM"], wide["TN"], wide["KS"]) == (64, 128, 4)
     plain = G.family_for(False, False).defaults(gpu, {"m": 1, "n": 4096, "k": 4096})  # x @ W: no rows variant
     assert plain["VARIANT"] == 1 and plain["TM"] == 16
     square = fam.defaults(gpu, {"m": 4096, "n": 4096, "k": 4096})
     assert square["VARIANT"] == 0 and square["TM"] == square["TN"] == 128
-    small = fam.defaults(gpu, {"m": 512, "n": 512, "k": 512})
-    assert small["VARIANT"] == 0 and -(-512 // small["TM"]) * -(-512 // small["TN"]) >= gpu.compute_units
+    small = fam.defaults(gpu, {"m": 512, "n": 512, "k": 512})  # smaller tiles until they (nearly) fill the device
+    assert small["VARIANT"] == 0 and (small["TM"], small["TN"]) == (32, 64)
+    mid = fam.defaults(gpu, {"m": 1024, "n": 1024, "k": 1024})  # full tiles, split over K
+    assert mid["VARIANT"] == 1 and (mid["TM"], mid["TN"], mid["KS"]) == (128, 128, 4)
     assert fam.defaults(cpu, {"m": 512, "n": 512, "k": 512})["VARIANT"] == 2
     gemv = fam.defaults(cpu, {"m": 1, "n": 4096, "k": 4096})
     assert gemv["VARIANT"] == 2 and gemv["CM"] * gemv["CR"] == 1

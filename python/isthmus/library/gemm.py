@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,8 +38,9 @@ _ROWS_MAX = 4
 
 def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (False, False)) -> dict:
     """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; on GPUs a few
-    rows times transposed weights take the rows variant, other shapes the tiled one, shrinking the
-    tile until the tiles fill the device, then splitting K when they still do not (skinny problems)."""
+    rows times transposed weights take the rows variant, other shapes the tiled one (split over K
+    where the tiles alone leave the device idle). Every choice below was measured on the H200
+    (benchmarks/results/gemm_variants-*)."""
     m, n, k = buckets["m"], buckets["n"], buckets["k"]
     if params.get("VARIANT") == 2:
         if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there
@@ -47,53 +49,69 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
     units = max(1, int(getattr(device, "compute_units", 1) or 1))
     if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
         return _rows_rule(m, n, units, params)
-    small = min(m, n)
-    if small <= 64:
-        tm, tn, wptm, wptn = _skinny_tile(small, m <= n)
-    else:
-        tm, tn = min(128, bucket(m)), min(128, bucket(n))
-
-    def tiles():
-        return -(-m // tm) * -(-n // tn)
-    while small > 64 and tiles() < units and max(tm, tn) > 32:
-        if tm >= tn:
-            tm //= 2
-        else:
-            tn //= 2
-    if small > 64:  # 8 x 8 a work-item in full tiles; 4 x 4 (4x the work-items) in smaller ones
-        wptm, wptn = (8 if tm >= 128 else max(1, min(4, tm // 8))), (8 if tn >= 128 else max(1, min(4, tn // 8)))
-    # split K: a skinny problem (measured on the H200, benchmarks/results/gemm_variants-*) takes
-    # 8 splits for 16 rows or fewer and 4 for 17..64 while each keeps 256 (512) of K; other shapes
-    # split only when the tiles do not fill the device once
-    ks = 1
-    if small <= 64:
-        cap, least = (8, 256) if small <= 16 else (4, 512)
-        while ks < cap and k // (2 * ks) >= least:
-            ks *= 2
-    elif tiles() < units:
-        while tiles() * ks < units and ks < 32 and k // (2 * ks) >= 256:
-            ks *= 2
+    tm, tn, wptm, wptn, ks = _skinny_tiles(m, n, k, units) if min(m, n) <= 64 else _big_tiles(m, n, k, units)
     # double-buffered tiles: 8-byte accumulators take the short K-step to fit CUDA's 48 KB
     tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
     return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn, TK=tk,
                 KS=ks if ks > 1 else params["KS"])
 
 
+def _splits(groups: int, k: int, want: float, cap: int, least: int) -> int:
+    """K splits: doubled while the work-groups stay under ``want``, up to ``cap``, each split
+    keeping at least ``least`` of K."""
+    ks = 1
+    while groups * ks < want and ks < cap and k // (2 * ks) >= least:
+        ks *= 2
+    return ks
+
+
+def _tiles(m: int, n: int, tm: int, tn: int) -> int:
+    return -(-m // tm) * -(-n // tn)
+
+
+def _skinny_tiles(m: int, n: int, k: int, units: int) -> tuple[int, int, int, int, int]:
+    """(TM, TN, WPTM, WPTN, KS) when M or N is at most 64 (the small side first): 16 x 32 tiles of
+    2 x 4 with 8 splits for 16 or fewer (about 1.0x cuBLAS at 16 rows), 32 x 64 of 4 x 4 with 4
+    splits up to 32, 64 x 128 of 8 x 8 up to 64 with the splits that make 2 groups a compute unit
+    (0.8x cuBLAS at 64 rows, where 64 x 64 tiles reach 0.6-0.75x). The sizes are buckets: N = 11008
+    counts as 16384, so 4 splits there, 8 at N = 4096."""
+    small = min(m, n)
+    if small <= 32:
+        a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4)
+        cap, least, want = (8, 256, math.inf) if small <= 16 else (4, 512, math.inf)
+    else:
+        a, b, wa, wb = 64, 128, 8, 8
+        cap, least, want = 8, 512, 2 * units
+    tm, tn, wptm, wptn = (a, b, wa, wb) if m <= n else (b, a, wb, wa)
+    return tm, tn, wptm, wptn, _splits(_tiles(m, n, tm, tn), k, want, cap, least)
+
+
+def _big_tiles(m: int, n: int, k: int, units: int) -> tuple[int, int, int, int, int]:
+    """(TM, TN, WPTM, WPTN, KS) when M and N exceed 64: 128 x 128 tiles of 8 x 8 (0.87x cuBLAS at
+    2048^3-8192^3), split over K up to 1.5 groups a compute unit where K allows (1024^3: 4 splits,
+    +14% over smaller tiles); else halved until the tiles come within 7/8 of the compute units
+    (512^3: 32 x 64, +30% over 32 x 32 on NVIDIA's OpenCL), then split if they still do not."""
+    close = units * 7 / 8
+    tm, tn = min(128, bucket(m)), min(128, bucket(n))
+    ks = _splits(_tiles(m, n, tm, tn), k, 1.5 * units, 8, 256)
+    if _tiles(m, n, tm, tn) * ks < units:
+        while _tiles(m, n, tm, tn) < close and max(tm, tn) > 32:
+            if tm >= tn:
+                tm //= 2
+            else:
+                tn //= 2
+        ks = _splits(_tiles(m, n, tm, tn), k, close, 32, 256)
+    wptm, wptn = (8 if tm >= 128 else max(1, min(4, tm // 8))), (8 if tn >= 128 else max(1, min(4, tn // 8)))
+    return tm, tn, wptm, wptn, ks
+
+
 def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
-    """The rows variant for m rows (a bucket, <= 16): every row in one pass (RM = m), as many columns
+    """The rows variant for m rows (a bucket, <= 4): every row in one pass (RM = m), as many columns
     per warp (RN) as keep the work-groups at two or more per compute unit, at most 32 sums a lane."""
     rn = 4
     while rn > 1 and (rn * m > 32 or -(-n // (params["RW"] * rn)) < 2 * units):
         rn //= 2
     return dict(params, VARIANT=3, RM=m, RN=rn)
-
-
-def _skinny_tile(small: int, rows_small: bool) -> tuple[int, int, int, int]:
-    """(TM, TN, WPTM, WPTN) when M or N is at most 64: 16 x 32 tiles of 2 x 4 for 16 or fewer,
-    32 x 64 of 4 x 4 up to 32, 64 x 64 of 4 x 4 up to 64 (the small side first), the best measured on
-    the H200 for x @ W.T at 16 and 64 rows."""
-    a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4) if small <= 32 else (64, 64, 4, 4)
-    return (a, b, wa, wb) if rows_small else (b, a, wb, wa)
 
 
 FAMILY = Family(
