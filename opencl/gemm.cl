@@ -23,8 +23,8 @@
  * Grid limits: built with -DGRID_LOOP=1 (the op does so only when the grid would exceed CUDA's
  * 65535 groups along y or z), gemm walks its M tiles (dim 1) and batch x ks entries (dim 2) in a
  * loop over the group id; without it, a group computes exactly one tile and carries no loop.
- * gemm_cpu and gemm_rows always walk the batch that way (their loops are cheap); dim 0 (N) is
- * launched in full.
+ * gemm_rows likewise walks its row passes and batch entries only in a GRID_LOOP build; gemm_cpu
+ * always walks them (it has no barriers, the loop is cheap); dim 0 (N) is launched in full.
  *
  * gemm (tiled) scheme: a work-group computes a TM x TN tile of C; it walks K in steps of TK,
  * staging op(A) (as As[TK][TM+4]) and op(B) (Bs[TK][TN+PADB]) in two local-memory buffers, zero-
@@ -49,7 +49,7 @@
  * Launch (gemm):  local = (TN/WPTN, TM/WPTM, 1),
  *                 global = (ceil(N/TN)*local0, min(ceil(M/TM), 65535)*local1, min(batch*ks, 65535))
  * Launch (gemm_cpu): local = (1,1,1), global = (ceil(N/(CN*CV)), min(ceil(M/(CM*CR)), 65535), min(batch, 65535))
- * Launch (gemm_rows): local = (32*RW,1,1), global = (ceil(N/(RW*RN))*32*RW, 1, min(batch, 65535))
+ * Launch (gemm_rows): local = (32*RW,1,1), global = (ceil(N/(RW*RN))*32*RW, min(ceil(M/RM), 65535), min(batch, 65535))
  */
 #ifndef VARIANT
 #define VARIANT 0
@@ -369,7 +369,10 @@ void gemm(const int M, const int N, const int K,
  * partial sums, and the 32 partials of each output are added up through local memory (padded rows:
  * no bank conflicts). No split-K partials, no second launch. Other layouts and dtypes take the
  * element-wise path of the same loop (correct, strided where B is not transposed).
- * Launch: local = (32*RW, 1, 1), global = (ceil(N/(RW*RN)) * 32*RW, 1, min(batch, 65535)). */
+ * A group computes one pass (dim 1) of one batch entry (dim 2): without GRID_LOOP no loop holds the
+ * barriers (PoCL 5.0 with LLVM 16 aborts on barriers in a loop behind a data-dependent branch,
+ * as this variant has: pocl issue 1435), with it the passes and entries past the grid are walked.
+ * Launch: local = (32*RW, 1, 1), global = (ceil(N/(RW*RN))*32*RW, min(ceil(M/RM), 65535), min(batch, 65535)). */
 #define RLANES 32
 #define ROUT (RM * RN)
 
@@ -387,70 +390,81 @@ void gemm_rows(const int M, const int N, const int K,
     const int read_c = beta != (ACC)0;
     /* x @ W.T in float, aligned rows of a multiple of 4: quads as 16-byte loads */
     const int vec = VEC4 && !TRANS_A && TRANS_B && K % 4 == 0 && ((size_t)A % 16) == 0 && ((size_t)B % 16) == 0;
+#if GRID_LOOP
+    const int passes = (M + RM - 1) / RM;
     for (int bz = (int)get_group_id(2); bz < nbatch; bz += (int)get_num_groups(2)) {
+    for (int pass = (int)get_group_id(1); pass < passes; pass += (int)get_num_groups(1)) {
+#else
+    {
+    const int bz = (int)get_group_id(2);
+    {
+    const int pass = (int)get_group_id(1);
+#endif
     __global const T* Ab = A + (size_t)bz * (size_t)sa;
     __global const T* Bb = B + (size_t)bz * (size_t)sb;
     __global T* Cb = C + (size_t)bz * (size_t)sc;
-    for (int m0 = 0; m0 < M; m0 += RM) {
-        ACC acc[RM][RN];
+    const int m0 = pass * RM;
+    ACC acc[RM][RN];
 #pragma unroll
-        for (int i = 0; i < RM; ++i)
+    for (int i = 0; i < RM; ++i)
 #pragma unroll
-            for (int j = 0; j < RN; ++j) acc[i][j] = (ACC)0;
-        /* rows and columns past the matrix are clamped for the loads and never stored */
-        int rows[RM], cols[RN];
+        for (int j = 0; j < RN; ++j) acc[i][j] = (ACC)0;
+    /* rows and columns past the matrix are clamped for the loads and never stored */
+    int rows[RM], cols[RN];
 #pragma unroll
-        for (int i = 0; i < RM; ++i) rows[i] = min(m0 + i, M - 1);
+    for (int i = 0; i < RM; ++i) rows[i] = min(m0 + i, M - 1);
 #pragma unroll
-        for (int j = 0; j < RN; ++j) cols[j] = min(c0 + j, N - 1);
-        if (vec) {
-            const int kq = K / 4;
+    for (int j = 0; j < RN; ++j) cols[j] = min(c0 + j, N - 1);
+    if (vec) {
+        const int kq = K / 4;
 #pragma unroll 2
-            for (int q = lane; q < kq; q += RLANES) {
-                ACC b[RN][4];
+        for (int q = lane; q < kq; q += RLANES) {
+            ACC b[RN][4];
 #pragma unroll
-                for (int j = 0; j < RN; ++j) LOAD4(b[j], Bb + (size_t)cols[j] * (size_t)K + 4 * q);
+            for (int j = 0; j < RN; ++j) LOAD4(b[j], Bb + (size_t)cols[j] * (size_t)K + 4 * q);
 #pragma unroll
-                for (int i = 0; i < RM; ++i) {
-                    ACC a[4];
-                    LOAD4(a, Ab + (size_t)rows[i] * (size_t)K + 4 * q);
+            for (int i = 0; i < RM; ++i) {
+                ACC a[4];
+                LOAD4(a, Ab + (size_t)rows[i] * (size_t)K + 4 * q);
 #pragma unroll
-                    for (int j = 0; j < RN; ++j)
-                        acc[i][j] += a[0] * b[j][0] + a[1] * b[j][1] + a[2] * b[j][2] + a[3] * b[j][3];
-                }
-            }
-        } else {
-            for (int k = lane; k < K; k += RLANES) {
-                ACC b[RN];
-#pragma unroll
-                for (int j = 0; j < RN; ++j) b[j] = OPB(k, cols[j]);
-#pragma unroll
-                for (int i = 0; i < RM; ++i) {
-                    const ACC a = OPA(rows[i], k);
-#pragma unroll
-                    for (int j = 0; j < RN; ++j) acc[i][j] += a * b[j];
-                }
+                for (int j = 0; j < RN; ++j)
+                    acc[i][j] += a[0] * b[j][0] + a[1] * b[j][1] + a[2] * b[j][2] + a[3] * b[j][3];
             }
         }
+    } else {
+        for (int k = lane; k < K; k += RLANES) {
+            ACC b[RN];
 #pragma unroll
-        for (int i = 0; i < RM; ++i)
+            for (int j = 0; j < RN; ++j) b[j] = OPB(k, cols[j]);
 #pragma unroll
-            for (int j = 0; j < RN; ++j) red[w][lane][i * RN + j] = acc[i][j];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* lane o adds up output o of its warp (o < RM*RN) over the 32 lanes */
-        for (int o = lane; o < ROUT; o += RLANES) {
-            ACC s = (ACC)0;
-            for (int l = 0; l < RLANES; ++l) s += red[w][l][o];
-            const int r = m0 + o / RN, c = c0 + o % RN;
-            if (r < M && c < N) {
-                const size_t off = (size_t)r * (size_t)N + (size_t)c;
-                ACC v = alpha * s;
-                if (read_c) v += beta * LOAD(Cb, off);
-                STORE(Cb, off, v);
+            for (int i = 0; i < RM; ++i) {
+                const ACC a = OPA(rows[i], k);
+#pragma unroll
+                for (int j = 0; j < RN; ++j) acc[i][j] += a * b[j];
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE);  /* red is rewritten by the next pass */
     }
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < RN; ++j) red[w][lane][i * RN + j] = acc[i][j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* lane o adds up output o of its warp (o < RM*RN) over the 32 lanes */
+    for (int o = lane; o < ROUT; o += RLANES) {
+        ACC s = (ACC)0;
+        for (int l = 0; l < RLANES; ++l) s += red[w][l][o];
+        const int r = m0 + o / RN, c = c0 + o % RN;
+        if (r < M && c < N) {
+            const size_t off = (size_t)r * (size_t)N + (size_t)c;
+            ACC v = alpha * s;
+            if (read_c) v += beta * LOAD(Cb, off);
+            STORE(Cb, off, v);
+        }
+    }
+#if GRID_LOOP
+    barrier(CLK_LOCAL_MEM_FENCE);  /* red is rewritten by the next pass */
+#endif
+    }  /* pass */
     }  /* bz */
 #endif
 }

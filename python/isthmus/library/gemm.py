@@ -163,7 +163,8 @@ def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
         return (-(-n // cols), min(-(-m // rows), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)), (1, 1, 1)
     if p["VARIANT"] == 3:
         lanes = 32 * p["RW"]
-        return (-(-n // (p["RW"] * p["RN"])) * lanes, 1, min(batch, GRID_YZ_MAX)), (lanes, 1, 1)
+        return ((-(-n // (p["RW"] * p["RN"])) * lanes, min(-(-m // p["RM"]), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)),
+                (lanes, 1, 1))
     lx, ly = p["TN"] // p["WPTN"], p["TM"] // p["WPTM"]
     ks = p["KS"] if p["VARIANT"] == 1 else 1
     return ((-(-n // p["TN"]) * lx, min(-(-m // p["TM"]), GRID_YZ_MAX) * ly, min(batch * ks, GRID_YZ_MAX)),
@@ -188,8 +189,10 @@ class _Recipe(NamedTuple):
 
 
 def _needs_grid_loop(params: dict, m: int, batch: int) -> bool:
-    """Whether the tiled kernel must walk M tiles or batch x split entries past its grid (a build of
-    its own, GRID_LOOP=1, so that the common launch carries no loop bookkeeping)."""
+    """Whether the tiled or rows kernel must walk M tiles (row passes) or batch x split entries past
+    its grid (a build of its own, GRID_LOOP=1, so that the common launch carries no loop)."""
+    if params["VARIANT"] == 3:
+        return -(-m // params["RM"]) > GRID_YZ_MAX or batch > GRID_YZ_MAX
     ks = params["KS"] if params["VARIANT"] == 1 else 1
     return params["VARIANT"] in (0, 1) and (-(-m // params["TM"]) > GRID_YZ_MAX or batch * ks > GRID_YZ_MAX)
 
