@@ -109,6 +109,24 @@ def test_more_tiles_and_batches_than_groups_launched(dev, rng, monkeypatch, vari
         forget_resolved()
 
 
+@pytest.mark.parametrize("variant", ["tiled", "split-k", "rows"])
+def test_the_grid_loop_build_only_where_the_grid_is_too_small(dev, monkeypatch, variant):
+    """A launch whose tiles fit the grid runs a build without the grid-stride loops; one that does
+    not (the cap forced to 2) gets the GRID_LOOP build."""
+    fam = G.family_for(False, True)
+    f32 = isthmus.dtypes.lookup("float32")
+    forget_resolved()
+    try:
+        with forced(fam, _params(fam, variant)):
+            fits = G._recipe(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))
+            monkeypatch.setattr(G, "GRID_YZ_MAX", 2)
+            past = G._recipe(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))
+    finally:
+        forget_resolved()
+    assert fits.kernel.program.defines.get("GRID_LOOP", 0) == 0
+    assert past.kernel.program.defines["GRID_LOOP"] == 1 and past.global_size[1] == 2 * past.local_size[1]
+
+
 def test_tall_m_beyond_the_cuda_grid(dev, rng):
     """m = 9,000,000 used to get "no configuration fits" (a CUDA grid limit applied everywhere)."""
     m, n, k = 9_000_000, 1, 2
