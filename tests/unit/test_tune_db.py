@@ -22,7 +22,7 @@ from isthmus.tune.db import Database, TuningDatabaseWarning, key_for
 
 AXPY, GEMM = FAMILIES["axpy"], FAMILIES["gemm"]
 # gemm's tunables besides the tile: the tiled variant, the other variants' parameters at their defaults
-_G = {"VARIANT": 0, "KS": 4, "CM": 4, "CN": 2, "CV": 8, "CR": 1}
+_G = {"VARIANT": 0, "KS": 4, "CM": 4, "CN": 2, "CV": 8, "CR": 1, "VLD": 1, "RM": 4, "RN": 2, "RW": 8}
 F32 = dtype("float32")
 
 
