@@ -34,8 +34,8 @@
  * the current one is used and staged into the other buffer, so a K-step costs one barrier.
  * Work-item (tx, ty) owns a WPTM x WPTN register block, made of strips of 4 (or WPT if < 4)
  * consecutive rows/columns spaced TM/WPTM*4 (TN/WPTN*4) apart, so that local-memory reads
- * are 16-byte vectors without bank conflicts and C is written in 16-byte runs.  On CUDA at most
- * 256 work-items get __launch_bounds__ for 512/NT groups a multiprocessor (128 registers: two
+ * are 16-byte vectors without bank conflicts and C is written in 16-byte runs.  On CUDA groups of
+ * 64-256 work-items get __launch_bounds__ for 512/NT groups a multiprocessor (128 registers: two
  * groups of 256 work-items instead of one at 183 registers; with the 16-byte loads and the second
  * buffer, 4096^3 went from 34 to 44 TFLOP/s on the H200).
  *
@@ -123,9 +123,10 @@
 #  error "gemm.cl: TM % WPTM and TN % WPTN must be 0"
 #endif
 
-/* 2 work-groups per multiprocessor where the registers allow it: at 256 work-items a group holds
- * only 8 warps, and one group alone idles the SM at every barrier (CUDA: at most 128 registers) */
-#if defined(ISTHMUS_CUDA) && NT <= 256
+/* 512 work-items per multiprocessor at least (CUDA: at most 128 registers): at 256 work-items a
+ * group holds only 8 warps, and one group alone idles the SM at every barrier. Groups under 64
+ * work-items (tuner corners) keep their registers. */
+#if defined(ISTHMUS_CUDA) && NT >= 64 && NT <= 256
 #  define GEMM_BOUNDS __launch_bounds__(NT, 512 / NT)
 #else
 #  define GEMM_BOUNDS ISTHMUS_LOCAL_SIZE(NTX, NTY, 1)

@@ -30,9 +30,10 @@ from .family import Family, Tunable, bucket, recall, recipes, resolve
 _TILED = ("VARIANT", (0, 1))
 _CPU = ("VARIANT", (2,))
 _ROWS = ("VARIANT", (3,))
-# x @ W.T with at most this many rows takes the rows variant on a GPU: at 1 row it runs at 0.93-1.13x
-# cuBLAS on the H200; at 16 rows its lanes re-read 16 rows of x per row of W and the split-K tiles
-# are faster (benchmarks/results/gemm_variants-cuda-nvidia-h200.md)
+# x @ W.T with at most this many rows (and W at least 8x wider than that, so reading W is the work)
+# takes the rows variant on a GPU: at 1 row it runs at 1.11-1.18x cuBLAS on the H200; at 16 rows its
+# lanes re-read 16 rows of x per row of W and the split-K tiles are faster (0.026 against 0.051 ms,
+# benchmarks/results/gemm_variants-cuda-nvidia-h200*.md)
 _ROWS_MAX = 4
 
 
