@@ -11,6 +11,15 @@ public class CompileException extends IsthmusException {
     private final String kernelName;
 
     /**
+     * An error detected in Java, with no Python type, traceback or build log.
+     *
+     * @param message what was wrong, what was expected, what to do
+     */
+    public CompileException(String message) {
+        this(message, null, null, "", null);
+    }
+
+    /**
      * @param message what was wrong
      * @param pythonType qualified name of the Python exception type, or {@code null}
      * @param pythonTraceback the Python traceback text, or {@code null}

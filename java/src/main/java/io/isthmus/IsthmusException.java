@@ -16,6 +16,15 @@ public class IsthmusException extends RuntimeException {
     private final String pythonTraceback;
 
     /**
+     * An error detected in Java, with no Python type or traceback.
+     *
+     * @param message what was wrong, what was expected, what to do
+     */
+    public IsthmusException(String message) {
+        this(message, null, null);
+    }
+
+    /**
      * @param message what was wrong, what was expected, what to do
      * @param pythonType qualified name of the Python exception type, or {@code null}
      * @param pythonTraceback the Python traceback text, or {@code null}

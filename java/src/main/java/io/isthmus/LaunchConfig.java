@@ -24,25 +24,24 @@ public record LaunchConfig(long[] global, long[] local) {
     public LaunchConfig {
         if (global == null || global.length < 1 || global.length > 3) {
             throw new LaunchConfigException("global size needs 1 to 3 dimensions, got "
-                    + (global == null ? "null" : Arrays.toString(global)), null, null);
+                    + (global == null ? "null" : Arrays.toString(global)));
         }
         for (long g : global) {
             if (g < 1) {
                 throw new LaunchConfigException("global sizes must be >= 1, got "
-                        + Arrays.toString(global), null, null);
+                        + Arrays.toString(global));
             }
         }
         global = global.clone();
         if (local != null) {
             if (local.length != global.length) {
                 throw new LaunchConfigException("local size " + Arrays.toString(local)
-                        + " must have as many dimensions as global size " + Arrays.toString(global),
-                        null, null);
+                        + " must have as many dimensions as global size " + Arrays.toString(global));
             }
             for (long l : local) {
                 if (l < 1) {
                     throw new LaunchConfigException("local sizes must be >= 1, got "
-                            + Arrays.toString(local), null, null);
+                            + Arrays.toString(local));
                 }
             }
             local = local.clone();

@@ -43,7 +43,18 @@ public interface DeviceHandle {
     /** @return a direct, native-order ByteBuffer over host memory that the runtime allocated (page-locked where offered) */
     ByteBuffer allocateHost(String dtype, long[] shape);
 
-    /** @return a library kernel, launched with its op arguments */
+    /**
+     * @param name a library op, e.g. {@code "softmax"}
+     * @return the op bound to this device
+     */
+    OpHandle op(String name);
+
+    /**
+     * @param libraryName a library op
+     * @return a kernel handle whose launches without a grid run the op
+     * @deprecated use {@link #op(String)}: a {@link KernelHandle} is a compiled kernel on a grid
+     */
+    @Deprecated
     KernelHandle kernel(String libraryName);
 
     /** @return a compiled kernel; {@code defineNames[i]} is defined to {@code defineValues[i]} */

@@ -1,0 +1,105 @@
+"""Library ops from Java in one crossing: ``Runtime.op(name, args, out, options)`` calls the public
+``isthmus.ops`` function of that name and returns an ``io.isthmus.spi.OpResult`` that carries the
+result's handle, shape and dtype together (Java asks for nothing more). ``OpHandle`` is the same
+for an op bound to one device (``Device.library``)."""
+from __future__ import annotations
+
+import inspect
+
+import jpype
+
+from isthmus.buffer import Buffer
+from isthmus.errors import InvalidArgumentError
+
+from .buffers import BufferHandle, argument, arguments
+from .proxy import implements, spi
+
+# The one table from op names to the functions Java runs: filled from the public functions of
+# isthmus.ops on first use, so a new op needs no entry here (the typed io.isthmus.Ops method is
+# its only Java-side line).
+_OPS: dict[str, object] = {}
+_OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
+
+
+def op_function(name: str):
+    """The public ``isthmus.ops`` function called ``name``."""
+    fn = _OPS.get(name)
+    if fn is None:
+        import isthmus.ops
+
+        public = {n: f for n, f in vars(isthmus.ops).items() if not n.startswith("_") and inspect.isfunction(f)}
+        if name not in public:
+            raise InvalidArgumentError(f"no library op {name!r}; isthmus.ops has {', '.join(sorted(public))}")
+        fn = _OPS[name] = public[name]
+    return fn
+
+
+def options(joptions) -> dict:
+    """An op's keyword arguments from a Java ``Map<String, Object>``."""
+    return {str(e.getKey()): _option(e.getValue()) for e in joptions.entrySet()}
+
+
+def _option(v):
+    if v is None:
+        return None
+    if isinstance(v, jpype.JClass("java.lang.Boolean")):
+        return bool(v)
+    if isinstance(v, jpype.JClass("java.lang.String")):
+        return str(v)
+    return argument(v)
+
+
+def call(fn, jargs, jout, joptions):
+    """Run ``fn`` with the Java arguments; the result as an OpResult."""
+    args = arguments(jargs)
+    if jout is None and joptions is None:
+        return op_result(fn(*args), args, jargs, None, None)
+    kwargs = {} if joptions is None else options(joptions)
+    out = None
+    if jout is not None:
+        out = kwargs["out"] = argument(jout)
+    return op_result(fn(*args, **kwargs), args, jargs, out, jout)
+
+
+def op_result(result, args, jargs, out, jout):
+    """The OpResult for an op's return value: the caller's own handle when it returned ``out`` or
+    an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
+    global _OP_RESULT
+    if result is None:
+        return None
+    if not isinstance(result, Buffer):
+        raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
+    if _OP_RESULT is None:
+        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
+    if result is out:
+        return _OP_RESULT(jout, None, None)
+    for i, a in enumerate(args):
+        if a is result and isinstance(jargs[i], BufferHandle):
+            return _OP_RESULT(jargs[i], None, None)
+    return _OP_RESULT(BufferHandle(result, owned=True), result.shape, str(result.dtype))
+
+
+@implements("io.isthmus.spi.OpHandle")
+class OpHandle:
+    """A library op bound to a device (Python's ``device.kernel(name)``), called from Java."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    @spi
+    def name(self):
+        return self.kernel.name
+
+    @spi
+    def call(self, jargs, jout, joptions):
+        return call(self.kernel, jargs, jout, joptions)
+
+    @spi
+    def prepare(self, jargs, jout, joptions):
+        from .launches import PlanHandle
+
+        args = arguments(jargs)
+        kwargs = {} if joptions is None else options(joptions)
+        if jout is not None:
+            kwargs["out"] = argument(jout)
+        return PlanHandle(self.kernel.prepare(*args, **kwargs), args + ([kwargs["out"]] if jout is not None else []))
