@@ -10,8 +10,8 @@ import traceback
 
 import jpype
 
-# Java interface name -> the Python class implementing it.
-IMPLEMENTATIONS: dict[str, type] = {}
+# Java interface name -> the Python classes implementing it.
+IMPLEMENTATIONS: dict[str, list[type]] = {}
 
 # Python error class name -> Java exception class, looked up along the MRO.
 _JAVA_ERRORS = {
@@ -62,6 +62,6 @@ def implements(interface: str):
     """Class decorator: ``cls`` implements the Java ``interface`` (checked at its first instance)."""
     def declare(cls):
         proxy = jpype.JImplements(interface, deferred=True)(cls)
-        IMPLEMENTATIONS[interface] = proxy
+        IMPLEMENTATIONS.setdefault(interface, []).append(proxy)
         return proxy
     return declare

@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Plain values and the unattached JVM: no runtime needed. */
+// one test runs only in a JVM with no runtime: aborted (skipped) in tests/crosslang
+@Tag("unattached")
 class ValuesTest {
     @Test
     void dtypesMirrorNumpy() {
