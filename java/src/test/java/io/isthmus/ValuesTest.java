@@ -47,4 +47,27 @@ class ValuesTest {
         assertTrue(e.getMessage().contains("isthmus java"), e.getMessage());
         assertThrows(NotAttachedException.class, () -> Ops.sum(null));
     }
+
+    @Test
+    void errorsDetectedInJavaNeedOnlyAMessage() {
+        IsthmusException e = new InvalidArgumentException("x must not be null");
+        assertEquals("x must not be null", e.getMessage());
+        assertNull(e.pythonType());
+        assertNull(e.pythonTraceback());
+        CompileException c = new CompileException("no source");
+        assertEquals("", c.log());
+        assertNull(c.kernelName());
+        assertEquals("io.isthmus.ClosedBufferException: gone", new ClosedBufferException("gone").toString());
+    }
+
+    @Test
+    void strategiesHaveTheirPythonNames() {
+        for (Strategy s : Strategy.values()) {
+            assertEquals(s, Strategy.fromPythonName(s.pythonName()));
+        }
+        assertEquals("anneal", Strategy.ANNEAL.pythonName());
+        InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Strategy.fromPythonName("Anneal"));
+        assertTrue(e.getMessage().contains("ANNEAL"), e.getMessage());
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("softmax").strategy("simplex"));
+    }
 }
