@@ -7,7 +7,9 @@ package io.isthmus;
 public class CompileException extends IsthmusException {
     private static final long serialVersionUID = 1L;
 
+    /** The compiler's build log, never {@code null}. */
     private final String log;
+    /** The kernel that failed, or {@code null}. */
     private final String kernelName;
 
     /**

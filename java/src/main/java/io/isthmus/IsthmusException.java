@@ -12,7 +12,9 @@ package io.isthmus;
 public class IsthmusException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** Qualified name of the Python exception type, or {@code null}. */
     private final String pythonType;
+    /** The Python traceback text, or {@code null}. */
     private final String pythonTraceback;
 
     /**

@@ -19,6 +19,8 @@ public record LaunchConfig(long[] global, long[] local) {
     /**
      * Validates and copies the sizes, so a config is an immutable value.
      *
+     * @param global global size per dimension, each at least 1
+     * @param local work-group size per dimension, or {@code null} to let the runtime choose
      * @throws LaunchConfigException if a size is missing, not positive, or the ranks differ
      */
     public LaunchConfig {
