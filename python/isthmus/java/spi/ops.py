@@ -20,6 +20,13 @@ from .proxy import implements, spi
 _OPS: dict[str, object] = {}
 _OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
 
+# Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
+# converting a tuple to a long[] and a dtype to a java.lang.String costs more than the rest of
+# the crossing (measured: benchmarks/results/issue12-java-crossings-pocl.md).
+_SHAPES: dict[tuple, object] = {}
+_SHAPES_MAX = 1024
+_DTYPES: dict[object, object] = {}
+
 
 def op_function(name: str):
     """The public ``isthmus.ops`` function called ``name``."""
@@ -76,7 +83,23 @@ def op_result(result, args, jargs, out, jout):
     for i, a in enumerate(args):
         if a is result and isinstance(jargs[i], BufferHandle):
             return _OP_RESULT(jargs[i], None, None)
-    return _OP_RESULT(BufferHandle(result, owned=True), result.shape, str(result.dtype))
+    return _OP_RESULT(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+
+
+def _java_shape(shape: tuple):
+    jshape = _SHAPES.get(shape)
+    if jshape is None:
+        if len(_SHAPES) >= _SHAPES_MAX:  # a workload of ever new shapes: start over rather than grow
+            _SHAPES.clear()
+        jshape = _SHAPES[shape] = jpype.JArray(jpype.JLong)(shape)
+    return jshape
+
+
+def _java_dtype(dtype):
+    name = _DTYPES.get(dtype)
+    if name is None:
+        name = _DTYPES[dtype] = jpype.JString(str(dtype))
+    return name
 
 
 @implements("io.isthmus.spi.OpHandle")

@@ -15,7 +15,8 @@ public final class OpResult {
 
     /**
      * @param handle the result's handle, never {@code null}
-     * @param shape the result's shape, or {@code null} when {@code handle} is one the caller passed in
+     * @param shape the result's shape, or {@code null} when {@code handle} is one the caller passed in;
+     *     the runtime shares one array per shape among results: read it, copy it, never change it
      * @param dtype the result's NumPy dtype name, or {@code null} when {@code handle} is one the caller passed in
      */
     public OpResult(BufferHandle handle, long[] shape, String dtype) {
@@ -29,7 +30,7 @@ public final class OpResult {
         return handle;
     }
 
-    /** @return the result's shape (not copied), or {@code null} for a buffer the caller passed in */
+    /** @return the result's shape (shared, not copied: never change it), or {@code null} for a buffer the caller passed in */
     public long[] shape() {
         return shape;
     }

@@ -1,0 +1,172 @@
+"""Host time per library call from Java (io.isthmus.Ops) before and after issue 12's one crossing
+per op, measured in alternating processes: one runs a base checkout's Python package and jar,
+the next this checkout's, and so on, so drift on a shared machine hits both sides alike.
+
+    python benchmarks/java_crossings.py --base DIR [--reps 5] [--iters 3000] [--out FILE.md]
+
+DIR is a checkout of the base commit whose jar is built into python/isthmus/java/lib
+(`git archive BASE | tar x -C DIR && cd DIR && mvn package -DskipTests && cp target/isthmus-*.jar
+python/isthmus/java/lib/`). Each process starts the JVM with a small Java class (compiled here
+against that side's jar, public API only) that times a loop of calls from the thread Python
+started, and prints one JSON line. Also measured, as the floor, the same op called from Python.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+JAVA = r"""
+import io.isthmus.*;
+
+public final class CrossingsBench {
+    private CrossingsBench() {
+    }
+
+    /** Nanoseconds per call of {@code what}, over {@code iters} calls after a warm-up. */
+    public static double time(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out, int iters) {
+        for (int i = 0; i < iters / 10 + 10; i++) {
+            once(what, x, y, out);
+        }
+        x.device().synchronize();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < iters; i++) {
+            once(what, x, y, out);
+        }
+        x.device().synchronize();
+        return (System.nanoTime() - t0) / (double) iters;
+    }
+
+    private static void once(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
+        switch (what) {
+            case "softmax" -> Ops.softmax(x).close();
+            case "sum" -> Ops.sum(x).close();
+            case "transpose" -> Ops.transpose(x).close();
+            case "gemm" -> Ops.gemm(x, y).close();
+            case "axpy" -> Ops.axpy(0.5, x, x);
+            //OUT case "softmax out=" -> Ops.softmax(x, out);
+            default -> throw new IllegalArgumentException(what);
+        }
+    }
+}
+"""
+
+CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
+
+
+def child(iters: int) -> None:
+    """One process: time every case from Java and from Python, print one JSON line."""
+    import numpy as np
+
+    import isthmus
+    import isthmus.java
+    from isthmus.java.jvm import packaged_jar
+
+    jar = packaged_jar()
+    with zipfile.ZipFile(jar) as z:  # Ops.softmax(x, out) came with the change measured here
+        has_out = "io/isthmus/LibraryKernel.class" in z.namelist()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "CrossingsBench.java").write_text(JAVA.replace("//OUT ", "") if has_out else JAVA)
+        subprocess.run(["javac", "-nowarn", "-cp", str(jar), "-d", tmp, str(Path(tmp) / "CrossingsBench.java")],
+                       check=True)
+        isthmus.java.start(classpath=[tmp])
+        import jpype
+
+        bench = jpype.JClass("CrossingsBench")
+        dev = isthmus.device()
+        host = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+        x, y, out = dev.asarray(host), dev.asarray(host), dev.zeros((8, 8), np.float32)
+        jx, jy, jout = (isthmus.java.to_java(b) for b in (x, y, out))
+        result = {"isthmus": str(Path(isthmus.__file__).parent), "jar": str(jar), "device": dev.id,
+                  "device_name": dev.name, "java": {}, "python": {}}
+        py = {"softmax": lambda: isthmus.ops.softmax(x).close(), "sum": lambda: isthmus.ops.sum(x).close(),
+              "transpose": lambda: isthmus.ops.transpose(x).close(), "gemm": lambda: isthmus.ops.gemm(x, y).close(),
+              "axpy": lambda: isthmus.ops.axpy(0.5, x, x), "softmax out=": lambda: isthmus.ops.softmax(x, out=out)}
+        for case in CASES:
+            if has_out or case != "softmax out=":
+                result["java"][case] = float(bench.time(case, jx, jy, jout, iters))
+            fn = py[case]
+            for _ in range(iters // 10 + 10):
+                fn()
+            dev.synchronize()
+            t0 = time.perf_counter_ns()
+            for _ in range(iters):
+                fn()
+            dev.synchronize()
+            result["python"][case] = (time.perf_counter_ns() - t0) / iters
+        for j in (jx, jy, jout):
+            j.close()
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_side(tree: Path, iters: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree / "python"), ISTHMUS_KERNEL_DIR=str(tree / "opencl"))
+    p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--iters", str(iters)],
+                       capture_output=True, text=True, env=env, timeout=900, cwd=tempfile.gettempdir())
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if p.returncode != 0 or line is None:
+        raise SystemExit(f"the run on {tree} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return json.loads(line[len("RESULT "):])
+
+
+def report(runs: dict, reps: int, iters: int) -> str:
+    first = runs["after"][0]
+    lines = [f"# Java library calls: host time per call before/after one crossing per op (issue 12)", "",
+             f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"shared with other jobs), python {platform.python_version()}, device {first['device']} "
+             f"({first['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"`python benchmarks/java_crossings.py --base DIR --reps {reps} --iters {iters}`: {reps} before and "
+             f"{reps} after processes, alternating; each times {iters} calls per case from Java (the thread "
+             "Python started; a loop in Java, an 8x8 float32 input, results closed every call) and the same "
+             "calls from Python. Median over processes, min..max in brackets, microseconds per call.", "",
+             "| op | Java before | Java after | change | Python before | Python after |", "|---|---|---|---|---|---|"]
+    for case in CASES:
+        def col(side, lang):
+            vals = [r[lang][case] / 1000 for r in runs[side] if case in r[lang]]
+            return (statistics.median(vals), min(vals), max(vals)) if vals else None
+
+        def cell(c):
+            return "n/a" if c is None else f"{c[0]:.1f} [{c[1]:.1f}..{c[2]:.1f}]"
+        jb, ja, pb, pa = col("before", "java"), col("after", "java"), col("before", "python"), col("after", "python")
+        change = "" if jb is None else f"{(ja[0] - jb[0]) / jb[0] * 100:+.0f}%"
+        lines.append(f"| {case} | {cell(jb)} | {cell(ja)} | {change} | {pb[0]:.1f} | {pa[0]:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--base", type=Path, help="a checkout of the base commit with its jar built")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--iters", type=int, default=3000)
+    p.add_argument("--out", type=Path, default=None, help="markdown report (default: print it)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args.iters)
+        return
+    if args.base is None:
+        p.error("--base DIR is needed")
+    runs: dict[str, list] = {"before": [], "after": []}
+    for rep in range(args.reps):
+        for side, tree in (("before", args.base.resolve()), ("after", REPO)):
+            runs[side].append(run_side(tree, args.iters))
+            print(f"rep {rep + 1}/{args.reps} {side}: " + ", ".join(
+                f"{c} {t / 1000:.1f} us" for c, t in runs[side][-1]["java"].items()), flush=True)
+    text = report(runs, args.reps, args.iters)
+    if args.out:
+        args.out.write_text(text + "\n<!-- raw: " + json.dumps(runs) + " -->\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
