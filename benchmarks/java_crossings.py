@@ -33,18 +33,26 @@ public final class CrossingsBench {
     private CrossingsBench() {
     }
 
-    /** Nanoseconds per call of {@code what}, over {@code iters} calls after a warm-up. */
-    public static double time(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out, int iters) {
+    /**
+     * Nanoseconds per call of {@code what} over {@code iters} calls after a warm-up: wall time, and
+     * CPU time of the calling thread (the host cost of the call itself, which other processes on
+     * a shared machine do not inflate; the device's work runs on the driver's threads).
+     */
+    public static double[] time(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out, int iters) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
         for (int i = 0; i < iters / 10 + 10; i++) {
             once(what, x, y, out);
         }
         x.device().synchronize();
+        long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < iters; i++) {
             once(what, x, y, out);
         }
         x.device().synchronize();
-        return (System.nanoTime() - t0) / (double) iters;
+        long t1 = System.nanoTime();
+        long c1 = mx.getCurrentThreadCpuTime();
+        return new double[] {(t1 - t0) / (double) iters, (c1 - c0) / (double) iters};
     }
 
     private static void once(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
@@ -88,22 +96,24 @@ def child(iters: int) -> None:
         x, y, out = dev.asarray(host), dev.asarray(host), dev.zeros((8, 8), np.float32)
         jx, jy, jout = (isthmus.java.to_java(b) for b in (x, y, out))
         result = {"isthmus": str(Path(isthmus.__file__).parent), "jar": str(jar), "device": dev.id,
-                  "device_name": dev.name, "java": {}, "python": {}}
+                  "device_name": dev.name, "java": {}, "python": {}, "java_cpu": {}, "python_cpu": {}}
         py = {"softmax": lambda: isthmus.ops.softmax(x).close(), "sum": lambda: isthmus.ops.sum(x).close(),
               "transpose": lambda: isthmus.ops.transpose(x).close(), "gemm": lambda: isthmus.ops.gemm(x, y).close(),
               "axpy": lambda: isthmus.ops.axpy(0.5, x, x), "softmax out=": lambda: isthmus.ops.softmax(x, out=out)}
         for case in CASES:
             if has_out or case != "softmax out=":
-                result["java"][case] = float(bench.time(case, jx, jy, jout, iters))
+                wall, cpu = bench.time(case, jx, jy, jout, iters)
+                result["java"][case], result["java_cpu"][case] = float(wall), float(cpu)
             fn = py[case]
             for _ in range(iters // 10 + 10):
                 fn()
             dev.synchronize()
-            t0 = time.perf_counter_ns()
+            c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
             for _ in range(iters):
                 fn()
             dev.synchronize()
-            result["python"][case] = (time.perf_counter_ns() - t0) / iters
+            t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+            result["python"][case], result["python_cpu"][case] = (t1 - t0) / iters, (c1 - c0) / iters
         for j in (jx, jy, jout):
             j.close()
     print("RESULT " + json.dumps(result), flush=True)
@@ -119,17 +129,8 @@ def run_side(tree: Path, iters: int) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
-def report(runs: dict, reps: int, iters: int) -> str:
-    first = runs["after"][0]
-    lines = [f"# Java library calls: host time per call before/after one crossing per op (issue 12)", "",
-             f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-             f"shared with other jobs), python {platform.python_version()}, device {first['device']} "
-             f"({first['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             f"`python benchmarks/java_crossings.py --base DIR --reps {reps} --iters {iters}`: {reps} before and "
-             f"{reps} after processes, alternating; each times {iters} calls per case from Java (the thread "
-             "Python started; a loop in Java, an 8x8 float32 input, results closed every call) and the same "
-             "calls from Python. Median over processes, min..max in brackets, microseconds per call.", "",
-             "| op | Java before | Java after | change | Python before | Python after |", "|---|---|---|---|---|---|"]
+def _table(runs: dict, java: str, python: str) -> list[str]:
+    lines = ["| op | Java before | Java after | change | Python before | Python after |", "|---|---|---|---|---|---|"]
     for case in CASES:
         def col(side, lang):
             vals = [r[lang][case] / 1000 for r in runs[side] if case in r[lang]]
@@ -137,9 +138,27 @@ def report(runs: dict, reps: int, iters: int) -> str:
 
         def cell(c):
             return "n/a" if c is None else f"{c[0]:.1f} [{c[1]:.1f}..{c[2]:.1f}]"
-        jb, ja, pb, pa = col("before", "java"), col("after", "java"), col("before", "python"), col("after", "python")
+        jb, ja, pb, pa = col("before", java), col("after", java), col("before", python), col("after", python)
         change = "" if jb is None else f"{(ja[0] - jb[0]) / jb[0] * 100:+.0f}%"
         lines.append(f"| {case} | {cell(jb)} | {cell(ja)} | {change} | {pb[0]:.1f} | {pa[0]:.1f} |")
+    return lines
+
+
+def report(runs: dict, reps: int, iters: int) -> str:
+    first = runs["after"][0]
+    lines = ["# Java library calls: host time per call before/after one crossing per op (issue 12)", "",
+             f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"shared with other jobs), python {platform.python_version()}, device {first['device']} "
+             f"({first['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"`python benchmarks/java_crossings.py --base DIR --reps {reps} --iters {iters}`: {reps} before and "
+             f"{reps} after processes, alternating; each times {iters} calls per case from Java (a loop in Java "
+             "on the thread Python started, an 8x8 float32 input, every result closed: `Ops.softmax(x).close()`) "
+             "and the same calls from Python (`isthmus.ops.softmax(x).close()`). Median over processes, "
+             "min..max in brackets, microseconds per call.", "",
+             "## CPU time of the calling thread per call (the host cost of the call)", "",
+             *_table(runs, "java_cpu", "python_cpu"), "",
+             "## Wall time per call (includes waiting for a core on the shared machine)", "",
+             *_table(runs, "java", "python")]
     return "\n".join(lines) + "\n"
 
 
@@ -161,7 +180,7 @@ def main() -> None:
         for side, tree in (("before", args.base.resolve()), ("after", REPO)):
             runs[side].append(run_side(tree, args.iters))
             print(f"rep {rep + 1}/{args.reps} {side}: " + ", ".join(
-                f"{c} {t / 1000:.1f} us" for c, t in runs[side][-1]["java"].items()), flush=True)
+                f"{c} {t / 1000:.1f} us" for c, t in runs[side][-1]["java_cpu"].items()), flush=True)
     text = report(runs, args.reps, args.iters)
     if args.out:
         args.out.write_text(text + "\n<!-- raw: " + json.dumps(runs) + " -->\n")

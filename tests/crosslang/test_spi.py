@@ -98,3 +98,17 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
     finally:
         x.close()
         out.close()
+
+
+@pytest.mark.parametrize("name", ["softmx", "Buffer", "_softmax", "annotations"])
+def test_runtime_op_names_only_public_op_functions(jvm, J, dev, name):
+    from isthmus.java import jvm as hosted
+
+    x = J.Isthmus.get().device(dev.id).fromArray(jvm.JArray(jvm.JFloat)([1.0, 2.0]))
+    try:
+        args = jvm.JArray(jvm.JObject)([J.Interop.handle(x)])
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException")) as info:
+            hosted._runtime.op(name, args, None, None)
+        assert "isthmus.ops has" in str(info.value.getMessage()) and "softmax" in str(info.value.getMessage())
+    finally:
+        x.close()

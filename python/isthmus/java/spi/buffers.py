@@ -76,6 +76,7 @@ class BufferHandle:
         self.buffer = buffer
         self.owned = owned
         self._lock = threading.Lock()
+        self.as_result = None  # the io.isthmus.spi.OpResult naming this handle (spi.ops makes it once)
 
     def live(self) -> Buffer:
         buf = self.buffer

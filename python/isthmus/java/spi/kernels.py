@@ -6,7 +6,7 @@ import numpy as np
 from isthmus.errors import LaunchConfigError
 from isthmus.launch import LaunchConfig
 
-from .buffers import arguments
+from .buffers import argument, arguments
 from .proxy import implements, spi
 
 
@@ -75,13 +75,15 @@ class LibraryKernelHandle:
         from .ops import op_result
 
         self._no_grid(jglobal)
-        args = arguments(jargs)
-        result = op_result(self.kernel(*args), args, jargs, None, None)
+        jobjs = [jargs[i] for i in range(len(jargs))]
+        args = [argument(j) for j in jobjs]
+        result = op_result(self.kernel(*args), args, jobjs, None, None)
         return None if result is None else result.handle()
 
     @spi
     def memo(self, jglobal, jlocal, jargs):
         self._no_grid(jglobal)
+        raise LaunchConfigError(f"library kernel {self.kernel.name!r} has no launch memo: prepare(args...) it")
 
     @spi
     def prepare(self, jglobal, jlocal, jargs):

@@ -58,17 +58,19 @@ def _option(v):
 
 def call(fn, jargs, jout, joptions):
     """Run ``fn`` with the Java arguments; the result as an OpResult."""
-    args = arguments(jargs)
+    # Indexing a Java Object[] is cheaper than iterating it through JPype; each element is read once.
+    jobjs = [jargs[i] for i in range(len(jargs))]
+    args = [argument(j) for j in jobjs]
     if jout is None and joptions is None:
-        return op_result(fn(*args), args, jargs, None, None)
+        return op_result(fn(*args), args, jobjs, None, None)
     kwargs = {} if joptions is None else options(joptions)
     out = None
     if jout is not None:
         out = kwargs["out"] = argument(jout)
-    return op_result(fn(*args, **kwargs), args, jargs, out, jout)
+    return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
 
 
-def op_result(result, args, jargs, out, jout):
+def op_result(result, args, jobjs, out, jout):
     """The OpResult for an op's return value: the caller's own handle when it returned ``out`` or
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
     global _OP_RESULT
@@ -79,11 +81,20 @@ def op_result(result, args, jargs, out, jout):
     if _OP_RESULT is None:
         _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
     if result is out:
-        return _OP_RESULT(jout, None, None)
-    for i, a in enumerate(args):
-        if a is result and isinstance(jargs[i], BufferHandle):
-            return _OP_RESULT(jargs[i], None, None)
+        return _own(jout)
+    for a, j in zip(args, jobjs):
+        if a is result and isinstance(j, BufferHandle):
+            return _own(j)
     return _OP_RESULT(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+
+
+def _own(handle: BufferHandle):
+    """The OpResult naming a handle the caller passed in: made once per handle (an op that updates
+    its input in place, axpy or out=, is called in loops)."""
+    result = handle.as_result
+    if result is None:
+        result = handle.as_result = _OP_RESULT(handle, None, None)
+    return result
 
 
 def _java_shape(shape: tuple):

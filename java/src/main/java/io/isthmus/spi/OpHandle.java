@@ -23,7 +23,7 @@ public interface OpHandle {
      * @param args the op's positional arguments: {@link BufferHandle}s and boxed Java numbers
      * @param out the buffer to write the result into, or {@code null} to allocate one
      * @param options the op's keyword arguments, or {@code null} for none
-     * @return the prepared op
+     * @return the prepared op; its {@link PlanHandle#resultArgument()} counts {@code args}, then {@code out}
      */
     PlanHandle prepare(Object[] args, BufferHandle out, Map<String, Object> options);
 }
