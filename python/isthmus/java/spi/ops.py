@@ -4,8 +4,6 @@ result's handle, shape and dtype together (Java asks for nothing more). ``OpHand
 for an op bound to one device (``Device.library``)."""
 from __future__ import annotations
 
-import inspect
-
 import jpype
 
 from isthmus.buffer import Buffer
@@ -34,7 +32,9 @@ def op_function(name: str):
     if fn is None:
         import isthmus.ops
 
-        public = {n: f for n, f in vars(isthmus.ops).items() if not n.startswith("_") and inspect.isfunction(f)}
+        # public callables that are neither classes (Buffer) nor modules: the op functions
+        public = {n: f for n, f in vars(isthmus.ops).items()
+                  if not n.startswith("_") and callable(f) and not isinstance(f, type)}
         if name not in public:
             raise InvalidArgumentError(f"no library op {name!r}; isthmus.ops has {', '.join(sorted(public))}")
         fn = _OPS[name] = public[name]
