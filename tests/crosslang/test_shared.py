@@ -89,17 +89,17 @@ def test_java_exceptions_keep_their_class_in_python(jvm, J):
 
 
 def test_direct_buffers_are_zero_copy_arrays_are_one(jvm, J, dev):
-    import isthmus.java.provider as provider
+    from isthmus.java.spi.buffers import host_view
 
     ByteBuffer = jvm.JClass("java.nio.ByteBuffer")
     ByteOrder = jvm.JClass("java.nio.ByteOrder")
     bb = ByteBuffer.allocateDirect(40).order(ByteOrder.nativeOrder())
-    view = provider._host_view(bb, np.float32, (10,))
+    view = host_view(bb, np.float32, (10,))
     view[:] = np.arange(10)
     assert float(bb.getFloat(36)) == 9.0  # Java sees NumPy's write: same memory
     assert view.ctypes.data == int(J.CrossLang.hostAddress(bb))
     pinned = J.Isthmus.get().device(dev.id).allocateHost(J.DType.FLOAT32, 4)
-    pv = provider._host_view(pinned, np.float32, (4,))
+    pv = host_view(pinned, np.float32, (4,))
     pv[:] = 7
     assert float(pinned.getFloat(12)) == 7.0
     arr = jvm.JArray(jvm.JFloat)([1, 2, 3])

@@ -32,13 +32,14 @@ def to_java(buffer: Buffer):
     allocation (same pointer, no copy). Closing it in Java leaves the Python Buffer open."""
     import jpype
 
-    from . import jvm, provider
+    from . import jvm
+    from .spi.buffers import BufferHandle
 
     jvm.runtime()
     if not isinstance(buffer, Buffer):
         raise InvalidArgumentError(f"to_java needs an isthmus.Buffer, got {type(buffer).__name__}")
     buffer._check()
-    return jpype.JClass("io.isthmus.Interop").wrap(provider.BufferHandle(buffer, owned=False))
+    return jpype.JClass("io.isthmus.Interop").wrap(BufferHandle(buffer, owned=False))
 
 
 def from_java(device_buffer) -> Buffer:
@@ -46,13 +47,14 @@ def from_java(device_buffer) -> Buffer:
     Python now holds it too: closing the Java handle no longer frees it."""
     import jpype
 
-    from . import jvm, provider
+    from . import jvm
+    from .spi.buffers import BufferHandle
 
     jvm.runtime()
     if not isinstance(device_buffer, jpype.JClass("io.isthmus.DeviceBuffer")):
         raise InvalidArgumentError(f"from_java needs an io.isthmus.DeviceBuffer, got {type(device_buffer).__name__}")
     handle = jpype.JClass("io.isthmus.Interop").handle(device_buffer)
-    if not isinstance(handle, provider.BufferHandle):
+    if not isinstance(handle, BufferHandle):
         raise InvalidArgumentError("this DeviceBuffer is not backed by the isthmus Python runtime")
     handle.owned = False
     return handle.live()

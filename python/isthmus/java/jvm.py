@@ -21,7 +21,7 @@ _LIB = Path(__file__).resolve().parent / "lib"  # in the package: the wheel buil
 _MARKER = "io/isthmus/Isthmus.class"
 
 _lock = threading.Lock()
-_runtime = None  # provider.Runtime once attached
+_runtime = None  # spi.runtime.Runtime once attached
 _classpath: list[str] = []
 _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on System.exit
 
@@ -97,10 +97,10 @@ def start(classpath_entries=None, jvm_args=()) -> None:
                                           "(with its own classpath) to attach the runtime")
         jpype.startJVM(*jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(), classpath=wanted,
                        convertStrings=False)
-        from . import provider
+        from .spi.runtime import Runtime
 
         _register_conversion()
-        runtime = provider.Runtime()
+        runtime = Runtime()
         jpype.JClass("io.isthmus.Interop").attach(runtime)
         _runtime, _classpath = runtime, wanted
         _install_exit_hook()

@@ -7,7 +7,7 @@ import math
 import jpype
 import numpy as np
 
-from ..java.provider import _spi
+from ..java.spi.proxy import implements, spi
 
 
 def _problem(jmap) -> dict:
@@ -21,44 +21,44 @@ def _jmap(d: dict, jtype=jpype.JLong):
     return out
 
 
-@jpype.JImplements("io.isthmus.spi.TuneRun", deferred=True)
+@implements("io.isthmus.spi.TuneRun")
 class TuneRun:
     def __init__(self, result):
         self.result = result
 
-    @_spi
+    @spi
     def kernel(self):
         return self.result.kernel
 
-    @_spi
+    @spi
     def device(self):
         return self.result.device
 
-    @_spi
+    @spi
     def best(self):
         return _jmap(self.result.best)
 
-    @_spi
+    @spi
     def bestMs(self):
         return float(self.result.best_ms)
 
-    @_spi
+    @spi
     def defaults(self):
         return _jmap(self.result.default)
 
-    @_spi
+    @spi
     def defaultMs(self):
         return math.nan if self.result.default_ms is None else float(self.result.default_ms)
 
-    @_spi
+    @spi
     def byStatus(self):
         return _jmap(self.result.by_status)
 
-    @_spi
+    @spi
     def evaluations(self):
         return len(self.result.evaluations)
 
-    @_spi
+    @spi
     def spaceSize(self):
         return self.result.space_size
 

@@ -7,8 +7,19 @@ package io.isthmus;
 public class CompileException extends IsthmusException {
     private static final long serialVersionUID = 1L;
 
+    /** The compiler's build log, never {@code null}. */
     private final String log;
+    /** The kernel that failed, or {@code null}. */
     private final String kernelName;
+
+    /**
+     * An error detected in Java, with no Python type, traceback or build log.
+     *
+     * @param message what was wrong, what was expected, what to do
+     */
+    public CompileException(String message) {
+        this(message, null, null, "", null);
+    }
 
     /**
      * @param message what was wrong

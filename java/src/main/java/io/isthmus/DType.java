@@ -58,7 +58,7 @@ public enum DType {
             }
         }
         throw new UnsupportedDtypeException("unsupported dtype '" + name + "': expected one of "
-                + "float32, float64, float16, bfloat16, int32, int64, uint8", null, null);
+                + "float32, float64, float16, bfloat16, int32, int64, uint8");
     }
 
     /**

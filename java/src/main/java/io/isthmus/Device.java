@@ -93,7 +93,7 @@ public final class Device {
         requireDtype(dtype);
         long[] s = Shapes.checked(shape);
         Releases.drain();
-        return DeviceBuffer.wrap(handle.allocate(dtype.pythonName(), s));
+        return DeviceBuffer.wrap(handle.allocate(dtype.pythonName(), s), s, dtype);
     }
 
     /**
@@ -104,7 +104,7 @@ public final class Device {
      * @return the new buffer
      */
     public DeviceBuffer fromArray(float[] data, long... shape) {
-        return fromPrimitive(data, nonNull(data).length, shape);
+        return fromPrimitive(data, nonNull(data).length, shape, DType.FLOAT32);
     }
 
     /**
@@ -115,7 +115,7 @@ public final class Device {
      * @return the new buffer
      */
     public DeviceBuffer fromArray(double[] data, long... shape) {
-        return fromPrimitive(data, nonNull(data).length, shape);
+        return fromPrimitive(data, nonNull(data).length, shape, DType.FLOAT64);
     }
 
     /**
@@ -126,7 +126,7 @@ public final class Device {
      * @return the new buffer
      */
     public DeviceBuffer fromArray(int[] data, long... shape) {
-        return fromPrimitive(data, nonNull(data).length, shape);
+        return fromPrimitive(data, nonNull(data).length, shape, DType.INT32);
     }
 
     /**
@@ -137,18 +137,18 @@ public final class Device {
      * @return the new buffer
      */
     public DeviceBuffer fromArray(long[] data, long... shape) {
-        return fromPrimitive(data, nonNull(data).length, shape);
+        return fromPrimitive(data, nonNull(data).length, shape, DType.INT64);
     }
 
-    private DeviceBuffer fromPrimitive(Object data, int length, long[] shape) {
+    private DeviceBuffer fromPrimitive(Object data, int length, long[] shape, DType dtype) {
         long[] s = Shapes.forArray(length, shape);
         Releases.drain();
-        return DeviceBuffer.wrap(handle.fromArray(data, s));
+        return DeviceBuffer.wrap(handle.fromArray(data, s), s, dtype);
     }
 
     private static <T> T nonNull(T data) {
         if (data == null) {
-            throw new InvalidArgumentException("data must not be null", null, null);
+            throw new InvalidArgumentException("data must not be null");
         }
         return data;
     }
@@ -170,11 +170,10 @@ public final class Device {
         long bytes = Shapes.count(s) * dtype.size();
         if (bytes != data.remaining()) {
             throw new InvalidArgumentException("shape " + java.util.Arrays.toString(s) + " of " + dtype
-                    + " needs " + bytes + " bytes but the buffer has " + data.remaining() + " remaining",
-                    null, null);
+                    + " needs " + bytes + " bytes but the buffer has " + data.remaining() + " remaining");
         }
         Releases.drain();
-        return DeviceBuffer.wrap(handle.fromBuffer(data, dtype.pythonName(), s));
+        return DeviceBuffer.wrap(handle.fromBuffer(data, dtype.pythonName(), s), s, dtype);
     }
 
     /**
@@ -193,14 +192,25 @@ public final class Device {
     }
 
     /**
+     * @param name an op of the isthmus library, e.g. {@code "softmax"}
+     * @return the op bound to this device, launched with {@link LibraryKernel#launch(Object...)}
+     * @throws InvalidArgumentException if the library has no such op
+     */
+    public LibraryKernel library(String name) {
+        if (name == null) {
+            throw new InvalidArgumentException("library kernel name must not be null");
+        }
+        return new LibraryKernel(handle.op(name), this);
+    }
+
+    /**
      * @param libraryName a kernel of the isthmus library, e.g. {@code "softmax"}
      * @return the kernel bound to this device, launched with {@link Kernel#launch(Object...)}
+     * @deprecated use {@link #library(String)}: a {@link Kernel} is a compiled kernel on a grid
      */
+    @Deprecated
     public Kernel kernel(String libraryName) {
-        if (libraryName == null) {
-            throw new InvalidArgumentException("library kernel name must not be null", null, null);
-        }
-        return new Kernel(handle.kernel(libraryName), this);
+        return new Kernel(library(libraryName));
     }
 
     /**
@@ -214,7 +224,7 @@ public final class Device {
      */
     public Kernel compile(String source, String kernelName, Map<String, ?> defines) {
         if (source == null || kernelName == null) {
-            throw new InvalidArgumentException("source and kernelName must not be null", null, null);
+            throw new InvalidArgumentException("source and kernelName must not be null");
         }
         int n = defines == null ? 0 : defines.size();
         String[] names = new String[n];
@@ -223,7 +233,7 @@ public final class Device {
             int i = 0;
             for (Map.Entry<String, ?> e : defines.entrySet()) {
                 if (e.getKey() == null) {
-                    throw new InvalidArgumentException("define names must not be null", null, null);
+                    throw new InvalidArgumentException("define names must not be null");
                 }
                 names[i] = e.getKey();
                 values[i] = e.getValue() == null ? null : e.getValue().toString();
@@ -242,7 +252,7 @@ public final class Device {
      */
     public Graph capture(Runnable body) {
         if (body == null) {
-            throw new InvalidArgumentException("capture body must not be null", null, null);
+            throw new InvalidArgumentException("capture body must not be null");
         }
         return new Graph(handle.capture(body));
     }
@@ -256,7 +266,7 @@ public final class Device {
      */
     public Fused fuse(String expression) {
         if (expression == null) {
-            throw new InvalidArgumentException("expression must not be null", null, null);
+            throw new InvalidArgumentException("expression must not be null");
         }
         return new Fused(handle.fuse(expression));
     }
@@ -268,7 +278,7 @@ public final class Device {
 
     private static void requireDtype(DType dtype) {
         if (dtype == null) {
-            throw new InvalidArgumentException("dtype must not be null", null, null);
+            throw new InvalidArgumentException("dtype must not be null");
         }
     }
 

@@ -71,14 +71,28 @@ public final class DeviceBuffer implements AutoCloseable {
 
     static DeviceBuffer wrap(BufferHandle handle) {
         if (handle == null) {
-            throw new InvalidArgumentException("buffer handle must not be null", null, null);
+            throw new InvalidArgumentException("buffer handle must not be null");
         }
         return new DeviceBuffer(handle, handle.shape(), DType.fromPythonName(handle.dtype()));
     }
 
+    /**
+     * A buffer whose shape and dtype the caller already knows (no crossing to ask for them).
+     *
+     * @param handle the runtime's handle
+     * @param shape its shape; the buffer keeps this array, so pass one nobody else changes
+     * @param dtype its dtype
+     */
+    static DeviceBuffer wrap(BufferHandle handle, long[] shape, DType dtype) {
+        if (handle == null) {
+            throw new InvalidArgumentException("buffer handle must not be null");
+        }
+        return new DeviceBuffer(handle, shape, dtype);
+    }
+
     BufferHandle handle() {
         if (state.isClosed()) {
-            throw new ClosedBufferException("DeviceBuffer " + describe() + " is closed", null, null);
+            throw new ClosedBufferException("DeviceBuffer " + describe() + " is closed");
         }
         return state.handle;
     }
@@ -169,7 +183,7 @@ public final class DeviceBuffer implements AutoCloseable {
         Shapes.checkDirect(data, "source");
         if (data.remaining() != nbytes()) {
             throw new InvalidArgumentException("source has " + data.remaining() + " bytes remaining, "
-                    + describe() + " needs exactly " + nbytes(), null, null);
+                    + describe() + " needs exactly " + nbytes());
         }
         handle().copyFrom(data);
     }
@@ -183,11 +197,11 @@ public final class DeviceBuffer implements AutoCloseable {
     public void copyTo(ByteBuffer target) {
         Shapes.checkDirect(target, "target");
         if (target.isReadOnly()) {
-            throw new InvalidArgumentException("target ByteBuffer is read-only", null, null);
+            throw new InvalidArgumentException("target ByteBuffer is read-only");
         }
         if (target.remaining() < nbytes()) {
             throw new InvalidArgumentException("target has " + target.remaining() + " bytes remaining, "
-                    + describe() + " needs " + nbytes(), null, null);
+                    + describe() + " needs " + nbytes());
         }
         handle().copyTo(target);
     }
@@ -225,9 +239,9 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public DeviceBuffer to(Device target) {
         if (target == null) {
-            throw new InvalidArgumentException("target device must not be null", null, null);
+            throw new InvalidArgumentException("target device must not be null");
         }
-        return wrap(handle().to(target.handle()));
+        return wrap(handle().to(target.handle()), shape, dtype);
     }
 
     /** Releases this handle; idempotent. The allocation is freed once no language holds it. */
@@ -241,15 +255,15 @@ public final class DeviceBuffer implements AutoCloseable {
 
     private void copyFromArray(Object data, int length, DType expected) {
         if (data == null) {
-            throw new InvalidArgumentException("source array must not be null", null, null);
+            throw new InvalidArgumentException("source array must not be null");
         }
         if (dtype != expected) {
             throw new InvalidArgumentException("cannot copy a " + expected.pythonName() + " array into "
-                    + describe() + ": " + howToFill(dtype), null, null);
+                    + describe() + ": " + howToFill(dtype));
         }
         if (length != size()) {
             throw new InvalidArgumentException("source has " + length + " elements, " + describe()
-                    + " holds " + size(), null, null);
+                    + " holds " + size());
         }
         handle().copyFrom(data);
     }
@@ -261,7 +275,7 @@ public final class DeviceBuffer implements AutoCloseable {
             }
         }
         throw new InvalidArgumentException(method + "() needs one of " + Arrays.toString(allowed)
-                + " but " + describe() + " is " + dtype, null, null);
+                + " but " + describe() + " is " + dtype);
     }
 
     private static String howToFill(DType d) {

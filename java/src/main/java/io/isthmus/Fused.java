@@ -64,7 +64,7 @@ public final class Fused {
      */
     public DeviceBuffer callInto(DeviceBuffer out, Object... args) {
         if (out == null) {
-            throw new InvalidArgumentException("out must not be null", null, null);
+            throw new InvalidArgumentException("out must not be null");
         }
         handle.call(Kernel.handles(args), out.handle());
         return out;
@@ -85,7 +85,7 @@ public final class Fused {
      */
     public Plan prepareInto(DeviceBuffer out, Object... args) {
         if (out == null) {
-            throw new InvalidArgumentException("out must not be null", null, null);
+            throw new InvalidArgumentException("out must not be null");
         }
         Object[] all = java.util.Arrays.copyOf(args == null ? new Object[0] : args, (args == null ? 0 : args.length) + 1);
         all[all.length - 1] = out;

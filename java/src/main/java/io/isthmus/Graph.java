@@ -41,7 +41,7 @@ public final class Graph implements AutoCloseable {
      */
     public Graph bind(int step, String name, Object value) {
         if (name == null) {
-            throw new InvalidArgumentException("parameter name must not be null", null, null);
+            throw new InvalidArgumentException("parameter name must not be null");
         }
         handle.bind(step, name, Kernel.handle(value, name));
         return this;

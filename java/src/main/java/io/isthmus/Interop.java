@@ -19,7 +19,7 @@ public final class Interop {
      */
     public static void attach(Runtime runtime) {
         if (runtime == null) {
-            throw new InvalidArgumentException("runtime must not be null; use detach()", null, null);
+            throw new InvalidArgumentException("runtime must not be null; use detach()");
         }
         Isthmus.attach(runtime);
     }

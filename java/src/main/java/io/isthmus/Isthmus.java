@@ -50,7 +50,7 @@ public final class Isthmus {
     public static Isthmus get() {
         Isthmus i = current;
         if (i == null) {
-            throw new NotAttachedException(HOW_TO_LAUNCH, null, null);
+            throw new NotAttachedException(HOW_TO_LAUNCH);
         }
         return i;
     }
@@ -90,7 +90,7 @@ public final class Isthmus {
      */
     public Device device(String id) {
         if (id == null) {
-            throw new InvalidArgumentException("device id must not be null; use device() for the default", null, null);
+            throw new InvalidArgumentException("device id must not be null; use device() for the default");
         }
         return new Device(runtime.device(id));
     }
@@ -106,7 +106,7 @@ public final class Isthmus {
      */
     public ExecutorService executor(int threads) {
         if (threads < 1) {
-            throw new InvalidArgumentException("executor needs at least 1 thread, got " + threads, null, null);
+            throw new InvalidArgumentException("executor needs at least 1 thread, got " + threads);
         }
         return RuntimeExecutor.start(runtime, threads);
     }

@@ -12,8 +12,19 @@ package io.isthmus;
 public class IsthmusException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** Qualified name of the Python exception type, or {@code null}. */
     private final String pythonType;
+    /** The Python traceback text, or {@code null}. */
     private final String pythonTraceback;
+
+    /**
+     * An error detected in Java, with no Python type or traceback.
+     *
+     * @param message what was wrong, what was expected, what to do
+     */
+    public IsthmusException(String message) {
+        this(message, null, null);
+    }
 
     /**
      * @param message what was wrong, what was expected, what to do

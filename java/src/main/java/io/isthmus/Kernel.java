@@ -1,13 +1,12 @@
 package io.isthmus;
 
-import io.isthmus.spi.BufferHandle;
 import io.isthmus.spi.KernelHandle;
 
 /**
- * A kernel bound to a device: compiled from source with {@link Device#compile} or taken from
- * the isthmus library with {@link Device#kernel}. Arguments are {@link DeviceBuffer}s and
- * Java numbers; numbers are converted to the kernel's declared parameter types by the runtime.
- * Safe to launch from several threads.
+ * A kernel compiled from source with {@link Device#compile}, bound to a device and launched on an
+ * explicit grid. Arguments are {@link DeviceBuffer}s and Java numbers; numbers are converted to
+ * the kernel's declared parameter types by the runtime. Safe to launch from several threads.
+ * (Library ops, which size their own grid, are {@link LibraryKernel}s: {@link Device#library}.)
  *
  * <pre>{@code
  * Kernel scale = dev.compile(src, "scale", Map.of());
@@ -16,14 +15,24 @@ import io.isthmus.spi.KernelHandle;
  */
 public final class Kernel {
     private final KernelHandle handle;
+    private final LibraryKernel library;
     private final Device device;
     private final String name;
     private final LaunchMemo memo = new LaunchMemo();
 
     Kernel(KernelHandle handle, Device device) {
         this.handle = handle;
+        this.library = null;
         this.device = device;
         this.name = handle.name();
+    }
+
+    /** The deprecated {@link Device#kernel(String)}: a library op behind the old two-meaning class. */
+    Kernel(LibraryKernel library) {
+        this.handle = null;
+        this.library = library;
+        this.device = library.device();
+        this.name = library.name();
     }
 
     /** @return the kernel's name */
@@ -50,7 +59,11 @@ public final class Kernel {
     public void launch(LaunchConfig config, Object... args) {
         if (config == null) {
             throw new LaunchConfigException("launch config must not be null; library kernels are "
-                    + "launched with launch(args...)", null, null);
+                    + "launched with launch(args...)");
+        }
+        if (library != null) {
+            throw new LaunchConfigException("library kernel '" + name + "' sizes its own grid: "
+                    + "call launch(args...) without a LaunchConfig");
         }
         memo.launch(handle, config, handles(args));
     }
@@ -61,21 +74,12 @@ public final class Kernel {
      *
      * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
      * @return the kernel's result buffer for kernels that return one, else {@code null}
+     * @deprecated a library op is a {@link LibraryKernel}: {@link Device#library(String)} and
+     *     {@link LibraryKernel#launch(Object...)}
      */
+    @Deprecated
     public DeviceBuffer launch(Object... args) {
-        Object result = handle.launch(null, null, handles(args));
-        if (result == null) {
-            return null;
-        }
-        // An op that returns one of its inputs (axpy returns y) hands back the caller's own
-        // DeviceBuffer: a second wrapper would carry a second Cleaner that, once collected,
-        // would release the handle the caller still uses.
-        for (Object a : args) {
-            if (a instanceof DeviceBuffer && ((DeviceBuffer) a).handle() == result) {
-                return (DeviceBuffer) a;
-            }
-        }
-        return DeviceBuffer.wrap((BufferHandle) result);
+        return library().launch(args);
     }
 
     /**
@@ -88,7 +92,11 @@ public final class Kernel {
     public Plan prepare(LaunchConfig config, Object... args) {
         if (config == null) {
             throw new LaunchConfigException("launch config must not be null; library kernels are "
-                    + "prepared with prepare(args...)", null, null);
+                    + "prepared with prepare(args...)");
+        }
+        if (library != null) {
+            throw new LaunchConfigException("library kernel '" + name + "' sizes its own grid: "
+                    + "call prepare(args...) without a LaunchConfig");
         }
         return new Plan(handle.prepare(config.global(), config.local(), handles(args)), name, args);
     }
@@ -98,9 +106,20 @@ public final class Kernel {
      *
      * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
      * @return the prepared op; {@link Plan#result()} is its result buffer, if it returns one
+     * @deprecated a library op is a {@link LibraryKernel}: {@link Device#library(String)} and
+     *     {@link LibraryKernel#prepare(Object...)}
      */
+    @Deprecated
     public Plan prepare(Object... args) {
-        return new Plan(handle.prepare(null, null, handles(args)), name, args);
+        return library().prepare(args);
+    }
+
+    private LibraryKernel library() {
+        if (library == null) {
+            throw new LaunchConfigException("kernel '" + name + "' needs a grid: "
+                    + "launch(LaunchConfig.of(globalSize), args...)");
+        }
+        return library;
     }
 
     static Object[] handles(Object[] args) {
@@ -123,7 +142,7 @@ public final class Kernel {
         }
         throw new InvalidArgumentException("kernel " + what + " is "
                 + (a == null ? "null" : a.getClass().getName())
-                + "; expected a DeviceBuffer or a Java number", null, null);
+                + "; expected a DeviceBuffer or a Java number");
     }
 
     @Override

@@ -19,30 +19,31 @@ public record LaunchConfig(long[] global, long[] local) {
     /**
      * Validates and copies the sizes, so a config is an immutable value.
      *
+     * @param global global size per dimension, each at least 1
+     * @param local work-group size per dimension, or {@code null} to let the runtime choose
      * @throws LaunchConfigException if a size is missing, not positive, or the ranks differ
      */
     public LaunchConfig {
         if (global == null || global.length < 1 || global.length > 3) {
             throw new LaunchConfigException("global size needs 1 to 3 dimensions, got "
-                    + (global == null ? "null" : Arrays.toString(global)), null, null);
+                    + (global == null ? "null" : Arrays.toString(global)));
         }
         for (long g : global) {
             if (g < 1) {
                 throw new LaunchConfigException("global sizes must be >= 1, got "
-                        + Arrays.toString(global), null, null);
+                        + Arrays.toString(global));
             }
         }
         global = global.clone();
         if (local != null) {
             if (local.length != global.length) {
                 throw new LaunchConfigException("local size " + Arrays.toString(local)
-                        + " must have as many dimensions as global size " + Arrays.toString(global),
-                        null, null);
+                        + " must have as many dimensions as global size " + Arrays.toString(global));
             }
             for (long l : local) {
                 if (l < 1) {
                     throw new LaunchConfigException("local sizes must be >= 1, got "
-                            + Arrays.toString(local), null, null);
+                            + Arrays.toString(local));
                 }
             }
             local = local.clone();

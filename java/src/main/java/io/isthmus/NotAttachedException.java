@@ -7,6 +7,15 @@ public class NotAttachedException extends IsthmusException {
     private static final long serialVersionUID = 1L;
 
     /**
+     * An error detected in Java, with no Python type or traceback.
+     *
+     * @param message what was wrong, what was expected, what to do
+     */
+    public NotAttachedException(String message) {
+        this(message, null, null);
+    }
+
+    /**
      * @param message what was wrong, what was expected, what to do
      * @param pythonType qualified name of the Python exception type, or {@code null}
      * @param pythonTraceback the Python traceback text, or {@code null}

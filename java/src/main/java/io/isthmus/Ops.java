@@ -1,19 +1,27 @@
 package io.isthmus;
 
-import io.isthmus.spi.BufferHandle;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The library operations of {@code isthmus.ops}, on buffers of one device each; results are new
- * buffers on the inputs' device (close them).
+ * buffers on the inputs' device (close them), or the {@code out} buffer given. Each call crosses
+ * into the runtime once.
  *
  * <pre>{@code
  * try (DeviceBuffer scores = Ops.gemm(queries, Ops.transpose(matrix));
  *      DeviceBuffer probs = Ops.softmax(scores)) {
  *     float[] p = probs.toFloatArray();
  * }
+ * Ops.softmax(scores, probs);   // into an existing buffer: no allocation per call
  * }</pre>
  */
 public final class Ops {
+    /** gemm's keyword arguments per {@link Transpose}, made once. */
+    private static final Map<String, Object> TRANS_A = Map.of("trans_a", true);
+    private static final Map<String, Object> TRANS_B = Map.of("trans_b", true);
+    private static final Map<String, Object> TRANS_BOTH = Map.of("trans_a", true, "trans_b", true);
+
     private Ops() {
     }
 
@@ -25,7 +33,7 @@ public final class Ops {
      * @param y input and output, same shape and dtype as {@code x}
      */
     public static void axpy(double a, DeviceBuffer x, DeviceBuffer y) {
-        Isthmus.get().runtime().axpy(a, h(x, "x"), h(y, "y"));
+        OpCall.run("axpy", null, null, a, need(x, "x"), need(y, "y"));
     }
 
     /**
@@ -33,15 +41,33 @@ public final class Ops {
      * @return a one-element buffer with the sum of all elements
      */
     public static DeviceBuffer sum(DeviceBuffer x) {
-        return wrap(Isthmus.get().runtime().sum(h(x, "x")));
+        return OpCall.run("sum", null, null, need(x, "x"));
     }
 
     /**
      * @param x input
+     * @param out a one-element buffer of {@code x}'s dtype to write the sum into
+     * @return {@code out}
+     */
+    public static DeviceBuffer sum(DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("sum", need(out, "out"), null, need(x, "x"));
+    }
+
+    /**
+     * @param x input, not empty
      * @return a one-element buffer with the largest element
      */
     public static DeviceBuffer max(DeviceBuffer x) {
-        return wrap(Isthmus.get().runtime().max(h(x, "x")));
+        return OpCall.run("max", null, null, need(x, "x"));
+    }
+
+    /**
+     * @param x input, not empty
+     * @param out a one-element buffer of {@code x}'s dtype to write the maximum into
+     * @return {@code out}
+     */
+    public static DeviceBuffer max(DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("max", need(out, "out"), null, need(x, "x"));
     }
 
     /**
@@ -51,7 +77,18 @@ public final class Ops {
      * @return a new buffer of the same shape
      */
     public static DeviceBuffer softmax(DeviceBuffer x) {
-        return wrap(Isthmus.get().runtime().softmax(h(x, "x")));
+        return OpCall.run("softmax", null, null, need(x, "x"));
+    }
+
+    /**
+     * Softmax into an existing buffer (no allocation per call).
+     *
+     * @param x input, softmax taken along the last axis
+     * @param out a buffer of {@code x}'s shape and dtype; may be {@code x} itself
+     * @return {@code out}
+     */
+    public static DeviceBuffer softmax(DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("softmax", need(out, "out"), null, need(x, "x"));
     }
 
     /**
@@ -59,7 +96,18 @@ public final class Ops {
      * @return its transpose as a new buffer
      */
     public static DeviceBuffer transpose(DeviceBuffer x) {
-        return wrap(Isthmus.get().runtime().transpose(h(x, "x")));
+        return OpCall.run("transpose", null, null, need(x, "x"));
+    }
+
+    /**
+     * Transpose into an existing buffer (no allocation per call).
+     *
+     * @param x a 2-d buffer (rows x cols)
+     * @param out a cols x rows buffer of {@code x}'s dtype, not {@code x}
+     * @return {@code out}
+     */
+    public static DeviceBuffer transpose(DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("transpose", need(out, "out"), null, need(x, "x"));
     }
 
     /**
@@ -92,7 +140,7 @@ public final class Ops {
      * @param c accumulator (m x n), or {@code null} when {@code beta} is 0
      * @param alpha scale of {@code a @ b}
      * @param beta scale of {@code c}
-     * @return {@code alpha * a @ b + beta * c}: a new buffer, or {@code c} itself when the runtime updates it in place
+     * @return {@code alpha * a @ b + beta * c}: a new buffer, or {@code c} itself when given
      */
     public static DeviceBuffer gemm(DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, double alpha, double beta) {
         return gemm(a, b, c, alpha, beta, Transpose.NONE);
@@ -112,22 +160,31 @@ public final class Ops {
     public static DeviceBuffer gemm(DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, double alpha, double beta,
                                     Transpose transpose) {
         if (transpose == null) {
-            throw new InvalidArgumentException("transpose must not be null (use Transpose.NONE)", null, null);
+            throw new InvalidArgumentException("transpose must not be null (use Transpose.NONE)");
         }
-        BufferHandle ch = c == null ? null : c.handle();
-        BufferHandle r = Isthmus.get().runtime().gemm(h(a, "a"), h(b, "b"), ch, alpha, beta, transpose.a(),
-                                                       transpose.b());
-        return r == ch ? c : wrap(r);
+        Map<String, Object> options = switch (transpose) {
+            case NONE -> null;
+            case A -> TRANS_A;
+            case B -> TRANS_B;
+            case BOTH -> TRANS_BOTH;
+        };
+        // c crosses as gemm's own positional parameter, so a given c comes back as itself
+        if (c != null) {
+            return OpCall.run("gemm", null, options, need(a, "a"), need(b, "b"), c, alpha, beta);
+        }
+        if (alpha == 1.0 && beta == 0.0) {
+            return OpCall.run("gemm", null, options, need(a, "a"), need(b, "b"));
+        }
+        Map<String, Object> scaled = new HashMap<>(options == null ? Map.of() : options);
+        scaled.put("alpha", alpha);
+        scaled.put("beta", beta);
+        return OpCall.run("gemm", null, scaled, need(a, "a"), need(b, "b"));
     }
 
-    private static BufferHandle h(DeviceBuffer b, String name) {
+    private static DeviceBuffer need(DeviceBuffer b, String name) {
         if (b == null) {
-            throw new InvalidArgumentException(name + " must not be null", null, null);
+            throw new InvalidArgumentException(name + " must not be null");
         }
-        return b.handle();
-    }
-
-    private static DeviceBuffer wrap(BufferHandle r) {
-        return r == null ? null : DeviceBuffer.wrap(r);
+        return b;
     }
 }

@@ -45,7 +45,7 @@ public final class Plan implements AutoCloseable {
      */
     public Plan bind(String name, Object value) {
         if (name == null) {
-            throw new InvalidArgumentException("parameter name must not be null", null, null);
+            throw new InvalidArgumentException("parameter name must not be null");
         }
         handle.bindName(name, Kernel.handle(value, name));
         return this;

@@ -11,12 +11,12 @@ final class Shapes {
 
     static long[] checked(long[] shape) {
         if (shape == null) {
-            throw new InvalidArgumentException("shape must not be null", null, null);
+            throw new InvalidArgumentException("shape must not be null");
         }
         for (long d : shape) {
             if (d < 0) {
                 throw new InvalidArgumentException("shape dimensions must be >= 0, got "
-                        + Arrays.toString(shape), null, null);
+                        + Arrays.toString(shape));
             }
         }
         return shape.clone();
@@ -38,24 +38,23 @@ final class Shapes {
         long[] s = checked(shape);
         if (count(s) != length) {
             throw new InvalidArgumentException("shape " + Arrays.toString(s) + " holds " + count(s)
-                    + " elements but the array has " + length, null, null);
+                    + " elements but the array has " + length);
         }
         return s;
     }
 
     static void checkDirect(ByteBuffer buffer, String what) {
         if (buffer == null) {
-            throw new InvalidArgumentException(what + " must not be null", null, null);
+            throw new InvalidArgumentException(what + " must not be null");
         }
         if (!buffer.isDirect()) {
             throw new InvalidArgumentException(what + " is a heap ByteBuffer; isthmus needs a direct one: "
-                    + "ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder()) or Device.allocateHost(...)",
-                    null, null);
+                    + "ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder()) or Device.allocateHost(...)");
         }
         if (buffer.order() != ByteOrder.nativeOrder()) {
             throw new InvalidArgumentException(what + " is " + buffer.order() + " but the device reads "
                     + ByteOrder.nativeOrder() + ": call buffer.order(ByteOrder.nativeOrder()) before "
-                    + "writing to it", null, null);
+                    + "writing to it");
         }
     }
 }

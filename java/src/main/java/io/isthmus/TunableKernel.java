@@ -34,28 +34,42 @@ public final class TunableKernel {
     /** How a config sizes the launch. */
     @FunctionalInterface
     public interface Grid {
-        /** @param problem named sizes @param params tunable values @return the launch grid */
+        /**
+         * @param problem named sizes
+         * @param params tunable values
+         * @return the launch grid
+         */
         LaunchConfig of(Map<String, Long> problem, Map<String, Long> params);
     }
 
     /** The kernel's buffer arguments as host arrays (float[], double[], int[], long[]), in order. */
     @FunctionalInterface
     public interface Inputs {
-        /** @param problem named sizes @param rng seeded random source @return host arrays */
+        /**
+         * @param problem named sizes
+         * @param rng seeded random source
+         * @return host arrays
+         */
         Object[] make(Map<String, Long> problem, Random rng);
     }
 
     /** The scalar arguments that precede the buffers. */
     @FunctionalInterface
     public interface Scalars {
-        /** @param problem named sizes @return Integer, Long, Float or Double values */
+        /**
+         * @param problem named sizes
+         * @return Integer, Long, Float or Double values
+         */
         Object[] of(Map<String, Long> problem);
     }
 
     /** What the output buffer must hold once the kernel ran on the given inputs. */
     @FunctionalInterface
     public interface Reference {
-        /** @param inputs the host arrays {@link Inputs} made @return an array of the output's type */
+        /**
+         * @param inputs the host arrays {@link Inputs} made
+         * @return an array of the output's type
+         */
         Object expected(Object[] inputs);
     }
 
@@ -134,62 +148,94 @@ public final class TunableKernel {
             this.entry = name;
         }
 
-        /** @param entry the kernel function, if not the name @return this */
+        /**
+         * @param entry the kernel function, if not the name
+         * @return this
+         */
         public Builder entry(String entry) {
             this.entry = entry;
             return this;
         }
 
-        /** @param tunable a {@code -D} name @param values its values @param dflt its default @return this */
+        /**
+         * @param tunable a {@code -D} name
+         * @param values its values
+         * @param dflt its default
+         * @return this
+         */
         public Builder tunable(String tunable, long[] values, long dflt) {
             tunables.put(tunable, values.clone());
             defaults.put(tunable, dflt);
             return this;
         }
 
-        /** @param expression a Python expression over tunables, sizes, device limits @return this */
+        /**
+         * @param expression a Python expression over tunables, sizes, device limits
+         * @return this
+         */
         public Builder restriction(String expression) {
             restrictions.add(expression);
             return this;
         }
 
-        /** @param names the problem size names @return this */
+        /**
+         * @param names the problem size names
+         * @return this
+         */
         public Builder problem(String... names) {
             this.problem = names.clone();
             return this;
         }
 
-        /** @param dtype the data's element type @return this */
+        /**
+         * @param dtype the data's element type
+         * @return this
+         */
         public Builder dtype(DType dtype) {
             this.dtype = dtype;
             return this;
         }
 
-        /** @param grid how a config sizes the launch @return this */
+        /**
+         * @param grid how a config sizes the launch
+         * @return this
+         */
         public Builder grid(Grid grid) {
             this.grid = grid;
             return this;
         }
 
-        /** @param inputs the buffer arguments' host data @return this */
+        /**
+         * @param inputs the buffer arguments' host data
+         * @return this
+         */
         public Builder inputs(Inputs inputs) {
             this.inputs = inputs;
             return this;
         }
 
-        /** @param scalars the scalar arguments before the buffers @return this */
+        /**
+         * @param scalars the scalar arguments before the buffers
+         * @return this
+         */
         public Builder scalars(Scalars scalars) {
             this.scalars = scalars;
             return this;
         }
 
-        /** @param index which buffer argument the kernel writes @return this */
+        /**
+         * @param index which buffer argument the kernel writes
+         * @return this
+         */
         public Builder output(int index) {
             this.output = index;
             return this;
         }
 
-        /** @param reference what the output must hold @return this */
+        /**
+         * @param reference what the output must hold
+         * @return this
+         */
         public Builder reference(Reference reference) {
             this.reference = reference;
             return this;
@@ -205,7 +251,7 @@ public final class TunableKernel {
             if (grid == null || inputs == null || reference == null || output < 0 || tunables.isEmpty()
                     || problem.length == 0) {
                 throw new InvalidArgumentException("TunableKernel " + name + " needs tunables, problem names, a grid, "
-                        + "inputs, an output index and a reference", null, null);
+                        + "inputs, an output index and a reference");
             }
             Builder self = this;
             KernelSpace space = new KernelSpace() {

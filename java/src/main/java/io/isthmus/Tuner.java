@@ -12,7 +12,7 @@ import java.util.Map;
  *
  * <pre>{@code
  * Tuner.Result r = Tuner.of("gemm").device(dev).size("m", 512).size("n", 512).size("k", 512)
- *         .strategy("anneal").budget(40).run();
+ *         .strategy(Strategy.ANNEAL).budget(40).run();
  * System.out.println(r.best() + " " + r.bestMs() + " ms, " + r.speedup() + "x over the default");
  * Map<String, Long> used = Tuner.config("gemm", dev, Map.of("m", 512L, "n", 512L, "k", 512L), DType.FLOAT32);
  * }</pre>
@@ -25,7 +25,7 @@ public final class Tuner {
     private final Map<String, Long> problem = new LinkedHashMap<>();
     private Device device;
     private DType dtype = DType.FLOAT32;
-    private String strategy = "anneal";
+    private Strategy strategy = Strategy.ANNEAL;
     private int budget;
     private double seconds;
     private long seed;
@@ -40,51 +40,85 @@ public final class Tuner {
      */
     public static Tuner of(String kernel) {
         if (kernel == null) {
-            throw new InvalidArgumentException("kernel name must not be null", null, null);
+            throw new InvalidArgumentException("kernel name must not be null");
         }
         return new Tuner(kernel);
     }
 
-    /** @param device the device to tune on @return this */
+    /**
+     * @param device the device to tune on
+     * @return this
+     */
     public Tuner device(Device device) {
         this.device = device;
         return this;
     }
 
-    /** @param name a problem size name @param value its value @return this */
+    /**
+     * @param name a problem size name
+     * @param value its value
+     * @return this
+     */
     public Tuner size(String name, long value) {
         require(name, "problem size name");
         problem.put(name, value);
         return this;
     }
 
-    /** @param dtype the element type @return this */
+    /**
+     * @param dtype the element type
+     * @return this
+     */
     public Tuner dtype(DType dtype) {
         require(dtype, "dtype");
         this.dtype = dtype;
         return this;
     }
 
-    /** @param strategy exhaustive, random or anneal @return this */
-    public Tuner strategy(String strategy) {
+    /**
+     * @param strategy how to search
+     * @return this
+     */
+    public Tuner strategy(Strategy strategy) {
         require(strategy, "strategy");
         this.strategy = strategy;
         return this;
     }
 
-    /** @param evaluations distinct configs to evaluate (0: a fifth of the space) @return this */
+    /**
+     * @param strategy a Python strategy name: exhaustive, random, anneal or genetic
+     * @return this
+     * @throws InvalidArgumentException for an unknown name
+     * @deprecated use {@link #strategy(Strategy)}
+     */
+    @Deprecated
+    public Tuner strategy(String strategy) {
+        require(strategy, "strategy");
+        return strategy(Strategy.fromPythonName(strategy));
+    }
+
+    /**
+     * @param evaluations distinct configs to evaluate (0: a fifth of the space)
+     * @return this
+     */
     public Tuner budget(int evaluations) {
         this.budget = evaluations;
         return this;
     }
 
-    /** @param seconds time limit of the search (0: none) @return this */
+    /**
+     * @param seconds time limit of the search (0: none)
+     * @return this
+     */
     public Tuner seconds(double seconds) {
         this.seconds = seconds;
         return this;
     }
 
-    /** @param seed the seed that makes the search reproducible @return this */
+    /**
+     * @param seed the seed that makes the search reproducible
+     * @return this
+     */
     public Tuner seed(long seed) {
         this.seed = seed;
         return this;
@@ -99,7 +133,7 @@ public final class Tuner {
     public Result run() {
         Isthmus rt = Isthmus.get();
         Device dev = device != null ? device : rt.device();
-        TuneRun run = rt.runtime().tune(kernel, dev.handle(), sizes(problem), dtype.pythonName(), strategy,
+        TuneRun run = rt.runtime().tune(kernel, dev.handle(), sizes(problem), dtype.pythonName(), strategy.pythonName(),
                 budget, seconds, seed);
         return new Result(run.kernel(), run.device(), Map.copyOf(run.best()), run.bestMs(),
                 Map.copyOf(run.defaults()), run.defaultMs(), Map.copyOf(run.byStatus()), run.evaluations(),
@@ -126,7 +160,7 @@ public final class Tuner {
 
     private static void require(Object value, String what) {
         if (value == null) {
-            throw new InvalidArgumentException(what + " must not be null", null, null);
+            throw new InvalidArgumentException(what + " must not be null");
         }
     }
 
@@ -136,7 +170,7 @@ public final class Tuner {
         for (Map.Entry<String, Long> e : problem.entrySet()) {
             if (e.getKey() == null || e.getValue() == null) {
                 throw new InvalidArgumentException("problem sizes must not hold a null name or size, got "
-                        + e.getKey() + "=" + e.getValue(), null, null);
+                        + e.getKey() + "=" + e.getValue());
             }
         }
         return Map.copyOf(problem);

@@ -9,10 +9,13 @@ import java.util.Map;
 import java.util.Random;
 
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** Tuner mirrors isthmus.tune: a run stores its best config, which launches then use. */
+// tests/crosslang gives it a private, empty tuning database
+@Tag("tuning-db")
 class TunerTest {
     @BeforeAll
     static void attached() {
@@ -23,7 +26,7 @@ class TunerTest {
     @MethodSource("io.isthmus.Attached#devices")
     void tunesStoresAndIsUsedByLaunches(Device dev) {
         long n = 3001L << (2 * ordinal(dev));
-        Tuner.Result r = Tuner.of("axpy").device(dev).size("n", n).strategy("random").budget(3).seed(5).run();
+        Tuner.Result r = Tuner.of("axpy").device(dev).size("n", n).strategy(Strategy.RANDOM).budget(3).seed(5).run();
         assertEquals("axpy", r.kernel());
         assertEquals(dev.id(), r.device());
         assertEquals(3, r.evaluations());
@@ -55,7 +58,8 @@ class TunerTest {
         assertThrows(InvalidArgumentException.class, () -> Tuner.config(null, dev, Map.of("n", 10L), DType.FLOAT32));
         assertThrows(InvalidArgumentException.class, () -> Tuner.config("axpy", dev, withNull, DType.FLOAT32));
         assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").dtype(null));
-        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").strategy(null));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").strategy((Strategy) null));
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").strategy((String) null));
         assertThrows(InvalidArgumentException.class, () -> Tuner.of("axpy").size(null, 3));
     }
 
@@ -64,7 +68,7 @@ class TunerTest {
     void declaredKernelIsTunedCheckedAndLaunchedWithItsBest(Device dev) {
         TunableKernel k = TunerKernels.scale2();
         long n = 1000L << (2 * ordinal(dev));
-        Tuner.Result r = Tuner.of(k.name()).device(dev).size("n", n).strategy("exhaustive").run();
+        Tuner.Result r = Tuner.of(k.name()).device(dev).size("n", n).strategy(Strategy.EXHAUSTIVE).run();
         assertEquals(4, r.evaluations());
         assertEquals(3L, r.evaluationsByStatus().get("ok"));
         assertEquals(1L, r.evaluationsByStatus().get("wrong"));

@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Plain values and the unattached JVM: no runtime needed. */
+// one test runs only in a JVM with no runtime: aborted (skipped) in tests/crosslang
+@Tag("unattached")
 class ValuesTest {
     @Test
     void dtypesMirrorNumpy() {
@@ -43,5 +46,28 @@ class ValuesTest {
         NotAttachedException e = assertThrows(NotAttachedException.class, Isthmus::get);
         assertTrue(e.getMessage().contains("isthmus java"), e.getMessage());
         assertThrows(NotAttachedException.class, () -> Ops.sum(null));
+    }
+
+    @Test
+    void errorsDetectedInJavaNeedOnlyAMessage() {
+        IsthmusException e = new InvalidArgumentException("x must not be null");
+        assertEquals("x must not be null", e.getMessage());
+        assertNull(e.pythonType());
+        assertNull(e.pythonTraceback());
+        CompileException c = new CompileException("no source");
+        assertEquals("", c.log());
+        assertNull(c.kernelName());
+        assertEquals("io.isthmus.ClosedBufferException: gone", new ClosedBufferException("gone").toString());
+    }
+
+    @Test
+    void strategiesHaveTheirPythonNames() {
+        for (Strategy s : Strategy.values()) {
+            assertEquals(s, Strategy.fromPythonName(s.pythonName()));
+        }
+        assertEquals("anneal", Strategy.ANNEAL.pythonName());
+        InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Strategy.fromPythonName("Anneal"));
+        assertTrue(e.getMessage().contains("ANNEAL"), e.getMessage());
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("softmax").strategy("simplex"));
     }
 }

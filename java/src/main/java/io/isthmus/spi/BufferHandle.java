@@ -19,10 +19,19 @@ public interface BufferHandle {
     /** @return the device pointer or memory-object handle, for identity */
     long pointer();
 
-    /** Host to device from a primitive array of the buffer's Java element type, or a direct native-order ByteBuffer (position to limit). */
+    /**
+     * Host to device.
+     *
+     * @param source a primitive array of the buffer's Java element type, or a direct native-order
+     *     ByteBuffer (position to limit)
+     */
     void copyFrom(Object source);
 
-    /** Device to host into a direct native-order ByteBuffer (from its position, {@code nbytes} bytes). */
+    /**
+     * Device to host.
+     *
+     * @param target a direct native-order ByteBuffer, written from its position ({@code nbytes} bytes)
+     */
     void copyTo(ByteBuffer target);
 
     /**
@@ -31,7 +40,10 @@ public interface BufferHandle {
      */
     Object toArray(String javaType);
 
-    /** @return a copy of the buffer on another device (or the same) */
+    /**
+     * @param device the target device (may be the buffer's own)
+     * @return a copy of the buffer on {@code device}
+     */
     BufferHandle to(DeviceHandle device);
 
     /** Releases this handle; the allocation is freed once no language holds it. Idempotent. */

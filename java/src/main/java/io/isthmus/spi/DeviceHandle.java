@@ -31,22 +31,57 @@ public interface DeviceHandle {
     /** @return largest work-group size */
     long maxWorkGroupSize();
 
-    /** @return uninitialized buffer of the given dtype (NumPy name) and shape */
+    /**
+     * @param dtype NumPy dtype name
+     * @param shape dimensions
+     * @return an uninitialized buffer
+     */
     BufferHandle allocate(String dtype, long[] shape);
 
-    /** @return a buffer holding a copy of the primitive array ({@code float[]}, {@code double[]}, {@code int[]}, {@code long[]}) */
+    /**
+     * @param array a {@code float[]}, {@code double[]}, {@code int[]} or {@code long[]}
+     * @param shape dimensions, holding exactly the array's elements
+     * @return a buffer holding a copy of the array
+     */
     BufferHandle fromArray(Object array, long[] shape);
 
-    /** @return a buffer holding a copy of the direct, native-order buffer's bytes from its position to its limit */
+    /**
+     * @param data a direct, native-order buffer
+     * @param dtype NumPy dtype name
+     * @param shape dimensions
+     * @return a buffer holding a copy of {@code data}'s bytes from its position to its limit
+     */
     BufferHandle fromBuffer(ByteBuffer data, String dtype, long[] shape);
 
-    /** @return a direct, native-order ByteBuffer over host memory that the runtime allocated (page-locked where offered) */
+    /**
+     * @param dtype NumPy dtype name
+     * @param shape dimensions
+     * @return a direct, native-order ByteBuffer over host memory that the runtime allocated
+     *     (page-locked where offered)
+     */
     ByteBuffer allocateHost(String dtype, long[] shape);
 
-    /** @return a library kernel, launched with its op arguments */
+    /**
+     * @param name a library op, e.g. {@code "softmax"}
+     * @return the op bound to this device
+     */
+    OpHandle op(String name);
+
+    /**
+     * @param libraryName a library op
+     * @return a kernel handle whose launches without a grid run the op
+     * @deprecated use {@link #op(String)}: a {@link KernelHandle} is a compiled kernel on a grid
+     */
+    @Deprecated
     KernelHandle kernel(String libraryName);
 
-    /** @return a compiled kernel; {@code defineNames[i]} is defined to {@code defineValues[i]} */
+    /**
+     * @param source OpenCL C source
+     * @param kernelName the {@code __kernel} function
+     * @param defineNames macro names
+     * @param defineValues their values: {@code defineNames[i]} is defined to {@code defineValues[i]}
+     * @return the compiled kernel
+     */
     KernelHandle compile(String source, String kernelName, String[] defineNames, String[] defineValues);
 
     /** Waits until all work queued on this device finished. */

@@ -1,6 +1,10 @@
 package io.isthmus.spi;
 
-/** A kernel bound to a device. */
+/**
+ * A compiled kernel bound to a device, launched on an explicit grid. (Only the handles of the
+ * deprecated {@link DeviceHandle#kernel(String)} accept a {@code null} grid: they run a library
+ * op; {@link OpHandle} is its replacement.)
+ */
 public interface KernelHandle {
     /** @return the kernel's name */
     String name();

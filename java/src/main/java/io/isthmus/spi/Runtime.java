@@ -5,7 +5,9 @@ import java.util.Map;
 
 /** The runtime as a whole: device discovery, library operations, threads. */
 public interface Runtime {
-    /** @return every device of every available backend */
+    /**
+     * @return every device of every available backend
+     */
     DeviceHandle[] devices();
 
     /**
@@ -14,25 +16,76 @@ public interface Runtime {
      */
     DeviceHandle device(String id);
 
-    /** In place: {@code y = a * x + y}. */
+    /**
+     * Runs a library op (Python's {@code isthmus.ops.NAME}) on the device its buffers live on, in
+     * one crossing: the result comes back with its shape and dtype.
+     *
+     * @param name the op, e.g. {@code "softmax"}
+     * @param args the op's positional arguments: {@link BufferHandle}s and boxed Java numbers
+     * @param out the buffer to write the result into ({@code out=}), or {@code null}
+     * @param options the op's keyword arguments (booleans, numbers, strings, handles), or {@code null}
+     * @return the result, or {@code null} when the op returns nothing
+     */
+    OpResult op(String name, Object[] args, BufferHandle out, Map<String, Object> options);
+
+    /**
+     * In place: {@code y = a * x + y}.
+     *
+     * @param a scale
+     * @param x input
+     * @param y input and output
+     * @deprecated use {@link #op} with {@code "axpy"}
+     */
+    @Deprecated
     void axpy(double a, BufferHandle x, BufferHandle y);
 
-    /** @return a one-element buffer holding the sum of {@code x} */
+    /**
+     * @param x input
+     * @return a one-element buffer holding the sum of {@code x}
+     * @deprecated use {@link #op} with {@code "sum"}
+     */
+    @Deprecated
     BufferHandle sum(BufferHandle x);
 
-    /** @return a one-element buffer holding the maximum of {@code x} */
+    /**
+     * @param x input
+     * @return a one-element buffer holding the maximum of {@code x}
+     * @deprecated use {@link #op} with {@code "max"}
+     */
+    @Deprecated
     BufferHandle max(BufferHandle x);
 
-    /** @return row-wise softmax of {@code x} as a new buffer */
+    /**
+     * @param x input
+     * @return row-wise softmax of {@code x} as a new buffer
+     * @deprecated use {@link #op} with {@code "softmax"}
+     */
+    @Deprecated
     BufferHandle softmax(BufferHandle x);
 
-    /** @return the transpose of the 2-d buffer {@code x} as a new buffer */
+    /**
+     * @param x a 2-d input
+     * @return the transpose of {@code x} as a new buffer
+     * @deprecated use {@link #op} with {@code "transpose"}
+     */
+    @Deprecated
     BufferHandle transpose(BufferHandle x);
 
     /**
-     * @return {@code alpha * op(a) @ op(b) + beta * c} ({@code c} may be {@code null}; op transposes
-     *         an operand when its flag is set; 3-d operands are batched)
+     * {@code alpha * op(a) @ op(b) + beta * c}; op transposes an operand when its flag is set; 3-d
+     * operands are batched.
+     *
+     * @param a left operand
+     * @param b right operand
+     * @param c accumulator, or {@code null}
+     * @param alpha scale of the product
+     * @param beta scale of {@code c}
+     * @param transA whether {@code a} is read transposed
+     * @param transB whether {@code b} is read transposed
+     * @return a new buffer, or {@code c} itself when given
+     * @deprecated use {@link #op} with {@code "gemm"} and the options {@code trans_a}, {@code trans_b}
      */
+    @Deprecated
     BufferHandle gemm(BufferHandle a, BufferHandle b, BufferHandle c, double alpha, double beta, boolean transA,
                       boolean transB);
 
@@ -81,6 +134,10 @@ public interface Runtime {
     /**
      * Starts {@code count} runtime threads (known to the runtime, so calls from them are cheap),
      * each running {@code body} once; used by {@link io.isthmus.Isthmus#executor(int)}.
+     *
+     * @param body what each thread runs
+     * @param namePrefix the threads' name prefix
+     * @param count how many threads
      */
     void startThreads(Runnable body, String namePrefix, int count);
 
@@ -93,6 +150,9 @@ public interface Runtime {
     /**
      * Wraps a direct, native-order ByteBuffer as a 1-d host array view without copying and
      * returns its address; used by tests and benchmarks to prove zero-copy paths.
+     *
+     * @param buffer a direct, native-order ByteBuffer
+     * @return the address NumPy sees for its position
      */
     long hostAddress(ByteBuffer buffer);
 }

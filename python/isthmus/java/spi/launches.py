@@ -1,34 +1,17 @@
-"""The Java SPI of prepared launches, graphs and fused kernels (``io.isthmus.spi.PlanHandle``,
-``GraphHandle``, ``FusedHandle``): JPype proxies over :mod:`isthmus.plan`, :mod:`isthmus.graph`
-and :mod:`isthmus.fuse`, with the error mapping of :mod:`isthmus.java.provider`."""
+"""Prepared launches, graphs and fused expressions from Java (``io.isthmus.spi.PlanHandle``,
+``GraphHandle``, ``FusedHandle``): proxies over :mod:`isthmus.plan`, :mod:`isthmus.graph` and
+:mod:`isthmus.fuse`."""
 from __future__ import annotations
 
 import jpype
 
 from isthmus.buffer import Buffer
-from isthmus.errors import InvalidArgumentError, LaunchConfigError
+from isthmus.errors import InvalidArgumentError
 from isthmus.graph import Graph
-from isthmus.launch import LaunchConfig
 from isthmus.plan import Plan
 
-from .provider import BufferHandle, _argument, _result, _spi
-
-
-def prepare(kernel_handle, jglobal, jlocal, jargs) -> "PlanHandle":
-    """KernelHandle.prepare: a compiled kernel on a grid, or a library op (grid from the tuner)."""
-    args = [_argument(a) for a in jargs]
-    kernel = kernel_handle.kernel
-    if kernel_handle.library:
-        if jglobal is not None:
-            raise LaunchConfigError(f"library kernel {kernel.name!r} sizes its own grid: "
-                                       "call prepare(args...) without a LaunchConfig")
-        prepared = kernel.prepare(*args)
-    else:
-        if jglobal is None:
-            raise LaunchConfigError(f"kernel {kernel.name!r} needs a grid: prepare(LaunchConfig.of(n), args...)")
-        config = LaunchConfig(tuple(jglobal), None if jlocal is None else tuple(jlocal))
-        prepared = kernel.prepare(*args, config=config)
-    return PlanHandle(prepared, args)
+from .buffers import BufferHandle, argument, arguments
+from .proxy import implements, spi
 
 
 def capture(device, body) -> "GraphHandle":
@@ -42,7 +25,7 @@ def fuse(device, expression) -> "FusedHandle":
     return FusedHandle(device.fuse(str(expression)))
 
 
-@jpype.JImplements("io.isthmus.spi.PlanHandle", deferred=True)
+@implements("io.isthmus.spi.PlanHandle")
 class PlanHandle:
     """A Plan (or, for a library op of several launches, a Graph) launched from Java."""
 
@@ -55,27 +38,27 @@ class PlanHandle:
         self._argument = next((i for i, a in enumerate(args) if a is result), -1) if isinstance(result, Buffer) else -1
         self._result = BufferHandle(result, owned=True) if isinstance(result, Buffer) and self._argument < 0 else None
 
-    @_spi
+    @spi
     def launch(self):
         self._launch()
 
-    @_spi
+    @spi
     def bindName(self, name, value):
-        self._plan().bind(str(name), _argument(value))
+        self._plan().bind(str(name), argument(value))
 
-    @_spi
+    @spi
     def bindIndex(self, index, value):
-        self._plan().bind(int(index), _argument(value))
+        self._plan().bind(int(index), argument(value))
 
-    @_spi
+    @spi
     def result(self):
         return self._result
 
-    @_spi
+    @spi
     def resultArgument(self):
         return self._argument
 
-    @_spi
+    @spi
     def close(self):
         self.prepared.close()
 
@@ -86,7 +69,7 @@ class PlanHandle:
         return self.prepared
 
 
-@jpype.JImplements("io.isthmus.spi.GraphHandle", deferred=True)
+@implements("io.isthmus.spi.GraphHandle")
 class GraphHandle:
     """A captured Graph replayed from Java."""
 
@@ -94,54 +77,64 @@ class GraphHandle:
         self.graph = graph
         self._launch = graph.launch
 
-    @_spi
+    @spi
     def launch(self):
         self._launch()
 
-    @_spi
+    @spi
     def bind(self, step, name, value):
-        self.graph.bind(int(step), str(name), _argument(value))
+        self.graph.bind(int(step), str(name), argument(value))
 
-    @_spi
+    @spi
     def size(self):
         return len(self.graph)
 
-    @_spi
+    @spi
     def close(self):
         self.graph.close()
 
 
-@jpype.JImplements("io.isthmus.spi.FusedHandle", deferred=True)
+@implements("io.isthmus.spi.FusedHandle")
 class FusedHandle:
     """A fused expression called from Java."""
 
     def __init__(self, fused):
         self.fused = fused
 
-    @_spi
+    @spi
     def expression(self):
         return self.fused.expression
 
-    @_spi
+    @spi
     def inputs(self):
         return jpype.JArray(jpype.JString)(list(self.fused.inputs))
 
-    @_spi
+    @spi
     def output(self):
         return self.fused.output
 
-    @_spi
+    @spi
     def call(self, jargs, jout):
-        args = [_argument(a) for a in jargs]
-        out = None if jout is None else _argument(jout)
+        args = arguments(jargs)
+        out = None if jout is None else argument(jout)
         result = self.fused(*args, out=out)
         if jout is not None:
             return jout
-        return _result(result, args, list(jargs))
+        return _own_handle(result, args, jargs)
 
-    @_spi
+    @spi
     def prepare(self, jargs, jout):
-        args = [_argument(a) for a in jargs]
-        out = None if jout is None else _argument(jout)
+        args = arguments(jargs)
+        out = None if jout is None else argument(jout)
         plan = self.fused.prepare(*args, out=out)
         return PlanHandle(plan, args + ([out] if out is not None else []))
+
+
+def _own_handle(result, args, jargs):
+    """Java handle for a result: the caller's own handle when it is one of the arguments."""
+    if not isinstance(result, Buffer):
+        return None
+    for i, a in enumerate(args):
+        if a is result and isinstance(jargs[i], BufferHandle):
+            return jargs[i]
+    return BufferHandle(result, owned=True)

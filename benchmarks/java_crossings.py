@@ -1,0 +1,319 @@
+"""Host time per library call from Java (io.isthmus.Ops) before and after issue 12's one crossing
+per op, two ways:
+
+- in one process (default): the path before (the per-op SPI method, then shape and dtype asked
+  one crossing each, as the old ``Ops`` and ``DeviceBuffer.wrap`` did; those SPI methods remain,
+  deprecated) and the path now (``Ops``: ``Runtime.op``, one crossing) timed alternately, several
+  rounds, so drift on a shared machine hits both alike;
+- with ``--base DIR``: in alternating processes, one running a base checkout's Python package and
+  jar, the next this checkout's (the whole old code, but process-to-process noise is larger).
+
+    python benchmarks/java_crossings.py [--reps 7] [--iters 2000] [--out FILE.md]
+    python benchmarks/java_crossings.py --base DIR [--reps 5] [--iters 3000] [--out FILE.md]
+
+DIR is a checkout of the base commit whose jar is built into python/isthmus/java/lib
+(`git archive BASE | tar x -C DIR && cd DIR && mvn package -DskipTests && cp target/isthmus-*.jar
+python/isthmus/java/lib/`). Each process starts the JVM with a small Java class (compiled here
+against that side's jar, public API only) that times a loop of calls from the thread Python
+started, and prints one JSON line. Also measured, as the floor, the same op called from Python.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+JAVA = r"""
+import io.isthmus.*;
+
+public final class CrossingsBench {
+    private CrossingsBench() {
+    }
+
+    /**
+     * Nanoseconds per call of {@code what} over {@code iters} calls after a warm-up: wall time, and
+     * CPU time of the calling thread (the host cost of the call itself, which other processes on
+     * a shared machine do not inflate; the device's work runs on the driver's threads).
+     */
+    public static double[] time(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out, int iters) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        for (int i = 0; i < iters / 10 + 10; i++) {
+            once(what, x, y, out);
+        }
+        x.device().synchronize();
+        long c0 = mx.getCurrentThreadCpuTime();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < iters; i++) {
+            once(what, x, y, out);
+        }
+        x.device().synchronize();
+        long t1 = System.nanoTime();
+        long c1 = mx.getCurrentThreadCpuTime();
+        return new double[] {(t1 - t0) / (double) iters, (c1 - c0) / (double) iters};
+    }
+
+    private static void once(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
+        switch (what) {
+            case "softmax" -> Ops.softmax(x).close();
+            case "sum" -> Ops.sum(x).close();
+            case "transpose" -> Ops.transpose(x).close();
+            case "gemm" -> Ops.gemm(x, y).close();
+            case "axpy" -> Ops.axpy(0.5, x, x);
+            //OUT case "softmax out=" -> Ops.softmax(x, out);
+            default -> throw new IllegalArgumentException(what);
+        }
+    }
+}
+"""
+
+CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
+
+# The path before, next to the path now: in package io.isthmus to reach the runtime's SPI.
+JAVA_PAIRS = r"""
+package io.isthmus;
+
+import io.isthmus.spi.BufferHandle;
+import io.isthmus.spi.Runtime;
+
+public final class CrossingsPairs {
+    private CrossingsPairs() {
+    }
+
+    /** {wall, calling-thread CPU} nanoseconds per call; {@code old}: the path before issue 12. */
+    @SuppressWarnings("deprecation")
+    public static double[] time(String what, boolean old, DeviceBuffer x, DeviceBuffer y, int iters) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        Runtime rt = Isthmus.get().runtime();
+        for (int i = 0; i < iters / 10 + 10; i++) {
+            once(rt, what, old, x, y);
+        }
+        x.device().synchronize();
+        long c0 = mx.getCurrentThreadCpuTime();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < iters; i++) {
+            once(rt, what, old, x, y);
+        }
+        x.device().synchronize();
+        long t1 = System.nanoTime();
+        long c1 = mx.getCurrentThreadCpuTime();
+        return new double[] {(t1 - t0) / (double) iters, (c1 - c0) / (double) iters};
+    }
+
+    @SuppressWarnings("deprecation")
+    private static void once(Runtime rt, String what, boolean old, DeviceBuffer x, DeviceBuffer y) {
+        BufferHandle h = old ? x.handle() : null;
+        switch (what) {
+            case "softmax" -> (old ? DeviceBuffer.wrap(rt.softmax(h)) : Ops.softmax(x)).close();
+            case "sum" -> (old ? DeviceBuffer.wrap(rt.sum(h)) : Ops.sum(x)).close();
+            case "transpose" -> (old ? DeviceBuffer.wrap(rt.transpose(h)) : Ops.transpose(x)).close();
+            case "gemm" -> (old ? DeviceBuffer.wrap(rt.gemm(h, y.handle(), null, 1.0, 0.0, false, false))
+                                : Ops.gemm(x, y)).close();
+            case "axpy" -> {
+                if (old) {
+                    rt.axpy(0.5, h, x.handle());
+                } else {
+                    Ops.axpy(0.5, x, x);
+                }
+            }
+            default -> throw new IllegalArgumentException(what);
+        }
+    }
+}
+"""
+PAIR_CASES = ("softmax", "sum", "transpose", "gemm", "axpy")
+
+
+def in_process(reps: int, iters: int) -> dict:
+    """Old and new Java paths timed alternately in this process: {case: {"old"|"new": [(wall, cpu)...]}}."""
+    import numpy as np
+
+    import isthmus
+    import isthmus.java
+    from isthmus.java.jvm import packaged_jar
+
+    tmp = tempfile.mkdtemp()
+    src = Path(tmp) / "io" / "isthmus" / "CrossingsPairs.java"
+    src.parent.mkdir(parents=True)
+    src.write_text(JAVA_PAIRS)
+    subprocess.run(["javac", "-nowarn", "-cp", str(packaged_jar()), "-d", tmp, str(src)], check=True,
+                   capture_output=True)
+    isthmus.java.start(classpath=[tmp])
+    import jpype
+
+    pairs = jpype.JClass("io.isthmus.CrossingsPairs")
+    dev = isthmus.device()
+    host = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+    x, y = dev.asarray(host), dev.asarray(host)
+    jx, jy = isthmus.java.to_java(x), isthmus.java.to_java(y)
+    out = {"device": dev.id, "device_name": dev.name, "cases": {c: {"old": [], "new": []} for c in PAIR_CASES}}
+    for rep in range(reps):
+        for case in PAIR_CASES:
+            for side in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+                wall, cpu = pairs.time(case, side == "old", jx, jy, iters)
+                out["cases"][case][side].append((float(wall), float(cpu)))
+        print(f"round {rep + 1}/{reps}: " + ", ".join(
+            f"{c} {out['cases'][c]['old'][-1][1] / 1000:.1f} -> {out['cases'][c]['new'][-1][1] / 1000:.1f} us"
+            for c in PAIR_CASES), flush=True)
+    jx.close()
+    jy.close()
+    return out
+
+
+def in_process_report(res: dict, reps: int, iters: int) -> str:
+    lines = ["# Java library calls: one crossing per op (issue 12), host time per call", "",
+             f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"shared with other jobs), python {platform.python_version()}, device {res['device']} "
+             f"({res['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"`python benchmarks/java_crossings.py --reps {reps} --iters {iters}`: one process; per round and op, "
+             f"{iters} calls by the path before and {iters} by the path now, in alternating order, {reps} rounds. "
+             "Before: the per-op SPI method, then the result's shape and dtype asked in one crossing each (what "
+             "the old `Ops.softmax` and `DeviceBuffer.wrap` did; those SPI methods remain, deprecated). Now: "
+             "`Ops.softmax(x)`, one crossing returning handle, shape and dtype. A loop in Java on the thread "
+             "Python started, an 8x8 float32 input, every result closed (one more crossing each, both paths). "
+             "Median over rounds, min..max in brackets, microseconds per call.", "",
+             "| op | CPU before | CPU now | change | wall before | wall now | change |", "|---|---|---|---|---|---|---|"]
+    for case, sides in res["cases"].items():
+        def stat(side, k):
+            vals = [v[k] / 1000 for v in sides[side]]
+            return statistics.median(vals), min(vals), max(vals)
+        cb, cn, wb, wn = stat("old", 1), stat("new", 1), stat("old", 0), stat("new", 0)
+        lines.append(f"| {case} | {cb[0]:.1f} [{cb[1]:.1f}..{cb[2]:.1f}] | {cn[0]:.1f} [{cn[1]:.1f}..{cn[2]:.1f}] | "
+                     f"{(cn[0] - cb[0]) / cb[0] * 100:+.0f}% | {wb[0]:.1f} | {wn[0]:.1f} | "
+                     f"{(wn[0] - wb[0]) / wb[0] * 100:+.0f}% |")
+    return "\n".join(lines) + "\n"
+
+
+
+def child(iters: int) -> None:
+    """One process: time every case from Java and from Python, print one JSON line."""
+    import numpy as np
+
+    import isthmus
+    import isthmus.java
+    from isthmus.java.jvm import packaged_jar
+
+    jar = packaged_jar()
+    with zipfile.ZipFile(jar) as z:  # Ops.softmax(x, out) came with the change measured here
+        has_out = "io/isthmus/LibraryKernel.class" in z.namelist()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "CrossingsBench.java").write_text(JAVA.replace("//OUT ", "") if has_out else JAVA)
+        subprocess.run(["javac", "-nowarn", "-cp", str(jar), "-d", tmp, str(Path(tmp) / "CrossingsBench.java")],
+                       check=True)
+        isthmus.java.start(classpath=[tmp])
+        import jpype
+
+        bench = jpype.JClass("CrossingsBench")
+        dev = isthmus.device()
+        host = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
+        x, y, out = dev.asarray(host), dev.asarray(host), dev.zeros((8, 8), np.float32)
+        jx, jy, jout = (isthmus.java.to_java(b) for b in (x, y, out))
+        result = {"isthmus": str(Path(isthmus.__file__).parent), "jar": str(jar), "device": dev.id,
+                  "device_name": dev.name, "java": {}, "python": {}, "java_cpu": {}, "python_cpu": {}}
+        py = {"softmax": lambda: isthmus.ops.softmax(x).close(), "sum": lambda: isthmus.ops.sum(x).close(),
+              "transpose": lambda: isthmus.ops.transpose(x).close(), "gemm": lambda: isthmus.ops.gemm(x, y).close(),
+              "axpy": lambda: isthmus.ops.axpy(0.5, x, x), "softmax out=": lambda: isthmus.ops.softmax(x, out=out)}
+        for case in CASES:
+            if has_out or case != "softmax out=":
+                wall, cpu = bench.time(case, jx, jy, jout, iters)
+                result["java"][case], result["java_cpu"][case] = float(wall), float(cpu)
+            fn = py[case]
+            for _ in range(iters // 10 + 10):
+                fn()
+            dev.synchronize()
+            c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+            for _ in range(iters):
+                fn()
+            dev.synchronize()
+            t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+            result["python"][case], result["python_cpu"][case] = (t1 - t0) / iters, (c1 - c0) / iters
+        for j in (jx, jy, jout):
+            j.close()
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_side(tree: Path, iters: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree / "python"), ISTHMUS_KERNEL_DIR=str(tree / "opencl"))
+    p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--iters", str(iters)],
+                       capture_output=True, text=True, env=env, timeout=900, cwd=tempfile.gettempdir())
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if p.returncode != 0 or line is None:
+        raise SystemExit(f"the run on {tree} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return json.loads(line[len("RESULT "):])
+
+
+def _table(runs: dict, java: str, python: str) -> list[str]:
+    lines = ["| op | Java before | Java after | change | Python before | Python after |", "|---|---|---|---|---|---|"]
+    for case in CASES:
+        def col(side, lang):
+            vals = [r[lang][case] / 1000 for r in runs[side] if case in r[lang]]
+            return (statistics.median(vals), min(vals), max(vals)) if vals else None
+
+        def cell(c):
+            return "n/a" if c is None else f"{c[0]:.1f} [{c[1]:.1f}..{c[2]:.1f}]"
+        jb, ja, pb, pa = col("before", java), col("after", java), col("before", python), col("after", python)
+        change = "" if jb is None else f"{(ja[0] - jb[0]) / jb[0] * 100:+.0f}%"
+        lines.append(f"| {case} | {cell(jb)} | {cell(ja)} | {change} | {pb[0]:.1f} | {pa[0]:.1f} |")
+    return lines
+
+
+def report(runs: dict, reps: int, iters: int) -> str:
+    first = runs["after"][0]
+    lines = ["# Java library calls: host time per call before/after one crossing per op (issue 12)", "",
+             f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"shared with other jobs), python {platform.python_version()}, device {first['device']} "
+             f"({first['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"`python benchmarks/java_crossings.py --base DIR --reps {reps} --iters {iters}`: {reps} before and "
+             f"{reps} after processes, alternating; each times {iters} calls per case from Java (a loop in Java "
+             "on the thread Python started, an 8x8 float32 input, every result closed: `Ops.softmax(x).close()`) "
+             "and the same calls from Python (`isthmus.ops.softmax(x).close()`). Median over processes, "
+             "min..max in brackets, microseconds per call.", "",
+             "## CPU time of the calling thread per call (the host cost of the call)", "",
+             *_table(runs, "java_cpu", "python_cpu"), "",
+             "## Wall time per call (includes waiting for a core on the shared machine)", "",
+             *_table(runs, "java", "python")]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--base", type=Path, help="compare with this checkout of the base commit (its jar built), "
+                   "in alternating processes")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--iters", type=int, default=3000)
+    p.add_argument("--out", type=Path, default=None, help="markdown report (default: print it)")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args.iters)
+        return
+    if args.base is None:
+        res = in_process(args.reps, args.iters)
+        text = in_process_report(res, args.reps, args.iters)
+        if args.out:
+            args.out.write_text(text + "\n<!-- raw: " + json.dumps(res) + " -->\n")
+        print(text)
+        return
+    runs: dict[str, list] = {"before": [], "after": []}
+    for rep in range(args.reps):
+        for side, tree in (("before", args.base.resolve()), ("after", REPO)):
+            runs[side].append(run_side(tree, args.iters))
+            print(f"rep {rep + 1}/{args.reps} {side}: " + ", ".join(
+                f"{c} {t / 1000:.1f} us" for c, t in runs[side][-1]["java_cpu"].items()), flush=True)
+    text = report(runs, args.reps, args.iters)
+    if args.out:
+        args.out.write_text(text + "\n<!-- raw: " + json.dumps(runs) + " -->\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

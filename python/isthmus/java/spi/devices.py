@@ -1,0 +1,125 @@
+"""``io.isthmus.spi.DeviceHandle``: one Python Device seen from Java (one handle per device)."""
+from __future__ import annotations
+
+import jpype
+import numpy as np
+
+from isthmus.errors import InvalidArgumentError
+
+from .buffers import BufferHandle, host_view, shape
+from .proxy import implements, spi
+
+
+@implements("io.isthmus.spi.DeviceHandle")
+class DeviceHandle:
+    """A Python Device seen from Java."""
+
+    def __init__(self, device):
+        self.device = device
+
+    @spi
+    def id(self):
+        return self.device.id
+
+    @spi
+    def name(self):
+        return self.device.name
+
+    @spi
+    def vendor(self):
+        return self.device.vendor
+
+    @spi
+    def backend(self):
+        return self.device.backend
+
+    @spi
+    def memory(self):
+        return int(self.device.memory)
+
+    @spi
+    def memoryInUse(self):
+        return int(self.device.memory_in_use())
+
+    @spi
+    def freePool(self):
+        self.device.free_pool()
+
+    @spi
+    def computeUnits(self):
+        return int(self.device.compute_units)
+
+    @spi
+    def maxWorkGroupSize(self):
+        return int(self.device.max_work_group_size)
+
+    @spi
+    def allocate(self, dtype, jshape):
+        return BufferHandle(self.device.empty(shape(jshape), str(dtype)), owned=True)
+
+    @spi
+    def fromArray(self, array, jshape):
+        host = np.asarray(array).reshape(shape(jshape))  # the one copy: JPype's bulk read
+        return BufferHandle(self.device.asarray(host), owned=True)
+
+    @spi
+    def fromBuffer(self, data, dtype, jshape):
+        return BufferHandle(self.device.asarray(host_view(data, str(dtype), shape(jshape))), owned=True)
+
+    @spi
+    def allocateHost(self, dtype, jshape):
+        array = self.device.empty_host(shape(jshape), str(dtype))
+        order = jpype.JClass("java.nio.ByteOrder").nativeOrder()
+        if array.nbytes == 0:
+            return jpype.JClass("java.nio.ByteBuffer").allocateDirect(0).order(order)
+        # the direct buffer holds a reference to the array, so the pinned memory lives as long
+        # as the ByteBuffer does
+        return jpype.nio.convertToDirectBuffer(array).order(order)
+
+    @spi
+    def op(self, name):
+        from .ops import OpHandle
+
+        return OpHandle(self.device.kernel(str(name)))
+
+    @spi
+    def kernel(self, name):
+        from .kernels import LibraryKernelHandle
+
+        return LibraryKernelHandle(self.device.kernel(str(name)))
+
+    @spi
+    def compile(self, source, name, names, values):
+        from .kernels import KernelHandle
+
+        defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}
+        for k, v in defines.items():
+            if v is None:
+                raise InvalidArgumentError(f"define {k!r} has a null value")
+        return KernelHandle(self.device.compile(str(source), str(name), defines))
+
+    @spi
+    def synchronize(self):
+        self.device.synchronize()
+
+    @spi
+    def capture(self, body):
+        from .launches import capture
+
+        return capture(self.device, body)
+
+    @spi
+    def fuse(self, expression):
+        from .launches import fuse
+
+        return fuse(self.device, expression)
+
+
+_devices: dict[str, DeviceHandle] = {}
+
+
+def device_handle(device) -> DeviceHandle:
+    handle = _devices.get(device.id)
+    if handle is None or handle.device is not device:
+        handle = _devices[device.id] = DeviceHandle(device)
+    return handle

@@ -1,0 +1,99 @@
+"""``io.isthmus.spi.KernelHandle``: a compiled kernel launched from Java on an explicit grid."""
+from __future__ import annotations
+
+import numpy as np
+
+from isthmus.errors import LaunchConfigError
+from isthmus.launch import LaunchConfig
+
+from .buffers import argument, arguments
+from .proxy import implements, spi
+
+
+@implements("io.isthmus.spi.KernelHandle")
+class KernelHandle:
+    """A compiled kernel, launched from Java on a grid."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self._configs: dict = {}
+
+    @spi
+    def name(self):
+        return self.kernel.name
+
+    @spi
+    def launch(self, jglobal, jlocal, jargs):
+        args = arguments(jargs)
+        self.kernel(*args, config=self.config(jglobal, jlocal))
+        return None
+
+    @spi
+    def memo(self, jglobal, jlocal, jargs):
+        """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
+        and packed once, unpinned, so a closed buffer is freed at once and refused at launch."""
+        from isthmus.plan import Plan
+
+        from .launches import PlanHandle
+
+        return PlanHandle(Plan(self.kernel, arguments(jargs), self.config(jglobal, jlocal), pin=False))
+
+    @spi
+    def prepare(self, jglobal, jlocal, jargs):
+        from .launches import PlanHandle
+
+        args = arguments(jargs)
+        return PlanHandle(self.kernel.prepare(*args, config=self.config(jglobal, jlocal)), args)
+
+    def config(self, jglobal, jlocal) -> LaunchConfig:
+        if jglobal is None:
+            raise LaunchConfigError(f"kernel {self.kernel.name!r} needs a grid: "
+                                    "launch(LaunchConfig.of(globalSize), args...)")
+        # The grid's raw bytes are the memo key: reading a long[] element by element costs more.
+        key = (bytes(memoryview(jglobal)), None if jlocal is None else bytes(memoryview(jlocal)))
+        config = self._configs.get(key)
+        if config is None:
+            config = self._configs[key] = LaunchConfig(tuple(np.asarray(jglobal).tolist()),
+                                                       None if jlocal is None else tuple(np.asarray(jlocal).tolist()))
+        return config
+
+
+@implements("io.isthmus.spi.KernelHandle")
+class LibraryKernelHandle:
+    """The deprecated ``DeviceHandle.kernel(name)``: a library op behind the KernelHandle interface,
+    run when launched without a grid. (io.isthmus.Kernel no longer uses it; kept for SPI users.)"""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    @spi
+    def name(self):
+        return self.kernel.name
+
+    @spi
+    def launch(self, jglobal, jlocal, jargs):
+        from .ops import op_result
+
+        self._no_grid(jglobal)
+        jobjs = [jargs[i] for i in range(len(jargs))]
+        args = [argument(j) for j in jobjs]
+        result = op_result(self.kernel(*args), args, jobjs, None, None)
+        return None if result is None else result.handle()
+
+    @spi
+    def memo(self, jglobal, jlocal, jargs):
+        self._no_grid(jglobal)
+        raise LaunchConfigError(f"library kernel {self.kernel.name!r} has no launch memo: prepare(args...) it")
+
+    @spi
+    def prepare(self, jglobal, jlocal, jargs):
+        from .launches import PlanHandle
+
+        self._no_grid(jglobal)
+        args = arguments(jargs)
+        return PlanHandle(self.kernel.prepare(*args), args)
+
+    def _no_grid(self, jglobal):
+        if jglobal is not None:
+            raise LaunchConfigError(f"library kernel {self.kernel.name!r} sizes its own grid: "
+                                    "call launch(args...) without a LaunchConfig")

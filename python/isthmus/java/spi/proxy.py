@@ -1,0 +1,67 @@
+"""How a Python class becomes an SPI implementation: :func:`implements` declares the Java
+interface (and records it for the completeness test), :func:`spi` wraps each method so a Python
+exception reaches Java as the matching ``io.isthmus.*Exception`` with the Python type, message
+and traceback (a bare Python exception would reach Java without its message). Java exceptions
+pass through unchanged."""
+from __future__ import annotations
+
+import functools
+import traceback
+
+import jpype
+
+# Java interface name -> the Python classes implementing it.
+IMPLEMENTATIONS: dict[str, list[type]] = {}
+
+# Python error class name -> Java exception class, looked up along the MRO.
+_JAVA_ERRORS = {
+    "CompileError": "io.isthmus.CompileException",
+    "LaunchConfigError": "io.isthmus.LaunchConfigException",
+    "UnsupportedDtypeError": "io.isthmus.UnsupportedDtypeException",
+    "InvalidArgumentError": "io.isthmus.InvalidArgumentException",
+    "ClosedBufferError": "io.isthmus.ClosedBufferException",
+    "OutOfMemoryError": "io.isthmus.OutOfDeviceMemoryException",
+    "DeviceError": "io.isthmus.DeviceException",
+    "BackendUnavailableError": "io.isthmus.BackendUnavailableException",
+    "DatabaseError": "io.isthmus.DatabaseException",
+    "IsthmusError": "io.isthmus.IsthmusException",
+    # not raised on purpose by isthmus, but bad input all the same
+    "TypeError": "io.isthmus.InvalidArgumentException",
+    "ValueError": "io.isthmus.InvalidArgumentException",
+}
+
+
+def java_error(exc: BaseException):
+    """The Java exception for a Python one, with the Python type, message and traceback."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    pytype = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    name = next((_JAVA_ERRORS[c.__name__] for c in type(exc).__mro__ if c.__name__ in _JAVA_ERRORS),
+                "io.isthmus.IsthmusException")
+    message = str(exc) or type(exc).__name__
+    cls = jpype.JClass(name)
+    if name == "io.isthmus.CompileException":
+        return cls(message, pytype, text, getattr(exc, "log", "") or "", getattr(exc, "kernel_name", None) or None)
+    return cls(message, pytype, text)
+
+
+def spi(fn):
+    """Map every Python exception leaving an SPI method to its Java exception."""
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            return fn(*args)
+        except jpype.JException:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every error must reach Java with its message
+            raise java_error(exc) from None
+    call.__isthmus_spi__ = True
+    return jpype.JOverride(call)
+
+
+def implements(interface: str):
+    """Class decorator: ``cls`` implements the Java ``interface`` (checked at its first instance)."""
+    def declare(cls):
+        proxy = jpype.JImplements(interface, deferred=True)(cls)
+        IMPLEMENTATIONS.setdefault(interface, []).append(proxy)
+        return proxy
+    return declare
