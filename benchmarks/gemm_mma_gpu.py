@@ -1,26 +1,28 @@
 """Tensor-core gemm (gemm_mma) on a GPU: correctness over layouts, odd sizes, batching, output dtypes
 and forced configs, then timing at square sizes next to torch.mm (cuBLAS) in the same process.
 
-    python benchmarks/gemm_mma_gpu.py --device cuda:0 --check --sweep --time 4096 8192 --json out.json
+    python -m benchmarks gemm_mma_gpu --device cuda:0 --check --sweep --time 4096 8192 --out benchmarks/results
+    python -m benchmarks gemm_mma_gpu --device opencl:0 --check --quick      # smoke test (portable path)
 
 --device opencl:nvidia picks the first OpenCL device whose vendor is NVIDIA. Correctness: relative
 Frobenius error against float64 NumPy (small cases) or torch's float32 product of the same inputs
-(timed sizes); outputs are poisoned with NaN first. Timing: device events around ``reps`` launches,
-median of ``rounds``; torch.mm on the same data in the same run.
+(timed sizes); outputs are poisoned with NaN first. Timing (``isthmus.measure``): device events
+around ``reps`` launches, median of ``rounds``; torch.mm on the same data in the same run, timed
+with CUDA events. ``--out DIR`` writes the report (``gemm_mma_gpu-<backend>-<device>.md/.json``);
+``--json FILE`` appends the same JSON document as one line (a log of runs).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
-import time
 import traceback
 
 import ml_dtypes
 import numpy as np
 
 import isthmus
+from isthmus import measure
 from isthmus.library import gemm_mma
 from isthmus.library.family import forced
 
@@ -58,6 +60,7 @@ SWEEP = [
     dict(BM=128, BN=64, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
     dict(BM=128, BN=128, BK=32, WM=4, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
 ]
+QUICK_CASES = CASES[1:2]  # --quick: one odd-sized case per dtype, no forced configs
 
 
 def pick_device(spec: str):
@@ -94,17 +97,17 @@ def one_case(dev, rng, dt, case):
     return err, bool(err <= tol)
 
 
-def check(dev, rng, log):
+def check(dev, rng, log, quick: bool = False):
     rows = []
     for name, dt in DTYPES.items():
-        for case in CASES:
+        for case in QUICK_CASES if quick else CASES:
             try:
                 err, ok = one_case(dev, rng, dt, case)
             except Exception as exc:  # noqa: BLE001 - record and go on: one bad variant must not hide the rest
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "case": list(case), "err": err, "ok": ok})
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
-        for p in FORCED:
+        for p in [] if quick else FORCED:
             try:
                 with forced(gemm_mma.FAMILY, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
@@ -118,31 +121,11 @@ def check(dev, rng, log):
 
 
 def _median_ms(dev, fn, reps, rounds):
-    fn()
-    dev.synchronize()
-    times = []
-    for _ in range(rounds):
-        s = dev._record()
-        for _ in range(reps):
-            fn()
-        e = dev._record()
-        times.append(dev._elapsed_ms(s, e) / reps)
-    return float(np.median(times))
+    return measure.device_ms(dev, fn, repeat=rounds, warmup=1, batch=reps)
 
 
 def _torch_ms(torch, fn, reps, rounds):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / reps)
-    return float(np.median(times))
+    return measure.device_ms(measure.TorchClock(torch), fn, repeat=rounds, warmup=1, batch=reps)
 
 
 def _best(rows, size, top):
@@ -224,7 +207,10 @@ def main(argv=None) -> int:
     p.add_argument("--configs", help="JSON list of configs to time instead")
     p.add_argument("--time", type=int, nargs="*", default=[])
     p.add_argument("--top", type=int, help="time sizes after the first with the best TOP configs only")
-    p.add_argument("--json", help="append the results to this JSON-lines file")
+    p.add_argument("--quick", action="store_true", help="--check: one case per dtype (a smoke test, e.g. PoCL)")
+    p.add_argument("--out", help="folder for gemm_mma_gpu-<backend>-<device>.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--json", help="append the report's JSON document to this JSON-lines file")
     args = p.parse_args(argv)
     dev = pick_device(args.device)
     rng = np.random.default_rng()
@@ -235,11 +221,10 @@ def main(argv=None) -> int:
         lines.append(s)
 
     log(f"device {dev.id} {dev.name} {dev.platform} driver {dev.driver_version} mma_sync={dev.mma_sync}")
-    result = {"device": dev.info() if hasattr(dev, "info") else dev.id, "python": platform.python_version(),
-              "numpy": np.__version__, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    result = {}
     try:
         if args.check:
-            result["check"] = check(dev, rng, log)
+            result["check"] = check(dev, rng, log, args.quick)
         if args.time:
             configs = json.loads(args.configs) if args.configs else (SWEEP if args.sweep else [None])
             import torch
@@ -248,10 +233,25 @@ def main(argv=None) -> int:
             result["time"] = timing(dev, rng, args.time, configs, log, top=args.top)
     except Exception:  # noqa: BLE001
         log(traceback.format_exc())
+    result["log"] = lines
+    report = measure.Report("gemm_mma_gpu", f"Tensor-core gemm (gemm_mma) on {dev.name} ({dev.backend})", dev,
+                            data=result)
+    if result.get("check"):
+        report.add_table(["check", "dtype", "error", "ok"], [
+            [json.dumps(r.get("forced") or r["case"]), r["dtype"], r["err"], "yes" if r["ok"] else "NO"]
+            for r in result["check"]])
+    if result.get("time"):
+        report.add_table(["size", "dtype", "config", "isthmus TFLOP/s", "torch TFLOP/s", "isthmus / torch", "error"], [
+            [r["size"], r["dtype"] + (" trans_b" if r.get("trans_b") else ""), json.dumps(r["config"]),
+             r.get("tflops", r.get("error")), r["torch_tflops"], r.get("ratio"), r.get("err")]
+            for r in result["time"]])
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     if args.json:
         with open(args.json, "a") as f:
-            f.write(json.dumps(result, default=str) + "\n")
-    return 0
+            f.write(json.dumps(report.document(), default=str) + "\n")
+    return 0 if all(r["ok"] for r in result.get("check", [])) else 1
 
 
 if __name__ == "__main__":

@@ -1,25 +1,24 @@
 """gemm's variants forced at skinny shapes (x @ W.T, batch 1..64 rows): the rule's choice next to a
 few tiled and split-K configs around it, to see where the rule stands and what to change.
 
-    python benchmarks/gemm_variants.py --device cuda:0 [--out DIR]
+    python -m benchmarks gemm_variants --device cuda:0 [--out benchmarks/results]
+    python -m benchmarks gemm_variants --device opencl:0 --quick         # PoCL smoke test
 
 Each config is forced (the tuner's way), checked against NumPy on the first call, and timed with
-device events (median of repeats). Prints a markdown table; ``--out`` writes it with a JSON twin.
+device events (``isthmus.measure``: median of repeats, with their spread). Prints a markdown table;
+``--out`` writes it with its JSON twin (``gemm_variants-<backend>-<device>``).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-from pathlib import Path
 
 import numpy as np
 
 import isthmus
+from isthmus import measure
 from isthmus.library import gemm as G
 from isthmus.library.family import forced
-from isthmus.measure import device_ms
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (16, 11008, 4096)]
 CONFIGS = [  # (TM, TN, WPTM, WPTN, TK, KS)
@@ -27,9 +26,11 @@ CONFIGS = [  # (TM, TN, WPTM, WPTN, TK, KS)
     (16, 32, 2, 4, 16, 8), (16, 64, 2, 8, 16, 4), (16, 64, 2, 4, 16, 8), (16, 128, 2, 8, 16, 4),
     (32, 64, 4, 4, 16, 4), (64, 64, 4, 4, 16, 2), (16, 32, 2, 4, 32, 4), (8, 64, 1, 4, 16, 8),
 ]
+QUICK_SHAPES = [(3, 96, 40)]
+QUICK_CONFIGS = CONFIGS[:1]
 
 
-def run(dev, shapes, configs) -> list[dict]:
+def run(dev, shapes, configs, repeat: int = 10, batch: int = 5) -> list[dict]:
     rng = np.random.default_rng(0)
     fam = G.family_for(False, True)
     base = {t.name: t.default for t in fam.tunables}
@@ -49,8 +50,10 @@ def run(dev, shapes, configs) -> list[dict]:
                 isthmus.ops.gemm(dx, dw, dc, trans_b=True)
                 got = dc.to_numpy()
                 err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
-                ms = device_ms(dev, lambda: isthmus.ops.gemm(dx, dw, dc, trans_b=True), repeat=10, warmup=2, batch=5)
-            row = {"shape": f"{m}x{n}x{k}", "config": name, "params": p, "ms": ms,
+                t = measure.device_times(dev, lambda: isthmus.ops.gemm(dx, dw, dc, trans_b=True), repeat=repeat,
+                                         warmup=2, batch=batch)
+            ms = t.median
+            row = {"shape": f"{m}x{n}x{k}", "config": name, "params": p, "ms": ms, "spread": t.spread,
                    "TFLOPs": 2 * m * n * k / ms / 1e9, "error": err}
             rows.append(row)
             print(f"{row['shape']:>16} {name:>36} {ms:8.4f} ms {row['TFLOPs']:6.2f} TFLOP/s err {err:.1e}", flush=True)
@@ -60,21 +63,25 @@ def run(dev, shapes, configs) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default=None)
-    p.add_argument("--out", default=None)
+    p.add_argument("--quick", action="store_true", help="one small shape, two configs (a smoke test, e.g. PoCL)")
+    p.add_argument("--out", default=None, help="folder for gemm_variants-<backend>-<device>.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
-    rows = run(dev, SHAPES, CONFIGS)
-    lines = [f"# gemm variants at skinny shapes (x @ W.T, float32) on {dev.name} ({dev.backend})", "",
-             "| shape | config | ms | TFLOP/s | error |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['shape']} | {r['config']} | {r['ms']:.4f} | {r['TFLOPs']:.2f} | {r['error']:.1e} |" for r in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
+    if args.quick:
+        rows = run(dev, QUICK_SHAPES, QUICK_CONFIGS, repeat=3, batch=1)
+    else:
+        rows = run(dev, SHAPES, CONFIGS)
+    report = measure.Report("gemm_variants", f"gemm variants at skinny shapes (x @ W.T, float32) on {dev.name} "
+                            f"({dev.backend})", dev, data={"rows": rows},
+                            notes=["device time per call (events around back-to-back calls), median of repeats; "
+                                   "spread = (slowest - fastest) / median"])
+    report.add_table(["shape", "config", "ms", "spread", "TFLOP/s", "error"],
+                     [[r["shape"], r["config"], f"{r['ms']:.4f}", f"{r['spread']:.0%}", f"{r['TFLOPs']:.2f}",
+                       f"{r['error']:.1e}"] for r in rows])
+    print(report.markdown())
     if args.out:
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{dev.backend}-{dev.name}".lower()).strip("-")
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"gemm_variants-{slug}.json").write_text(json.dumps({"device": dev.info(), "rows": rows}, indent=1))
-        (out / f"gemm_variants-{slug}.md").write_text(text)
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     return 0 if all(r["error"] < 1e-4 for r in rows) else 1
 
 
