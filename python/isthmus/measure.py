@@ -258,6 +258,7 @@ def copy_bandwidth(dev, nbytes: int | None = None, repeat: int = 10) -> float:
 # ---- what ran where ---------------------------------------------------------------------------
 
 _LIBRARIES = ("pyopencl", "cupy", "torch", "jpype", "ray")
+_BASE = ("host", "platform", "python", "processor", "cpus", "numpy", "isthmus")  # the report header's own words
 
 
 def machine() -> dict:
@@ -387,7 +388,12 @@ class Report:
         self.machine = {**machine(), **(extra or {})}
 
     def add_table(self, columns: Sequence[str], rows: list, caption: str = "") -> None:
+        """A table of ``rows`` (sequences of cells, one per column; floats are shown to 4 digits)."""
         self.tables.append(Table(list(columns), list(rows), caption))
+
+    def add_records(self, records: list[dict], columns: Sequence[str], caption: str = "") -> None:
+        """A table of ``records`` (dicts), one column per key in ``columns`` (missing keys: ``-``)."""
+        self.add_table(columns, [[r.get(c) for c in columns] for r in records], caption)
 
     def document(self) -> dict:
         return {"suite": self.suite, "title": self.title, "date": self.date, "command": self.command,
@@ -400,7 +406,7 @@ class Report:
         for d in self.devices:
             lines.append(f"- device: {d.id} {d.name} ({d.vendor}), backend {d.backend}, "
                          f"driver {d.driver_version}, platform {d.platform}")
-        versions = ", ".join(f"{k} {m[k]}" for k in ("numpy_blas", *_LIBRARIES) if m.get(k))
+        versions = ", ".join(f"{k} {v}" for k, v in m.items() if k not in _BASE and v not in (None, ""))
         lines.append(f"- machine: {m['host']}, {m['platform']}, {m['cpus']} CPUs, Python {m['python']}, "
                      f"NumPy {m['numpy']}, isthmus {m['isthmus']}" + (f", {versions}" if versions else ""))
         lines += [f"- {note}" for note in self.notes]
