@@ -125,6 +125,28 @@ class TorchClock:
         timing.ms = start.elapsed_time(end)
 
 
+class CupyClock:
+    """CUDA events through CuPy on ``stream`` (a CuPy stream that is not an isthmus device's)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def synchronize(self) -> None:
+        self._stream.synchronize()
+
+    @contextmanager
+    def timer(self) -> Iterator[_Timing]:
+        import cupy
+
+        timing = _Timing()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(self._stream)
+        yield timing
+        end.record(self._stream)
+        end.synchronize()
+        timing.ms = cupy.cuda.get_elapsed_time(start, end)
+
+
 class QueueClock:
     """OpenCL profiling markers on a PyOpenCL ``queue`` made with profiling enabled (a peer's own
     queue, such as CLBlast's)."""
@@ -185,10 +207,11 @@ def host_ms(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, sync: Ca
 
 
 def per_call_times(fn: Callable[[], object], calls: int, sync: Callable[[], object] | None = None, rounds: int = 5,
-                   warmup: int = 1, per_call: int = 1) -> Sample:
+                   warmup: int = 1, per_call: int = 1, clock: Callable[[], float] = time.perf_counter) -> Sample:
     """Host microseconds per call over rounds of ``calls`` back-to-back calls (the launch overhead:
     ``sync`` waits for the device after each round, outside the timed loop). A call that makes
-    ``per_call`` launches counts as that many."""
+    ``per_call`` launches counts as that many. ``clock``: seconds from the wall clock, or e.g.
+    ``time.thread_time`` for the calling thread's CPU time (which other processes disturb less)."""
     _check_counts(calls=calls, rounds=rounds, warmup=warmup, per_call=per_call)
     for _ in range(warmup):
         fn()
@@ -196,10 +219,10 @@ def per_call_times(fn: Callable[[], object], calls: int, sync: Callable[[], obje
         sync()
     times = []
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(calls):
             fn()
-        t1 = time.perf_counter()
+        t1 = clock()
         if sync:
             sync()
         times.append((t1 - t0) / (calls * per_call) * 1e6)
@@ -382,18 +405,22 @@ class Report:
         self.devices = list(devices or [])
         self.data = {} if data is None else data
         self.notes = list(notes)
-        self.tables: list[Table] = []
+        self.sections: list = []  # Tables and markdown text, in order
         self.command = command_line() if command is None else command
         self.date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.machine = {**machine(), **(extra or {})}
 
     def add_table(self, columns: Sequence[str], rows: list, caption: str = "") -> None:
         """A table of ``rows`` (sequences of cells, one per column; floats are shown to 4 digits)."""
-        self.tables.append(Table(list(columns), list(rows), caption))
+        self.sections.append(Table(list(columns), list(rows), caption))
 
     def add_records(self, records: list[dict], columns: Sequence[str], caption: str = "") -> None:
         """A table of ``records`` (dicts), one column per key in ``columns`` (missing keys: ``-``)."""
         self.add_table(columns, [[r.get(c) for c in columns] for r in records], caption)
+
+    def add_text(self, markdown: str) -> None:
+        """A paragraph, list or code block of markdown (e.g. a profile) after what came before."""
+        self.sections.append(markdown.strip("\n"))
 
     def document(self) -> dict:
         return {"suite": self.suite, "title": self.title, "date": self.date, "command": self.command,
@@ -414,8 +441,8 @@ class Report:
 
     def markdown(self) -> str:
         lines = self.header()
-        for table in self.tables:
-            lines += ["", *table.markdown()]
+        for section in self.sections:
+            lines += ["", *(section.markdown() if isinstance(section, Table) else [section])]
         return "\n".join(lines) + "\n"
 
     def stem(self, tag: str = "") -> str:
