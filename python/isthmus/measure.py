@@ -303,6 +303,9 @@ def machine() -> dict:
     return info
 
 
+_machine = machine  # Report's own parameter is named machine
+
+
 def _import(name: str):
     try:
         return __import__(name)
@@ -350,13 +353,15 @@ def slug(text: str, limit: int = 60) -> str:
 
 def result_stem(suite: str, dev=None, tag: str = "") -> str:
     """The file name, without extension, of a result: ``<suite>-<backend>-<device-slug>[-<tag>]``,
-    or ``<suite>[-<tag>]`` for a run over several devices or none (``dev`` None)."""
-    if not _SUITE.match(suite or ""):
+    or ``<suite>[-<tag>]`` for a run over several devices or none (``dev`` None). ``dev``: a
+    Device or its ``info()``."""
+    if not isinstance(suite, str) or not _SUITE.match(suite):
         raise InvalidArgumentError(f"a suite name is lower case letters, digits and underscores "
                                    f"(it starts the result file names); got {suite!r}")
     parts = [suite]
     if dev is not None:
-        parts += [dev.backend, slug(dev.name)]
+        info = _info(dev)
+        parts += [info["backend"], slug(info["name"])]
     if tag:
         parts.append(slug(tag))
     return "-".join(p for p in parts if p)
@@ -382,6 +387,10 @@ class Table:
         return lines
 
 
+def _info(dev) -> dict:
+    return dev if isinstance(dev, dict) else dev.info()
+
+
 def _cell(value) -> str:
     if value is None:
         return "-"
@@ -394,21 +403,25 @@ class Report:
     """One benchmark run, written as ``<stem>.md`` (header + tables) and ``<stem>.json`` (the same
     header as fields + ``data``, the raw numbers). The header names the date, the command line,
     each device (name, vendor, backend, driver, platform) and the machine with its library
-    versions (:func:`machine`)."""
+    versions (:func:`machine`). ``devices``: one Device, a list of them, or their ``info()``
+    dicts. ``extra``: more versions for the header (e.g. ``{"java": "21"}``); ``date``, ``command``
+    and ``machine`` default to now, this process's command line and :func:`machine` (pass them to
+    render a stored run again)."""
 
     def __init__(self, suite: str, title: str, devices=None, *, data=None, notes: Sequence[str] = (),
-                 command: str | None = None, extra: dict | None = None):
+                 command: str | None = None, extra: dict | None = None, date: str | None = None,
+                 machine: dict | None = None):
         result_stem(suite)  # checks the name now, not after an hour of measuring
         if devices is not None and not isinstance(devices, (list, tuple)):
             devices = [devices]
         self.suite, self.title = suite, title
-        self.devices = list(devices or [])
+        self.devices = [_info(d) for d in devices or []]
         self.data = {} if data is None else data
         self.notes = list(notes)
         self.sections: list = []  # Tables and markdown text, in order
         self.command = command_line() if command is None else command
-        self.date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        self.machine = {**machine(), **(extra or {})}
+        self.date = date or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        self.machine = {**(machine or _machine()), **(extra or {})}
 
     def add_table(self, columns: Sequence[str], rows: list, caption: str = "") -> None:
         """A table of ``rows`` (sequences of cells, one per column; floats are shown to 4 digits)."""
@@ -424,17 +437,17 @@ class Report:
 
     def document(self) -> dict:
         return {"suite": self.suite, "title": self.title, "date": self.date, "command": self.command,
-                "devices": [d.info() for d in self.devices], "machine": self.machine, "notes": self.notes,
+                "devices": self.devices, "machine": self.machine, "notes": self.notes,
                 "data": self.data}
 
     def header(self) -> list[str]:
         m = self.machine
         lines = [f"# {self.title}", "", f"- date: {self.date}", f"- command: `{self.command}`"]
         for d in self.devices:
-            lines.append(f"- device: {d.id} {d.name} ({d.vendor}), backend {d.backend}, "
-                         f"driver {d.driver_version}, platform {d.platform}")
+            lines.append(f"- device: {d['id']} {d['name']} ({d['vendor']}), backend {d['backend']}, "
+                         f"driver {d['driver_version']}, platform {d['platform']}")
         versions = ", ".join(f"{k} {v}" for k, v in m.items() if k not in _BASE and v not in (None, ""))
-        lines.append(f"- machine: {m['host']}, {m['platform']}, {m['cpus']} CPUs, Python {m['python']}, "
+        lines.append(f"- machine: {m['host']}, {m['platform']}, {m.get('cpus', '?')} CPUs, Python {m['python']}, "
                      f"NumPy {m['numpy']}, isthmus {m['isthmus']}" + (f", {versions}" if versions else ""))
         lines += [f"- {note}" for note in self.notes]
         return lines
