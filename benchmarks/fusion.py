@@ -17,7 +17,7 @@ import numpy as np
 
 from isthmus import measure
 
-SMOKE = ["--sizes", "1000", "--budget", "0.05"]
+SMOKE = ["--sizes", "1000", "--budget", "0.05", "--out", "{out}"]
 
 EXPR = "out = a * x + b * tanh(y)"
 A, B = 1.5, -0.75

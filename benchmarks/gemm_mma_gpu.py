@@ -26,6 +26,7 @@ from isthmus import measure
 from isthmus.library import gemm_mma
 from isthmus.library.family import forced
 
+SMOKE = ["--check", "--quick", "--out", "{out}"]  # the portable path; timing needs torch
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BF16}
 # (batch_a, batch_b, m, n, k, trans_a, trans_b, out f32?, beta)
@@ -63,7 +64,7 @@ SWEEP = [
 QUICK_CASES = CASES[1:2]  # --quick: one odd-sized case per dtype, no forced configs
 
 
-def pick_device(spec: str):
+def pick_device(spec: str | None):
     if spec == "opencl:nvidia":
         for d in isthmus.devices():
             if d.backend == "opencl" and "NVIDIA" in d.vendor:
@@ -191,6 +192,14 @@ def timing(dev, rng, sizes, configs, log, tb_too=True, top=None):
     return rows
 
 
+def _torch_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 class _nothing:
     def __enter__(self):
         return None
@@ -201,7 +210,7 @@ class _nothing:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--device", default=None, help="device id, or opencl:nvidia (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--check", action="store_true")
     p.add_argument("--sweep", action="store_true", help="time every SWEEP config (else the resolved one)")
     p.add_argument("--configs", help="JSON list of configs to time instead")
@@ -225,7 +234,9 @@ def main(argv=None) -> int:
     try:
         if args.check:
             result["check"] = check(dev, rng, log, args.quick)
-        if args.time:
+        if args.time and not _torch_cuda():
+            log("no timing: it compares with torch.mm, and torch with CUDA is not available here")
+        elif args.time:
             configs = json.loads(args.configs) if args.configs else (SWEEP if args.sweep else [None])
             import torch
 

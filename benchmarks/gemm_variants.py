@@ -20,6 +20,7 @@ from isthmus import measure
 from isthmus.library import gemm as G
 from isthmus.library.family import forced
 
+SMOKE = ["--quick", "--out", "{out}"]
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (16, 11008, 4096)]
 CONFIGS = [  # (TM, TN, WPTM, WPTN, TK, KS)
     (16, 32, 2, 4, 16, 1), (16, 64, 2, 4, 16, 1), (16, 32, 2, 4, 16, 2), (16, 32, 2, 4, 16, 4),

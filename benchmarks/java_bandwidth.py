@@ -16,7 +16,7 @@ import numpy as np
 from benchmarks._jvm import java_version, start_jvm
 from isthmus import measure
 
-SMOKE = ["--quick", "--mib", "1"]
+SMOKE = ["--quick", "--mib", "1", "--out", "{out}"]
 
 
 def python_pinned_ns(dev, buf, host, iters, upload: bool):

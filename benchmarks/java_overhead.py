@@ -16,7 +16,7 @@ import numpy as np
 from benchmarks._jvm import java_version, start_jvm
 from isthmus import measure
 
-SMOKE = ["--quick"]
+SMOKE = ["--quick", "--out", "{out}"]
 
 SOURCE = """__kernel void scale(__global float* x, float a, int n) {
     int i = get_global_id(0);

@@ -18,7 +18,7 @@ import numpy as np
 
 from isthmus import measure
 
-SMOKE = ["--quick"]
+SMOKE = ["--quick", "--java", "--out", "{out}"]
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
 {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-SMOKE = ["--quick"]
+SMOKE = ["--quick", "--out", "{out}"]
 
 
 def main(argv=None) -> int:

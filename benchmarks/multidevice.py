@@ -16,7 +16,7 @@ from isthmus import measure
 from isthmus.library import FAMILIES
 from isthmus.library.family import resolve
 
-SMOKE = ["--mib", "1"]
+SMOKE = ["--mib", "1", "--out", "{out}"]
 
 
 def concurrent_ops(devs, n: int) -> list[dict]:

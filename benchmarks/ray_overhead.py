@@ -25,7 +25,7 @@ import numpy as np
 
 from isthmus import measure
 
-SMOKE = ["--quick"]
+SMOKE = "starts a Ray cluster and two device actors (over a minute on 2 cores); tests/ray covers isthmus.ray"
 
 
 def scoring(dev, bufs):

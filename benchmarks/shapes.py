@@ -39,6 +39,7 @@ import numpy as np
 import isthmus
 from isthmus import measure
 
+SMOKE = ["--quick", "--out", "{out}"]
 MB256 = 64 << 20  # float32 elements in 256 MB
 CPU_SCALE = 16  # CPU devices: memory-bound cases this many times smaller
 QUICK_SCALE = 1024  # --quick: a smoke test of the script

@@ -25,6 +25,7 @@ import numpy as np
 from isthmus import measure
 
 # (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE) beside the library's
+SMOKE = ["--quick", "--out", "{out}"]
 SOFTMAX = {
     (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
     (1048576, 32): [(256, 128, 8, 2), (256, 256, 8, 4), (256, 64, 8, 1)],
@@ -49,6 +50,15 @@ def time_graph(dev, fn, batch: int, repeat: int) -> float:
         return measure.device_ms(dev, graph.launch, repeat=repeat, warmup=2) / batch
     finally:
         graph.close()
+
+
+def torch_missing() -> str:
+    """Why there are no torch rows ('' when there are)."""
+    try:
+        import torch
+    except ImportError as exc:
+        return f"no torch rows: torch is not installed ({exc})"
+    return "" if torch.cuda.is_available() else f"no torch rows: torch {torch.__version__} sees no CUDA device"
 
 
 def torch_ms(fn, batch: int, repeat: int) -> float | None:
@@ -223,12 +233,15 @@ def main(argv=None) -> int:
     except ImportError:
         pass
     d = doc["identity"]
+    missing = torch_missing()
+    if missing:
+        print(missing, file=sys.stderr)
     report = measure.Report("softmax_variants", f"softmax and transpose shapes on {d['name']} ({d['backend']}, "
                             f"driver {d['driver']})", dev, data=doc, notes=[
                                 f"float32; device time per launch over a graph of {doc['batch']} launches, median of "
                                 f"{doc['repeat']}; GB/s counts one read + one write per element; copy = "
                                 f"device-to-device copy of the same bytes; torch {doc.get('torch', '-')} on cuda:0, "
-                                "same data."])
+                                "same data."] + ([missing] if missing else []))
     report.add_table(["op", "size", "copy GB/s", "how", "params", "ms", "GB/s", "of copy", "vs torch", "max err", ""],
                      table(doc))
     print(report.markdown())

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from isthmus import measure
 
-SMOKE = ["--quick"]
+SMOKE = ["--quick", "--out", "{out}"]
 
 SIZES = {
     "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
                    help="also merge the new configs into this bundled file (same device and kernel: replaced)")
     args = p.parse_args(argv)
     if args.quick:
-        args.kernels, args.seconds = args.kernels or ["axpy"], min(args.seconds, 4.0)
+        args.kernels, args.seconds = args.kernels or ["axpy"], min(args.seconds, 2.0)
 
     import isthmus
     from isthmus.tune import db as dbmod

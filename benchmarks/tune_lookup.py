@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 
-SMOKE = ["--quick"]
+SMOKE = ["--quick", "--out", "{out}"]
 
 
 def main(argv=None) -> int:
@@ -71,7 +71,10 @@ def main(argv=None) -> int:
     print(report.markdown())
     if args.out:
         print(f"wrote {report.write(args.out, args.tag)}.md/.json")
-    return 0 if memo_us <= 20 else 1
+    met = memo_us <= 20
+    print(f"target: a memoized lookup in <= 20 us: {'met' if met else 'NOT met'} ({memo_us:.2f} us)"
+          + (" (--quick: a smoke run, the target is not judged)" if args.quick else ""))
+    return 0 if met or args.quick else 1
 
 
 if __name__ == "__main__":

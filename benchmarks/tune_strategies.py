@@ -29,7 +29,7 @@ from pathlib import Path
 from isthmus import measure
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SMOKE = ["--seeds", "2"]  # a replay of the recorded spaces: no device
+SMOKE = ["--seeds", "2", "--out", "{out}"]  # a replay of the recorded spaces: no device
 
 
 def record(args) -> Path:
