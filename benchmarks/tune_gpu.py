@@ -4,7 +4,7 @@
     python -m benchmarks tune_gpu --device opencl:0 --out benchmarks/results --seconds 900 \
         --merge-into python/isthmus/tune/bundled/opencl-pocl-x86_64.json                   # PoCL
 
-Writes into --out (<tag>: <backend>-<device>, as ``isthmus.measure`` names results):
+Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` names results):
   tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,
                               bandwidth or GFLOP/s against the device-to-device copy bandwidth
                               (and cuBLAS SGEMM at the largest gemm size when CuPy is there)
@@ -74,6 +74,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=None, help="folder for the report, the bundle and the database (default: a "
                    "temporary folder)")
+    p.add_argument("--tag", default="", help="suffix of the result file names (e.g. softmax)")
     p.add_argument("--quick", action="store_true", help="axpy at one small size for a few seconds (a smoke test)")
     p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
         args.out = tempfile.mkdtemp(prefix="tune_gpu-")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = measure.result_stem("tune_gpu", dev).removeprefix("tune_gpu-")
+    tag = measure.result_stem("tune_gpu", dev, args.tag).removeprefix("tune_gpu-")
     store = dbmod.Database(out / f"tuning-{tag}.sqlite")
     preset = SIZES[args.sizes or ("gpu" if dev.kind == "gpu" else "cpu")]
     if args.quick:
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     doc = {"identity": dev.identity(), "copy_GBps": copy_gbs, "cublas_sgemm_GFLOPs": cublas,
            "cublas_n": largest, "seconds": time.monotonic() - t_start, "strategy": args.strategy, "runs": rows}
     report = report_of(dev, doc)
-    report.write(out)
+    report.write(out, args.tag)
     bundle = store.export()
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     if args.merge_into:
