@@ -167,8 +167,8 @@ def main(argv=None) -> int:
 
 
 def tables(report, overhead: dict, rows: list) -> None:
-    report.add_table(["direct loop", "run_local (pipeline)", "Ray map", "Ray overhead", f"Ray map, batch {overhead['batch']}",
-                      "its overhead", "one-shard map latency"],
+    report.add_table(["direct loop", "run_local (pipeline)", "Ray map", "Ray overhead",
+                      f"Ray map, batch {overhead['batch']}", "its overhead", "one-shard map latency"],
                      [[f"{overhead['direct_us']:.0f} µs", f"{overhead['run_local_us']:.0f} µs",
                        f"{overhead['ray_us']:.0f} µs", f"{overhead['ray_overhead_us']:.0f} µs",
                        f"{overhead['ray_batch_us']:.0f} µs", f"{overhead['ray_batch_overhead_us']:.0f} µs",

@@ -117,7 +117,8 @@ def main(argv=None) -> int:
             del dev._alloc
         us.update(more)
     report = measure.Report("cuda_alloc_paths", f"Host time of allocating a result on {dev.id} ({dev.name})", dev,
-                            data={"us": us}, notes=["8x32 float32 (1 KiB); median of 7 alternating rounds of 2,000 calls"])
+                            data={"us": us},
+                            notes=["8x32 float32 (1 KiB); median of 7 alternating rounds of 2,000 calls"])
     report.add_table(["step", "µs per call"], [[k, f"{v:.2f}"] for k, v in us.items()])
     prof = cProfile.Profile()
     prof.enable()
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
     dev.synchronize()
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
-    report.add_text("cProfile of 20,000 allocating softmax calls (tottime):\n\n```\n" + text.getvalue().strip() + "\n```")
+    report.add_text("cProfile of 20,000 allocating softmax calls (tottime):\n\n```\n"
+                    + text.getvalue().strip() + "\n```")
     print(report.markdown())
     if args.out:
         print(f"wrote {report.write(args.out, args.tag)}.md/.json")

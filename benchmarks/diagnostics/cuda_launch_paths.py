@@ -128,7 +128,8 @@ def main(argv=None) -> int:
         r["x_rawkernel"] = r["host_us_1k"] / base
     import isthmus
 
-    report = measure.Report("cuda_launch_paths", "Which CUDA call launches one prepared kernel with the least host time",
+    report = measure.Report("cuda_launch_paths",
+                            "Which CUDA call launches one prepared kernel with the least host time",
                             isthmus.device(args.device), data={"rows": rows, "fresh_thread": seen},
                             extra={"cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
                                    "cuda_driver": cupy.cuda.runtime.driverGetVersion()},

@@ -54,8 +54,8 @@ def main(argv=None) -> int:
     dev = isthmus.device(args.device)
     out = {}
     for name, fn in calls(dev).items():
-        t = measure.per_call_times(fn, args.calls, dev.synchronize, rounds=args.rounds, warmup=min(200, 20 * args.calls),
-                                   clock=time.thread_time)
+        t = measure.per_call_times(fn, args.calls, dev.synchronize, rounds=args.rounds,
+                                   warmup=min(200, 20 * args.calls), clock=time.thread_time)
         out[name] = round(t.low, 2)  # the least: CPU time only grows with disturbance
     print(json.dumps(out))
     return 0

@@ -48,7 +48,8 @@ def main(argv=None) -> int:
         a.calls = 20
     wall = measure.WallClock(dev.synchronize)
     for name, fn in cases.items():
-        host_us = measure.per_call_us(fn, a.calls, dev.synchronize, rounds=1, warmup=min(200, a.calls) if not a.big else 3)
+        warm = 3 if a.big else min(200, a.calls)
+        host_us = measure.per_call_us(fn, a.calls, dev.synchronize, rounds=1, warmup=warm)
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(a.calls):

@@ -92,8 +92,8 @@ def main(argv=None) -> int:
                             "nothing", data={"env": env, "passed": passed, "runs": runs},
                             notes=[f"PoCL two pthread devices, two device actors, {args.shards} shards per job (20 ms "
                                    "each + a softmax)"])
-    report.add_table(["run", "how", "batch", "actor", "after results", "shards rerun", "lost", "duplicated", "wrong", "s",
-                      "ok"],
+    report.add_table(["run", "how", "batch", "actor", "after results", "shards rerun", "lost", "duplicated", "wrong",
+                      "s", "ok"],
                      [[r["run"], r["how"], r["batch"], r["victim_slot"], r["killed_after_results"],
                        r["rerun_after_death"], len(r["lost"]), len(r["duplicated"]), len(r["wrong"]), r["seconds"],
                        "yes" if r["ok"] else "NO"] for r in runs])

@@ -236,8 +236,8 @@ def report(result: dict) -> "measure.Report":
         frac = f"{r['fraction_of_copy']:.0%}" if "fraction_of_copy" in r else "-"
         rows.append([r["label"], "yes" if r["correct"] else "NO", f"{r['isthmus']:.1f} {u}", f"{r['direct']:.1f} {u}",
                      vend, f"{r['numpy']:.1f} {u}", frac])
-    rep.add_table(["kernel", "ok", "isthmus", f"{direct} (same kernel)", "vendor lib", "NumPy (host)", "isthmus / copy"],
-                  rows)
+    rep.add_table(["kernel", "ok", "isthmus", f"{direct} (same kernel)", "vendor lib", "NumPy (host)",
+                   "isthmus / copy"], rows)
     rows = []
     for o in result["overhead"]:
         in_place = "in place" if o["op"] == "axpy" else "-"

@@ -201,7 +201,8 @@ def host_times(fn: Callable[[], object], repeat: int = 5, warmup: int = 1,
     return device_times(WallClock(sync), fn, repeat, warmup, 1)
 
 
-def host_ms(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, sync: Callable[[], object] | None = None) -> float:
+def host_ms(fn: Callable[[], object], repeat: int = 5, warmup: int = 1,
+            sync: Callable[[], object] | None = None) -> float:
     """The median of :func:`host_times`."""
     return host_times(fn, repeat, warmup, sync).median
 
