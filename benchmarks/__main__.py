@@ -27,7 +27,11 @@ def listing() -> str:
 
 
 def smoke(out: Path, names: list[str]) -> int:
-    """Each module's SMOKE run; returns how many failed."""
+    """Each module's SMOKE run ("{out}": its folder, "{device}": ISTHMUS_DEVICE or the default
+    device); returns how many failed."""
+    import isthmus
+
+    device = isthmus.device().id  # ISTHMUS_DEVICE, else the best available
     summary = {}
     for name in names or sorted(modules()):
         args = load(name).SMOKE
@@ -36,7 +40,7 @@ def smoke(out: Path, names: list[str]) -> int:
             continue
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
-        argv = [a.replace("{out}", str(folder)) for a in args]
+        argv = [a.replace("{out}", str(folder)).replace("{device}", device) for a in args]
         t0 = time.monotonic()
         with open(folder / "log.txt", "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             try:

@@ -2,20 +2,22 @@
 and forced configs, then timing at square sizes next to torch.mm (cuBLAS) in the same process.
 
     python -m benchmarks gemm_mma_gpu --device cuda:0 --check --sweep --time 4096 8192 --out benchmarks/results
-    python -m benchmarks gemm_mma_gpu --device opencl:0 --check --quick      # smoke test (portable path)
+    python -m benchmarks gemm_mma_gpu --device opencl:0 --quick           # smoke test (the portable path)
 
 --device opencl:nvidia picks the first OpenCL device whose vendor is NVIDIA. Correctness: relative
 Frobenius error against float64 NumPy (small cases) or torch's float32 product of the same inputs
 (timed sizes); outputs are poisoned with NaN first. Timing (``isthmus.measure``): device events
 around ``reps`` launches, median of ``rounds``; torch.mm on the same data in the same run, timed
 with CUDA events. ``--out DIR`` writes the report (``gemm_mma_gpu-<backend>-<device>.md/.json``);
-``--json FILE`` appends the same JSON document as one line (a log of runs).
+``--json FILE`` appends the raw results as one JSON line (a log of runs).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
+import time
 import traceback
 
 import ml_dtypes
@@ -26,7 +28,7 @@ from isthmus import measure
 from isthmus.library import gemm_mma
 from isthmus.library.family import forced
 
-SMOKE = ["--check", "--quick", "--out", "{out}"]  # the portable path; timing needs torch
+SMOKE = ["--device", "{device}", "--quick", "--out", "{out}"]  # tests/benchmarks: the portable path
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BF16}
 # (batch_a, batch_b, m, n, k, trans_a, trans_b, out f32?, beta)
@@ -61,10 +63,9 @@ SWEEP = [
     dict(BM=128, BN=64, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
     dict(BM=128, BN=128, BK=32, WM=4, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
 ]
-QUICK_CASES = CASES[1:2]  # --quick: one odd-sized case per dtype, no forced configs
 
 
-def pick_device(spec: str | None):
+def pick_device(spec: str):
     if spec == "opencl:nvidia":
         for d in isthmus.devices():
             if d.backend == "opencl" and "NVIDIA" in d.vendor:
@@ -98,17 +99,17 @@ def one_case(dev, rng, dt, case):
     return err, bool(err <= tol)
 
 
-def check(dev, rng, log, quick: bool = False):
+def check(dev, rng, log):
     rows = []
     for name, dt in DTYPES.items():
-        for case in QUICK_CASES if quick else CASES:
+        for case in CASES:
             try:
                 err, ok = one_case(dev, rng, dt, case)
             except Exception as exc:  # noqa: BLE001 - record and go on: one bad variant must not hide the rest
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "case": list(case), "err": err, "ok": ok})
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
-        for p in [] if quick else FORCED:
+        for p in FORCED:
             try:
                 with forced(gemm_mma.FAMILY, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
@@ -118,6 +119,16 @@ def check(dev, rng, log, quick: bool = False):
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "forced": p, "err": err, "ok": ok})
             log(f"check {dev.id} {name} forced {p}: err={err} {'OK' if ok else 'FAIL'}")
+    return rows
+
+
+def quick_check(dev, rng, log):
+    """--quick: one odd-sized case per dtype, no forced configs (a smoke test of the script)."""
+    rows = []
+    for name, dt in DTYPES.items():
+        err, ok = one_case(dev, rng, dt, CASES[1])
+        rows.append({"dtype": name, "case": list(CASES[1]), "err": err, "ok": ok})
+        log(f"check {dev.id} {name} {CASES[1]}: err={err} {'OK' if ok else 'FAIL'}")
     return rows
 
 
@@ -192,14 +203,6 @@ def timing(dev, rng, sizes, configs, log, tb_too=True, top=None):
     return rows
 
 
-def _torch_cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
-
-
 class _nothing:
     def __enter__(self):
         return None
@@ -210,16 +213,16 @@ class _nothing:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", default=None, help="device id, or opencl:nvidia (default: ISTHMUS_DEVICE or the best)")
+    p.add_argument("--out", help="folder for the report, gemm_mma_gpu-<backend>-<device>[-<tag>].md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--quick", action="store_true", help="one check per dtype, no timing (a smoke test, e.g. PoCL)")
+    p.add_argument("--device", default="cuda:0")
     p.add_argument("--check", action="store_true")
     p.add_argument("--sweep", action="store_true", help="time every SWEEP config (else the resolved one)")
     p.add_argument("--configs", help="JSON list of configs to time instead")
     p.add_argument("--time", type=int, nargs="*", default=[])
     p.add_argument("--top", type=int, help="time sizes after the first with the best TOP configs only")
-    p.add_argument("--quick", action="store_true", help="--check: one case per dtype (a smoke test, e.g. PoCL)")
-    p.add_argument("--out", help="folder for gemm_mma_gpu-<backend>-<device>.md/.json")
-    p.add_argument("--tag", default="", help="suffix of the result file names")
-    p.add_argument("--json", help="append the report's JSON document to this JSON-lines file")
+    p.add_argument("--json", help="append the results to this JSON-lines file")
     args = p.parse_args(argv)
     dev = pick_device(args.device)
     rng = np.random.default_rng()
@@ -230,13 +233,15 @@ def main(argv=None) -> int:
         lines.append(s)
 
     log(f"device {dev.id} {dev.name} {dev.platform} driver {dev.driver_version} mma_sync={dev.mma_sync}")
-    result = {}
+    result = {"device": dev.info() if hasattr(dev, "info") else dev.id, "python": platform.python_version(),
+              "numpy": np.__version__, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    if args.quick:
+        args.check, args.time = False, []
+        result["check"] = quick_check(dev, rng, log)
     try:
         if args.check:
-            result["check"] = check(dev, rng, log, args.quick)
-        if args.time and not _torch_cuda():
-            log("no timing: it compares with torch.mm, and torch with CUDA is not available here")
-        elif args.time:
+            result["check"] = check(dev, rng, log)
+        if args.time:
             configs = json.loads(args.configs) if args.configs else (SWEEP if args.sweep else [None])
             import torch
 
@@ -244,25 +249,18 @@ def main(argv=None) -> int:
             result["time"] = timing(dev, rng, args.time, configs, log, top=args.top)
     except Exception:  # noqa: BLE001
         log(traceback.format_exc())
-    result["log"] = lines
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(result, default=str) + "\n")
     report = measure.Report("gemm_mma_gpu", f"Tensor-core gemm (gemm_mma) on {dev.name} ({dev.backend})", dev,
                             data=result)
-    if result.get("check"):
-        report.add_table(["check", "dtype", "error", "ok"], [
-            [json.dumps(r.get("forced") or r["case"]), r["dtype"], r["err"], "yes" if r["ok"] else "NO"]
-            for r in result["check"]])
-    if result.get("time"):
-        report.add_table(["size", "dtype", "config", "isthmus TFLOP/s", "torch TFLOP/s", "isthmus / torch", "error"], [
-            [r["size"], r["dtype"] + (" trans_b" if r.get("trans_b") else ""), json.dumps(r["config"]),
-             r.get("tflops", r.get("error")), r["torch_tflops"], r.get("ratio"), r.get("err")]
-            for r in result["time"]])
+    report.add_text("\n".join(["```", *lines, "```"]))  # the log: one line per check and per timed config
     print(report.markdown())
     if args.out:
         print(f"wrote {report.write(args.out, args.tag)}.md/.json")
-    if args.json:
-        with open(args.json, "a") as f:
-            f.write(json.dumps(report.document(), default=str) + "\n")
-    return 0 if all(r["ok"] for r in result.get("check", [])) else 1
+    if not all(r["ok"] for r in result.get("check", [])):
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ import numpy as np
 import isthmus
 from isthmus import measure
 
-SMOKE = ["--quick", "--out", "{out}"]
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: one tiny case per kind
+
 MB256 = 64 << 20  # float32 elements in 256 MB
 CPU_SCALE = 16  # CPU devices: memory-bound cases this many times smaller
 QUICK_SCALE = 1024  # --quick: a smoke test of the script
@@ -184,13 +185,11 @@ def _isthmus_supports(dev, dtype: str) -> str:
 
 
 # ---- cases ----------------------------------------------------------------------------------
-def gemm_cases(dev, peers: Peers, rng, dtypes, quick: bool = False) -> list[Case]:
+def gemm_cases(dev, peers: Peers, rng, dtypes) -> list[Case]:
     cpu = dev.kind == "cpu"
     weights = [(4096, 4096), (11008, 4096), (4096, 11008)]  # (n, k) of W stored n x k
     rows = (1, 16, 64)
     squares = (512, 1024, 2048) if cpu else (512, 1024, 2048, 4096, 8192)
-    if quick:
-        weights, rows, squares = [(96, 40)], (3,), (64,)
     shapes = [(m, n, k, True) for n, k in weights for m in rows] + [(s, s, s, False) for s in squares]
     out = []
     for dtype in dtypes:
@@ -206,6 +205,17 @@ def gemm_cases(dev, peers: Peers, rng, dtypes, quick: bool = False) -> list[Case
 
 def _skipped(op, label, dtype, why) -> Case:
     return Case(op, label, dtype, None, None, "", None, None, 0, 0, why)
+
+
+def quick_gemm_cases(dev, peers: Peers, rng, dtypes) -> list[Case]:
+    """--quick: a skinny x @ W.T and a small square in each dtype (a smoke test, not a measurement)."""
+    out = []
+    for dtype in dtypes:
+        why = _isthmus_supports(dev, dtype)
+        for m, n, k, tb, label in ((3, 96, 40, True, "3x96x40 x@W.T"), (64, 64, 64, False, "64^3")):
+            out.append(_skipped("gemm", label, dtype, why) if why else
+                       _gemm_case(dev, peers, rng, dtype, m, n, k, tb, label))
+    return out
 
 
 def _gemm_case(dev, peers: Peers, rng, dtype, m, n, k, tb, label) -> Case:
@@ -246,16 +256,14 @@ def memory_cases(dev, peers: Peers, rng, quick: bool = False) -> list[Case]:
     s = QUICK_SCALE if quick else CPU_SCALE if cpu else 1
     t = peers.torch
     out = []
-    softmax_shapes = ((262144 // s, 128), (4096 // s, 32000), (1024 // s, 128256), (65521 // s | 1, 257))
-    for rows, cols in softmax_shapes[-1:] if quick else softmax_shapes:
+    for rows, cols in ((262144 // s, 128), (4096 // s, 32000), (1024 // s, 128256), (65521 // s | 1, 257)):
         x = _host(rng, (rows, cols), "float32")
         dx, dy = dev.asarray(x), dev.empty((rows, cols), np.float32)
         peer, res = _peer_unary(peers, x, lambda v: t.softmax(v, dim=1),
                                 lambda v: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(v - v.max(1, keepdims=True))))
         out.append(Case("softmax", f"{rows}x{cols}", "float32", lambda dx=dx, dy=dy: isthmus.ops.softmax(dx, out=dy),
                         lambda dy=dy: dy.to_numpy(), peers.name(), peer, res, 0, 2 * x.nbytes))
-    transpose_shapes = ((12345 // (s // 4 or 1), 6789 // (s // 4 or 1)), (8192 // (s // 4 or 1),) * 2)
-    for rows, cols in transpose_shapes[:1] if quick else transpose_shapes:
+    for rows, cols in ((12345 // (s // 4 or 1), 6789 // (s // 4 or 1)), (8192 // (s // 4 or 1),) * 2):
         x = _host(rng, (rows, cols), "float32")
         dx, dy = dev.asarray(x), dev.empty((cols, rows), np.float32)
         peer, res = _peer_unary(peers, x, lambda v: v.t().contiguous(), lambda v: np.ascontiguousarray(v.T))
@@ -389,7 +397,8 @@ def main(argv=None) -> int:
     if args.quick:
         args.rounds, args.budget = 2, 0.005
     ceiling = measure.copy_bandwidth(dev, (1 << 20) if args.quick else None)
-    cases = gemm_cases(dev, peers, rng, args.dtypes.split(","), args.quick) if "gemm" in ops else []
+    gemm = quick_gemm_cases if args.quick else gemm_cases
+    cases = gemm(dev, peers, rng, args.dtypes.split(",")) if "gemm" in ops else []
     if ops - {"gemm"}:
         cases += [c for c in memory_cases(dev, peers, rng, args.quick) if c.op in ops]
     rows = []

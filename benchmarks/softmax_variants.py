@@ -24,8 +24,9 @@ import numpy as np
 
 from isthmus import measure
 
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: the QUICK_ cases below
+
 # (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE) beside the library's
-SMOKE = ["--quick", "--out", "{out}"]
 SOFTMAX = {
     (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
     (1048576, 32): [(256, 128, 8, 2), (256, 256, 8, 4), (256, 64, 8, 1)],
