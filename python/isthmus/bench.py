@@ -18,8 +18,9 @@ import datetime as _dt
 import numpy as np
 
 from . import measure
+from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
-from .measure import copy_bandwidth, device_ms, host_ms, machine  # noqa: F401 - bench's public names since 0.1
+from .measure import device_ms, host_ms, per_call_us
 from .workloads import sizes_for, standard, tolerance
 
 
@@ -204,7 +205,7 @@ def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
     """Median host µs per call of each function, measured in alternating rounds."""
     for fn in fns.values():
         fn()
-    times = measure.interleaved({name: (lambda fn=fn: measure.per_call_us(fn, calls, sync, rounds=1, warmup=0))
+    times = measure.interleaved({name: (lambda fn=fn: per_call_us(fn, calls, sync, rounds=1, warmup=0))
                                  for name, fn in fns.items()}, rounds)
     return {name: t.median for name, t in times.items()}
 
