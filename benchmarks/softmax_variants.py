@@ -22,10 +22,6 @@ import time
 
 import numpy as np
 
-from isthmus import measure
-
-SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: the QUICK_ cases below
-
 # (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE) beside the library's
 SOFTMAX = {
     (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
@@ -40,10 +36,13 @@ TRANSPOSE = [(64, 8, 1), (64, 8, 0), (32, 8, 1)]
 QUICK_SOFTMAX = {(1000, 128): [(64, 2, 4, 1)], (64, 3001): [(64, 1, 8, 8), (64, 1, 4, 0)]}
 QUICK_TRANSPOSE_SHAPES = [(300, 200), (123, 457), (65536, 1)]
 QUICK_TRANSPOSE = [(16, 4, 0), (16, 4, 1)]
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: the QUICK_ cases above
 
 
 def time_graph(dev, fn, batch: int, repeat: int) -> float:
     """Device ms per call of ``fn`` over a captured graph of ``batch`` calls."""
+    from isthmus import measure
+
     with dev.capture() as graph:
         for _ in range(batch):
             fn()
@@ -69,6 +68,8 @@ def torch_ms(fn, batch: int, repeat: int) -> float | None:
         return None
     if not torch.cuda.is_available():
         return None
+    from isthmus import measure
+
     return measure.device_ms(measure.TorchClock(torch), fn, repeat=repeat, warmup=3, batch=batch)
 
 
@@ -84,6 +85,7 @@ def softmax_error(y, host: np.ndarray, rows: np.ndarray) -> float:
 
 def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list, copies: dict):
     import isthmus
+    from isthmus import measure
     from isthmus.dtypes import lookup
     from isthmus.library.family import forced, resolve
     from isthmus.library.softmax import FAMILY
@@ -130,6 +132,7 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
 
 def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out: list, copies: dict):
     import isthmus
+    from isthmus import measure
     from isthmus.dtypes import lookup
     from isthmus.library.family import forced, resolve
     from isthmus.library.transpose import FAMILY
@@ -210,6 +213,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import isthmus
+    from isthmus import measure
 
     dev = isthmus.device(args.device)
     gpu = dev.kind == "gpu" and not args.quick
