@@ -1,23 +1,23 @@
 """A fused 4-operation elementwise expression vs the same chain of separate kernels, and (on CUDA)
 vs CuPy's elementwise chain and cupy.fuse, for 1K, 1M and 100M elements (100M on GPUs only).
 
-    python benchmarks/fusion.py [--device ID] [--out DIR] [--sizes 1000,1000000]
+    python -m benchmarks fusion [--device ID] [--out DIR] [--sizes 1000,1000000]
 
 Expression: out = a * x + b * tanh(y) (float32; 2 multiplies, 1 add, 1 tanh). The unfused chain is
 four isthmus kernels (t = a*x; u = tanh(y); u = b*u; out = t + u) into preallocated temporaries.
-Each path is timed as wall time per iteration (host + device, synchronized at the end of a batch)
-and as device time per iteration (events around the batch); results are checked against NumPy.
+Each path is timed (``isthmus.measure``, interleaved rounds) as wall time per iteration (host +
+device, synchronized at the end of a batch) and as device time per iteration (events around the
+batch); results are checked against NumPy.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from pathlib import Path
 
 import numpy as np
 
-from launch_overhead import REPO, write_report
+from isthmus import measure
+
+SMOKE = ["--sizes", "1000", "--budget", "0.05", "--out", "{out}"]
 
 EXPR = "out = a * x + b * tanh(y)"
 A, B = 1.5, -0.75
@@ -25,23 +25,11 @@ A, B = 1.5, -0.75
 
 def _time(dev, fn, budget_s: float, rounds: int = 5) -> tuple[float, float]:
     """(median wall us per iteration, median device us per iteration)."""
-    fn()
-    dev.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    dev.synchronize()
-    one = max(time.perf_counter() - t0, 1e-6)
-    iters = int(max(3, min(5000, budget_s / rounds / one)))
-    walls, devs = [], []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        with dev.timer() as t:
-            for _ in range(iters):
-                fn()
-        dev.synchronize()
-        walls.append((time.perf_counter() - t0) / iters * 1e6)
-        devs.append(t.ms * 1e3 / iters)
-    return statistics.median(walls), statistics.median(devs)
+    one_ms = measure.host_ms(fn, repeat=1, warmup=1, sync=dev.synchronize)
+    iters = int(max(3, min(5000, budget_s * 1e3 / rounds / max(one_ms, 1e-3))))
+    t = measure.interleaved({"wall": measure.round_of(measure.WallClock(dev.synchronize), fn, iters),
+                             "device": measure.round_of(dev, fn, iters)}, rounds)
+    return t["wall"].median * 1e3, t["device"].median * 1e3
 
 
 def run(dev, sizes: list[int], budget_s: float) -> tuple[list[dict], list[str]]:
@@ -118,12 +106,13 @@ def _cupy_paths(dev, x, y):
             ("cupy.fuse", cfuse, lambda: state["fuse"])]
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     import isthmus
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best available)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--out", default=None, help="folder for fusion-<backend>-<device>.md/.json")
+    ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--sizes", default=None, help="comma-separated element counts (default 1K,1M and 100M on GPUs)")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per path and size")
     a = ap.parse_args(argv)
@@ -131,9 +120,14 @@ def main(argv=None) -> None:
     sizes = ([int(s) for s in a.sizes.split(",")] if a.sizes else
              [1000, 1_000_000] + ([100_000_000] if dev.kind == "gpu" else []))
     rows, notes = run(dev, sizes, a.budget)
-    write_report(a.out, "fusion", dev, rows,
-                 ["elements", "path", "wall_us", "device_us", "x_faster_than_unfused", "max_abs_err"], notes)
+    report = measure.Report("fusion", f"fusion on {dev.id} ({dev.name}, {dev.vendor})", dev, data={"rows": rows},
+                            notes=notes)
+    report.add_records(rows, ["elements", "path", "wall_us", "device_us", "x_faster_than_unfused", "max_abs_err"])
+    print(report.markdown())
+    if a.out:
+        print(f"wrote {report.write(a.out, a.tag)}.md/.json")
+    return 0 if all(r["max_abs_err"] < 1e-4 for r in rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,12 +1,15 @@
 """Tensor-core gemm (gemm_mma) on a GPU: correctness over layouts, odd sizes, batching, output dtypes
 and forced configs, then timing at square sizes next to torch.mm (cuBLAS) in the same process.
 
-    python benchmarks/gemm_mma_gpu.py --device cuda:0 --check --sweep --time 4096 8192 --json out.json
+    python -m benchmarks gemm_mma_gpu --device cuda:0 --check --sweep --time 4096 8192 --out benchmarks/results
+    python -m benchmarks gemm_mma_gpu --device opencl:0 --quick           # smoke test (the portable path)
 
 --device opencl:nvidia picks the first OpenCL device whose vendor is NVIDIA. Correctness: relative
 Frobenius error against float64 NumPy (small cases) or torch's float32 product of the same inputs
-(timed sizes); outputs are poisoned with NaN first. Timing: device events around ``reps`` launches,
-median of ``rounds``; torch.mm on the same data in the same run.
+(timed sizes); outputs are poisoned with NaN first. Timing (``isthmus.measure``): device events
+around ``reps`` launches, median of ``rounds``; torch.mm on the same data in the same run, timed
+with CUDA events. ``--out DIR`` writes the report (``gemm_mma_gpu-<backend>-<device>.md/.json``);
+``--json FILE`` appends the raw results as one JSON line (a log of runs).
 """
 from __future__ import annotations
 
@@ -21,9 +24,11 @@ import ml_dtypes
 import numpy as np
 
 import isthmus
+from isthmus import measure
 from isthmus.library import gemm_mma
 from isthmus.library.family import forced
 
+SMOKE = ["--device", "{device}", "--quick", "--out", "{out}"]  # tests/benchmarks: the portable path
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BF16}
 # (batch_a, batch_b, m, n, k, trans_a, trans_b, out f32?, beta)
@@ -117,32 +122,22 @@ def check(dev, rng, log):
     return rows
 
 
+def quick_check(dev, rng, log):
+    """--quick: one odd-sized case per dtype, no forced configs (a smoke test of the script)."""
+    rows = []
+    for name, dt in DTYPES.items():
+        err, ok = one_case(dev, rng, dt, CASES[1])
+        rows.append({"dtype": name, "case": list(CASES[1]), "err": err, "ok": ok})
+        log(f"check {dev.id} {name} {CASES[1]}: err={err} {'OK' if ok else 'FAIL'}")
+    return rows
+
+
 def _median_ms(dev, fn, reps, rounds):
-    fn()
-    dev.synchronize()
-    times = []
-    for _ in range(rounds):
-        s = dev._record()
-        for _ in range(reps):
-            fn()
-        e = dev._record()
-        times.append(dev._elapsed_ms(s, e) / reps)
-    return float(np.median(times))
+    return measure.device_ms(dev, fn, repeat=rounds, warmup=1, batch=reps)
 
 
 def _torch_ms(torch, fn, reps, rounds):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / reps)
-    return float(np.median(times))
+    return measure.device_ms(measure.TorchClock(torch), fn, repeat=rounds, warmup=1, batch=reps)
 
 
 def _best(rows, size, top):
@@ -218,6 +213,9 @@ class _nothing:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="folder for the report, gemm_mma_gpu-<backend>-<device>[-<tag>].md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--quick", action="store_true", help="one check per dtype, no timing (a smoke test, e.g. PoCL)")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--check", action="store_true")
     p.add_argument("--sweep", action="store_true", help="time every SWEEP config (else the resolved one)")
@@ -237,6 +235,9 @@ def main(argv=None) -> int:
     log(f"device {dev.id} {dev.name} {dev.platform} driver {dev.driver_version} mma_sync={dev.mma_sync}")
     result = {"device": dev.info() if hasattr(dev, "info") else dev.id, "python": platform.python_version(),
               "numpy": np.__version__, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    if args.quick:
+        args.check, args.time = False, []
+        result["check"] = quick_check(dev, rng, log)
     try:
         if args.check:
             result["check"] = check(dev, rng, log)
@@ -251,6 +252,14 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps(result, default=str) + "\n")
+    report = measure.Report("gemm_mma_gpu", f"Tensor-core gemm (gemm_mma) on {dev.name} ({dev.backend})", dev,
+                            data=result)
+    report.add_text("\n".join(["```", *lines, "```"]))  # the log: one line per check and per timed config
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    if not all(r["ok"] for r in result.get("check", [])):
+        return 1
     return 0
 
 

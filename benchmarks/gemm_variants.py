@@ -1,22 +1,22 @@
 """gemm's variants forced at skinny shapes (x @ W.T, batch 1..64 rows) and a square: the rule's
 choice next to tiled, split-K and rows (GEMV-like) configs around it, to see where the rule stands.
 
-    python benchmarks/gemm_variants.py --device cuda:0 [--out DIR]
+    python -m benchmarks gemm_variants --device cuda:0 [--out benchmarks/results]
+    python -m benchmarks gemm_variants --device opencl:0 --quick         # PoCL smoke test
 
 Each config is forced (the tuner's way), checked against NumPy on the first call, and timed with
-device events (median of repeats). Prints a markdown table; ``--out`` writes it with a JSON twin.
+device events (``isthmus.measure``, median of repeats). Prints a markdown table; ``--out`` writes
+it with its JSON twin (``gemm_variants-<backend>-<device>[-<tag>]``).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-from pathlib import Path
 
 import numpy as np
 
 import isthmus
+from isthmus import measure
 from isthmus.library import gemm as G
 from isthmus.library.family import forced
 from isthmus.measure import device_ms
@@ -74,27 +74,28 @@ def run(dev, shapes) -> list[dict]:
     return rows
 
 
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: one small shape, the rule and one config
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default=None)
-    p.add_argument("--out", default=None)
+    p.add_argument("--out", default=None, help="folder for gemm_variants-<backend>-<device>.md/.json")
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the list above)")
     p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--quick", action="store_true", help="one small shape (a smoke test)")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
-    rows = run(dev, shapes)
-    lines = [f"# gemm variants at skinny shapes (x @ W.T) and 4096^3 (float32) on {dev.name} ({dev.backend})", "",
-             "| shape | config | ms | TFLOP/s | error |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['shape']} | {r['config']} | {r['ms']:.4f} | {r['TFLOPs']:.2f} | {r['error']:.1e} |" for r in rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
+    rows = run(dev, [(3, 96, 40)] if args.quick else shapes)
+    report = measure.Report("gemm_variants", f"gemm variants at skinny shapes (x @ W.T) and 4096^3 (float32) on "
+                            f"{dev.name} ({dev.backend})", dev, data={"rows": rows})
+    report.add_table(["shape", "config", "ms", "TFLOP/s", "error"],
+                     [[r["shape"], r["config"], f"{r['ms']:.4f}", f"{r['TFLOPs']:.2f}", f"{r['error']:.1e}"]
+                      for r in rows])
+    print(report.markdown())
     if args.out:
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{dev.backend}-{dev.name}".lower()).strip("-") + args.tag
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"gemm_variants-{slug}.json").write_text(json.dumps({"device": dev.info(), "rows": rows}, indent=1))
-        (out / f"gemm_variants-{slug}.md").write_text(text)
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     return 0 if all(r["error"] < 1e-4 for r in rows) else 1
 
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
-#   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...   (stages: test quicktest bench java launch tune tuneocl softmax strategies multi)
+#   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...
+#   (stages: test quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
+# Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
+# each writes <suite>-<backend>-<device>.{md,json} into $R (benchmarks/README.md).
 set -u
 # isthmus runs from the source tree here (PYTHONPATH), not installed: the kernel sources are the
 # checkout's opencl/ folder, which an installed isthmus finds as its package isthmus.opencl
@@ -21,21 +24,26 @@ for stage in "$@"; do
   case $stage in
     test) timeout 300 python3 -m pytest tests -q -p no:cacheprovider --timeout 240 -rfE 2>&1 | tee "$R/pytest-gpu.log" | tail -25 ;;
     bench) for d in $cuda $ocl; do timeout 150 python3 -m isthmus.cli bench --device $d --out "$R" 2>&1 | tail -30; done ;;
-    java) for d in $cuda $ocl; do timeout 90 python3 benchmarks/java_overhead.py --device $d 2>&1 | tail -12
-          timeout 60 python3 benchmarks/java_bandwidth.py --device $d 2>&1 | tail -10; done
-          cp benchmarks/results/java_*-cuda* benchmarks/results/java_*-opencl* "$R/" 2>/dev/null ;;
-    launch) timeout 150 python3 benchmarks/launch_overhead.py --device $cuda --java --out "$R" 2>&1 | tail -25
-            timeout 120 python3 benchmarks/fusion.py --device $cuda --out "$R" 2>&1 | tail -15 ;;
-    tune) timeout 260 python3 benchmarks/tune_gpu.py --device $cuda --out "$R" --seconds ${TUNE_S:-150} 2>&1 | tail -25 ;;
-    tuneocl) timeout 150 python3 benchmarks/tune_gpu.py --device $ocl --out "$R" --seconds ${TUNEOCL_S:-45} 2>&1 | tail -25 ;;
-    softmax) for d in $cuda $ocl; do timeout 90 python3 benchmarks/softmax_variants.py --device $d --out "$R" 2>&1 | tail -30; done
-             timeout 170 python3 benchmarks/tune_gpu.py --device $cuda --kernels softmax --out "$R/sm-cuda" --seconds ${SM_S:-120} 2>&1 | tail -12
-             timeout 100 python3 benchmarks/tune_gpu.py --device $ocl --kernels softmax --out "$R/sm-ocl" --seconds ${SMOCL_S:-60} 2>&1 | tail -12 ;;
+    java) for d in $cuda $ocl; do timeout 90 python3 -m benchmarks java_overhead --device $d --out "$R" 2>&1 | tail -12
+          timeout 60 python3 -m benchmarks java_bandwidth --device $d --out "$R" 2>&1 | tail -10; done ;;
+    launch) timeout 150 python3 -m benchmarks launch_overhead --device $cuda --java --out "$R" 2>&1 | tail -25
+            timeout 120 python3 -m benchmarks fusion --device $cuda --out "$R" 2>&1 | tail -15 ;;
+    tune) timeout 260 python3 -m benchmarks tune_gpu --device $cuda --out "$R" --seconds ${TUNE_S:-150} 2>&1 | tail -25 ;;
+    tuneocl) timeout 150 python3 -m benchmarks tune_gpu --device $ocl --out "$R" --seconds ${TUNEOCL_S:-45} 2>&1 | tail -25 ;;
+    softmax) for d in $cuda $ocl; do timeout 90 python3 -m benchmarks softmax_variants --device $d --out "$R" 2>&1 | tail -30; done
+             timeout 170 python3 -m benchmarks tune_gpu --device $cuda --kernels softmax --out "$R/sm-cuda" --seconds ${SM_S:-120} 2>&1 | tail -12
+             timeout 100 python3 -m benchmarks tune_gpu --device $ocl --kernels softmax --out "$R/sm-ocl" --seconds ${SMOCL_S:-60} 2>&1 | tail -12 ;;
+    shapes) for d in $cuda $ocl; do timeout 240 python3 -m benchmarks shapes --device $d --out "$R" 2>&1 | tail -45; done ;;
+    gemm) timeout 200 python3 -m benchmarks gemm_variants --device $cuda --out "$R" 2>&1 | tail -55 ;;
+    mma) for d in $cuda opencl:nvidia; do timeout 240 python3 -m benchmarks gemm_mma_gpu --device $d --check --time 4096 8192 --out "$R" 2>&1 | tail -30; done ;;
+    diag) timeout 120 python3 -m benchmarks cuda_launch_paths --out "$R" 2>&1 | tail -15
+          timeout 120 python3 -m benchmarks cuda_alloc_paths --device $cuda --out "$R" 2>&1 | tail -20
+          timeout 120 python3 -m benchmarks opencl_host_waits --device $ocl 2>&1 | tee "$R/opencl_host_waits.log" | tail -20 ;;
     quicktest) timeout 200 python3 -m pytest tests/unit/test_plan.py tests/unit/test_graph.py tests/backends/test_cuda.py tests/backends/test_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
-    strategies) timeout 120 python3 benchmarks/tune_strategies.py --record --device $cuda --kernel sum --size n=16777216 \
+    strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
                   --seconds ${STRAT_S:-45} --out "$R" 2>&1 | tail -8 ;;
-    multi) timeout 120 python3 benchmarks/multidevice.py --out "$R" 2>&1 | tail -30
+    multi) timeout 120 python3 -m benchmarks multidevice --out "$R" 2>&1 | tail -30
            timeout 120 python3 -m isthmus.cli java -cp target/test-classes io.isthmus.bench.TwoDevices $cuda $ocl 200 2>&1 | tail -4 ;;
   esac
   pack

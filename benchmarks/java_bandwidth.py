@@ -2,16 +2,21 @@
 plain direct ByteBuffer and a float[], next to the runtime's own pinned copy from Python
 (CuPy's pinned-memory copy on CUDA).
 
-    python benchmarks/java_bandwidth.py [--quick] [--device ID] [--mib N]
+    python -m benchmarks java_bandwidth [--quick] [--device ID] [--mib N] [--out DIR]
+
+The Java paths are timed in Java (System.nanoTime around the copies); the Python path through
+``isthmus.measure`` (a wall clock around the copies and the final synchronize).
 """
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
-from java_common import start_jvm, write
+from benchmarks._jvm import java_version, start_jvm
+from isthmus import measure
+
+SMOKE = ["--quick", "--mib", "1", "--out", "{out}"]
 
 
 def python_pinned_ns(dev, buf, host, iters, upload: bool):
@@ -26,21 +31,21 @@ def python_pinned_ns(dev, buf, host, iters, upload: bool):
     else:
         copy = (lambda: buf.copy_from(host)) if upload else (lambda: buf.to_numpy(out=host))
         sync = dev.synchronize
+    def loop():
+        for _ in range(iters):
+            copy()
     copy()
-    sync()
-    t0 = time.perf_counter_ns()
-    for _ in range(iters):
-        copy()
-    sync()
-    return (time.perf_counter_ns() - t0) / iters
+    return measure.host_ms(loop, repeat=1, warmup=0, sync=sync) * 1e6 / iters
 
 
-def main() -> None:
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller transfers, fewer repeats")
     p.add_argument("--device", default=None)
     p.add_argument("--mib", type=int, default=None, help="transfer size in MiB (default 64, quick 8)")
-    args = p.parse_args()
+    p.add_argument("--out", default=None, help="folder for java_bandwidth-<backend>-<device>.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    args = p.parse_args(argv)
     mib = args.mib or (8 if args.quick else 64)
     iters = 5 if args.quick else 20
     jpype = start_jvm()
@@ -74,13 +79,19 @@ def main() -> None:
             for k, (up, down, c) in paths.items()]
     ref = rows[0]["H2D GiB/s"]
     java_pinned = rows[1]["H2D GiB/s"]
-    write("java_bandwidth", dev, rows, ["path", "H2D GiB/s", "D2H GiB/s", "host copies"],
-          [f"{mib} MiB per transfer, {iters} repeats, blocking copies",
+    report = measure.Report("java_bandwidth", f"java_bandwidth on {dev.id} ({dev.name}, {dev.vendor})", dev,
+                            data={"rows": rows}, extra={"java": java_version(jpype)}, notes=[
+           f"{mib} MiB per transfer, {iters} repeats, blocking copies",
            f"allocateHost H2D is {100 * java_pinned / ref:.0f}% of the Python pinned copy (target on the GPU machine: >= 90%)",
            "host copies: direct ByteBuffers are viewed by NumPy in place (0); float[] goes through JPype's bulk array copy (1)"])
+    report.add_records(rows, ["path", "H2D GiB/s", "D2H GiB/s", "host copies"])
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     jb.close()
     buf.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

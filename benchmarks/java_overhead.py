@@ -1,16 +1,22 @@
 """Host overhead per launch of a tiny kernel: from Java (a runtime thread, the calling
 thread, a plain Java thread) vs from Python vs the direct PyOpenCL / CuPy call.
 
-    python benchmarks/java_overhead.py [--quick] [--device ID]
+    python -m benchmarks java_overhead [--quick] [--device ID] [--out DIR]
+
+The Java paths are timed in Java (System.nanoTime around the loop, synchronized at the end);
+the Python paths the same way through ``isthmus.measure`` (a wall clock around the loop and the
+final synchronize), so the two compare.
 """
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
-from java_common import start_jvm, write
+from benchmarks._jvm import java_version, start_jvm
+from isthmus import measure
+
+SMOKE = ["--quick", "--out", "{out}"]
 
 SOURCE = """__kernel void scale(__global float* x, float a, int n) {
     int i = get_global_id(0);
@@ -28,12 +34,17 @@ def python_ns(kernel, x, n, iters, fresh=False):
     values = [1.0 + (i % 1024) / 1024.0 if fresh else 1.0 for i in range(iters)]
     for a in values[:100]:
         kernel(x, a, n, config=cfg)
-    x.device.synchronize()
-    t0 = time.perf_counter_ns()
-    for a in values:
-        kernel(x, a, n, config=cfg)
-    x.device.synchronize()
-    return (time.perf_counter_ns() - t0) / iters
+
+    def loop():
+        for a in values:
+            kernel(x, a, n, config=cfg)
+    return _loop_ns(loop, iters, x.device.synchronize)
+
+
+def _loop_ns(loop, iters: int, sync) -> float:
+    """ns per launch of one ``loop`` of ``iters`` launches, the final synchronize included (as the
+    Java side times it)."""
+    return measure.host_ms(loop, repeat=1, warmup=0, sync=sync) * 1e6 / iters
 
 
 def direct_ns(dev, x, n, iters):
@@ -60,20 +71,21 @@ def direct_ns(dev, x, n, iters):
         sync = cupy.cuda.Device().synchronize
     for _ in range(100):
         launch()
-    sync()
-    t0 = time.perf_counter_ns()
-    for _ in range(iters):
-        launch()
-    sync()
-    return (time.perf_counter_ns() - t0) / iters
+
+    def loop():
+        for _ in range(iters):
+            launch()
+    return _loop_ns(loop, iters, sync)
 
 
-def main() -> None:
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
-    args = p.parse_args()
-    iters = 2000 if args.quick else 20000
+    p.add_argument("--out", default=None, help="folder for java_overhead-<backend>-<device>.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    args = p.parse_args(argv)
+    iters = 400 if args.quick else 20000
     jpype = start_jvm()
     import isthmus
     import isthmus.java
@@ -101,15 +113,21 @@ def main() -> None:
     ratio = results["Java, isthmus executor thread"] / py
     fresh = results["Java, isthmus executor thread, new scalar per launch"] / results[
         "isthmus from Python, new scalar per launch"]
-    write("java_overhead", dev, rows, ["path", "us per launch", "x Python"],
-          [f"tiny kernel (n={n}), {iters} launches per path after 100 warm-up launches, synchronized at the end",
+    report = measure.Report("java_overhead", f"java_overhead on {dev.id} ({dev.name}, {dev.vendor})", dev,
+                            data={"rows": rows}, extra={"java": java_version(jpype)}, notes=[
+           f"tiny kernel (n={n}), {iters} launches per path after 100 warm-up launches, synchronized at the end",
            "a Java launch that repeats a recent one (same config, buffers and numbers) replays the plan "
            "Kernel's launch memo prepared for it; the 'new scalar per launch' rows miss that memo every time",
            f"target: Java from an isthmus thread <= 1.5x Python: measured {ratio:.2f}x "
            f"({'met' if ratio <= 1.5 else 'NOT met'}); with a new scalar per launch, Java / Python {fresh:.2f}x"])
+    report.add_records(rows, ["path", "us per launch", "x Python"])
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     jx.close()
     x.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

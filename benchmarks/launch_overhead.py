@@ -2,24 +2,23 @@
 backend's own calls (PyOpenCL kernel call and pre-set enqueue; CuPy RawKernel, the raw driver call
 with pre-packed arguments, a CuPy-captured CUDA graph), all in one run on one device.
 
-    python benchmarks/launch_overhead.py [--device ID] [--out DIR] [--launches N] [--graph-size G] [--java]
+    python -m benchmarks launch_overhead [--device ID] [--out DIR] [--launches N] [--graph-size G] [--java]
 
-Each path runs rounds of N back-to-back launches; the host time of the loop (without the final
-synchronize) divided by N is the cost per launch; the median round is reported. Results: JSON and
-a markdown table in --out (default benchmarks/results/).
+Each path runs rounds of N back-to-back launches (``isthmus.measure.per_call_times``); the host
+time of the loop (without the final synchronize) divided by N is the cost per launch; the median
+round is reported with the spread of the rounds. ``--out``: the report
+(``launch_overhead-<backend>-<device>.{md,json}``).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import time
 from pathlib import Path
 
 import numpy as np
 
-from isthmus.measure import per_call_us
+from isthmus import measure
 
+SMOKE = ["--quick", "--java", "--out", "{out}"]
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
 {
@@ -28,54 +27,6 @@ SOURCE = """__kernel void tiny(const long n, const float a, __global float* y)
 }
 """
 N_ELEMS = 256
-
-
-def environment(dev) -> dict:
-    import isthmus
-
-    env = {"machine": platform.node(), "cpu": platform.processor() or platform.machine(),
-           "python": platform.python_version(), "isthmus": isthmus.__version__, "numpy": np.__version__,
-           "device": {"id": dev.id, "name": dev.name, "vendor": dev.vendor, "backend": dev.backend,
-                      "driver": dev.driver_version, "platform": dev.platform},
-           "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    try:
-        import pyopencl
-
-        env["pyopencl"] = pyopencl.VERSION_TEXT
-    except ImportError:
-        pass
-    if dev.backend == "cuda":
-        import cupy
-
-        env["cupy"] = cupy.__version__
-        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-    return env
-
-
-def write_report(out: Path, name: str, dev, rows: list[dict], columns: list[str], notes: list[str]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    env = environment(dev)
-    stem = f"{name}-{dev.id.replace(':', '')}-{dev.kind}"
-    (out / f"{stem}.json").write_text(json.dumps({"benchmark": name, "environment": env, "rows": rows,
-                                                  "notes": notes}, indent=2) + "\n")
-    versions = ", ".join(f"{k} {env[k]}" for k in ("python", "numpy", "pyopencl", "cupy", "cuda_runtime", "isthmus")
-                         if k in env)
-    lines = [f"# {name} on {dev.id} ({dev.name}, {dev.vendor})", "",
-             f"machine {env['machine']} ({env['cpu']}), {versions}, driver {dev.driver_version}, {env['when']}", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for r in rows:
-        lines.append("| " + " | ".join(_cell(r.get(c, "")) for c in columns) + " |")
-    lines += [""] + [f"- {n}" for n in notes]
-    path = out / f"{stem}.md"
-    path.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return path
-
-
-def _cell(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
-    return str(v)
 
 
 def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) -> tuple[list[dict], list[str]]:
@@ -101,7 +52,8 @@ def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) ->
     rows = []
     for name, fn, per in paths:
         n = max(1, launches // per) if per > 1 else launches
-        rows.append({"path": name, "us_per_launch": per_call_us(fn, n, sync, rounds=rounds, warmup=min(n, 200), per_call=per)})
+        t = measure.per_call_times(fn, n, sync, rounds=rounds, warmup=min(n, 200), per_call=per)
+        rows.append({"path": name, "us_per_launch": t.median, "spread": t.spread})
     if java:
         rows += _java_rows(dev, launches, rounds, graph_size)
     ref = next(r["us_per_launch"] for r in rows if r["path"] == base)
@@ -126,13 +78,9 @@ def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) ->
 
 def _java_rows(dev, launches: int, rounds: int, graph_size: int) -> list[dict]:
     """The same three isthmus paths from Java, each loop on an isthmus executor thread."""
-    import isthmus.java
+    from benchmarks._jvm import start_jvm
 
-    classes = REPO / "target" / "test-classes"
-    if not (classes / "io" / "isthmus" / "bench" / "LaunchBench.class").exists():
-        raise SystemExit("--java needs the Java test classes: make jar")
-    isthmus.java.start(classpath=[str(classes)])
-    import jpype
+    jpype = start_jvm("LaunchBench")
 
     bench = jpype.JClass("io.isthmus.bench.LaunchBench")
     jdev = jpype.JClass("io.isthmus.Isthmus").get().device(dev.id)
@@ -214,23 +162,37 @@ def _opencl_paths(dev, k, y):
     return [("PyOpenCL kernel call", kernel_call, 1), ("PyOpenCL enqueue, args set once", enqueue, 1)]
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     import isthmus
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best available)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    ap.add_argument("--out", default=None, help="folder for launch_overhead-<backend>-<device>.md/.json")
+    ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--launches", type=int, default=None, help="launches per round (default 20000 GPU, 5000 CPU)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--graph-size", type=int, default=100)
     ap.add_argument("--java", action="store_true", help="also from Java (needs `make jar`)")
+    ap.add_argument("--quick", action="store_true", help="200 launches, 3 rounds, graphs of 10 (a smoke test)")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.launches, a.rounds, a.graph_size = 200, 3, 10
     dev = isthmus.device(a.device)
     launches = a.launches or (20000 if dev.kind == "gpu" else 5000)
     rows, notes = run(dev, launches, a.rounds, a.graph_size, a.java)
-    cols = ["path", "us_per_launch"] + [c for c in rows[0] if c.startswith("x_")]
-    write_report(a.out, "launch_overhead", dev, rows, cols, notes)
+    extra = {}
+    if a.java:
+        from benchmarks._jvm import java_version, start_jvm
+
+        extra["java"] = java_version(start_jvm("LaunchBench"))
+    report = measure.Report("launch_overhead", f"launch_overhead on {dev.id} ({dev.name}, {dev.vendor})", dev,
+                            data={"rows": rows}, notes=notes, extra=extra)
+    report.add_records(rows, ["path", "us_per_launch", "spread"] + [c for c in rows[0] if c.startswith("x_")])
+    print(report.markdown())
+    if a.out:
+        print(f"wrote {report.write(a.out, a.tag)}.md/.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -2,22 +2,21 @@
 every pair (with bandwidth; CuPy's own peer copy next to ours where two CUDA GPUs exist), and the
 launch config each device resolves for itself. Writes JSON + markdown to benchmarks/results/.
 
-    python benchmarks/multidevice.py [--out DIR] [--mib 256]
+    python -m benchmarks multidevice [--out DIR] [--mib 256]       # POCL_DEVICES="pthread pthread" on a CPU
 """
 from __future__ import annotations
 
 import argparse
-import json
 import threading
-import time
-from pathlib import Path
 
 import numpy as np
 
 import isthmus
-from isthmus.bench import machine
+from isthmus import measure
 from isthmus.library import FAMILIES
 from isthmus.library.family import resolve
+
+SMOKE = ["--mib", "1", "--out", "{out}"]
 
 
 def concurrent_ops(devs, n: int) -> list[dict]:
@@ -28,11 +27,14 @@ def concurrent_ops(devs, n: int) -> list[dict]:
     def work(d):
         try:
             bx, by = d.asarray(x), d.zeros(n, np.float32)
-            t0 = time.perf_counter()
-            for _ in range(20):
-                isthmus.ops.axpy(0.5, bx, by)
-            s = isthmus.ops.sum(by).to_numpy()[0]
-            ms = (time.perf_counter() - t0) * 1e3
+            box = {}
+
+            def chunk():
+                for _ in range(20):
+                    isthmus.ops.axpy(0.5, bx, by)
+                box["s"] = isthmus.ops.sum(by).to_numpy()[0]  # to_numpy waits for the device
+            ms = measure.host_ms(chunk, repeat=1, warmup=0)
+            s = box["s"]
             ok = np.allclose(by.to_numpy(), 10 * x, rtol=1e-5) and abs(s - 10 * x.sum(dtype=np.float64)) < 1e-3 * n
             out.append({"device": d.id, "correct": bool(ok), "ms": ms})
         except Exception as exc:  # reported, not hidden
@@ -52,15 +54,15 @@ def copy_matrix(devs, nbytes: int) -> list[dict]:
     for src in devs:
         b = src.asarray(host)
         for dst in devs:
-            moved = b.to(dst)
-            dst.synchronize()
-            t0 = time.perf_counter()
+            box = {"moved": b.to(dst)}
+
+            def again():
+                box["moved"].close()
+                box["moved"] = b.to(dst)
             reps = 5
-            for _ in range(reps):
-                moved.close()
-                moved = b.to(dst)
-            dst.synchronize()
-            gbs = nbytes * reps / (time.perf_counter() - t0) / 1e9
+            ms = measure.device_times(measure.WallClock(dst.synchronize), again, repeat=3, warmup=1, batch=reps).median
+            moved = box["moved"]
+            gbs = nbytes / ms / 1e6
             row = {"from": src.id, "to": dst.id, "GBps": gbs, "correct": bool(np.array_equal(moved.to_numpy(), host)),
                    "path": "device copy" if src is dst else ("peer" if src.backend == dst.backend == "cuda" else "host")}
             if row["path"] == "peer":
@@ -70,11 +72,10 @@ def copy_matrix(devs, nbytes: int) -> list[dict]:
                     a = cupy.asarray(host)
                 with cupy.cuda.Device(dst.index):
                     c = cupy.empty_like(a)
-                    t0 = time.perf_counter()
-                    for _ in range(reps):
-                        c.data.copy_from_device(a.data, nbytes)
-                    cupy.cuda.Device(dst.index).synchronize()
-                    row["cupy_GBps"] = nbytes * reps / (time.perf_counter() - t0) / 1e9
+                    clock = measure.WallClock(cupy.cuda.Device(dst.index).synchronize)
+                    ms = measure.device_times(clock, lambda: c.data.copy_from_device(a.data, nbytes), repeat=3,
+                                              warmup=1, batch=reps).median
+                    row["cupy_GBps"] = nbytes / ms / 1e6
             rows.append(row)
             moved.close()
         b.close()
@@ -92,33 +93,25 @@ def configs(devs) -> list[dict]:
     return rows
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", default="benchmarks/results")
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None, help="folder for multidevice.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--mib", type=int, default=256)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     devs = isthmus.devices()
-    result = {"machine": machine(), "devices": [d.info() for d in devs],
-              "concurrent": concurrent_ops(devs, 1 << 22), "copies": copy_matrix(devs, args.mib << 20),
-              "configs": configs(devs)}
-    lines = ["# Several devices in one process", "", f"machine: {result['machine']}", "",
-             "| device | name | backend |", "| --- | --- | --- |"]
-    lines += [f"| {d['id']} | {d['name']} | {d['backend']} |" for d in result["devices"]]
-    lines += ["", "Concurrent axpy x20 + sum on every device from its own thread:", "",
-              "| device | correct | ms |", "| --- | --- | --- |"]
-    lines += [f"| {r['device']} | {r['correct']} | {r.get('ms', float('nan')):.1f} |" for r in result["concurrent"]]
-    lines += ["", f"`buf.to(other)` of {args.mib} MiB (wall time, synchronized):", "",
-              "| from | to | path | GB/s | CuPy GB/s | correct |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['from']} | {r['to']} | {r['path']} | {r['GBps']:.1f} | {r.get('cupy_GBps', '-') if 'cupy_GBps' not in r else round(r['cupy_GBps'], 1)} | {r['correct']} |"
-              for r in result["copies"]]
-    lines += ["", "Launch config each device resolved for itself (problem 4096):", "", "| device | kernel | params |",
-              "| --- | --- | --- |"]
-    lines += [f"| {r['device']} | {r['kernel']} | {r['params']} |" for r in result["configs"]]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "multidevice.json").write_text(json.dumps(result, indent=2, default=str))
-    (out / "multidevice.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    result = {"concurrent": concurrent_ops(devs, 1 << 22 if args.mib >= 16 else 1 << 16),
+              "copies": copy_matrix(devs, args.mib << 20), "configs": configs(devs)}
+    report = measure.Report("multidevice", "Several devices in one process", devs, data=result)
+    report.add_records(result["concurrent"], ["device", "correct", "ms"],
+                       "Concurrent axpy x20 + sum on every device from its own thread:")
+    report.add_records(result["copies"], ["from", "to", "path", "GBps", "cupy_GBps", "correct"],
+                       f"`buf.to(other)` of {args.mib} MiB (wall time around 5 copies and a synchronize, median of 3):")
+    report.add_records(result["configs"], ["device", "kernel", "params"],
+                       "Launch config each device resolved for itself (problem 4096):")
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     ok = all(r["correct"] for r in result["concurrent"]) and all(r["correct"] for r in result["copies"])
     return 0 if ok else 1
 

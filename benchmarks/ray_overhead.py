@@ -1,7 +1,7 @@
 """isthmus on Ray against isthmus in one process: per-shard overhead, and throughput with one and
 two device actors. Writes JSON + markdown to benchmarks/results/.
 
-    python benchmarks/ray_overhead.py [--threads-per-device 1] [--shards 40] [--rounds 3] [--out DIR]
+    python -m benchmarks ray_overhead [--threads-per-device 1] [--shards 40] [--rounds 3] [--out DIR] [--quick]
 
 The job is the scoring step of examples/ray (gemm + softmax + row argmax; inputs a shard of
 queries and the catalog, outputs two small vectors). Devices: PoCL's pthread device twice
@@ -11,22 +11,21 @@ queries and the catalog, outputs two small vectors). Devices: PoCL's pthread dev
 runs that loop on both devices at once (two threads, shards split), the baseline for two actors.
 Ray runs keep the pools warm (programs compiled) and time ``pool.map`` end to end: putting the
 shards in the object store, the actors' work, fetching results. Rounds are interleaved (direct,
-Ray, direct x2, Ray x2, ...) and the median is reported, as other work may share the machine.
+Ray, direct x2, Ray x2, ...: ``isthmus.measure.interleaved``) and the median is reported, as other
+work may share the machine.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
-import sys
 import threading
-import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from isthmus import measure
+
+SMOKE = "starts a Ray cluster and two device actors (over a minute on 2 cores); tests/ray covers isthmus.ray"
 
 
 def scoring(dev, bufs):
@@ -79,31 +78,28 @@ def direct_two(devs, shards) -> None:
         t.join()
 
 
-def timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def measure(cases: dict, rounds: int) -> dict:
-    """Median seconds of each case, interleaved over ``rounds``; each case runs once first (warm-up)."""
+def timed_s(cases: dict, rounds: int) -> dict:
+    """Median seconds of each case in alternating rounds; each case runs once first (warm-up)."""
     for fn in cases.values():
         fn()
-    times = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, fn in cases.items():
-            times[name].append(timed(fn))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    clock = measure.WallClock()
+    times = measure.interleaved({name: measure.round_of(clock, fn) for name, fn in cases.items()}, rounds)
+    return {name: t.median / 1e3 for name, t in times.items()}
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads-per-device", type=int, default=1)
     ap.add_argument("--shards", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4, help="shards per Ray call in the batched runs")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=None, help="folder for ray_overhead-<tag>.md/.json")
+    ap.add_argument("--tag", default="", help="suffix of the result file names (default pocl-<threads>thread)")
+    ap.add_argument("--quick", action="store_true", help="a few tiny shards, one round (a smoke test)")
+    args = ap.parse_args(argv)
+    sizes, tiny_count = (512, 1024, 4096), 200
+    if args.quick:
+        sizes, tiny_count, args.shards, args.rounds = (64,), 8, 4, 1
     env = {"POCL_DEVICES": "pthread pthread", "POCL_MAX_PTHREAD_COUNT": str(args.threads_per_device)}
     os.environ.update(env)  # this process's devices: the same as the actors'
 
@@ -111,7 +107,6 @@ def main() -> None:
 
     import isthmus
     import isthmus.ray
-    from isthmus.bench import machine
 
     load_before = os.getloadavg()
     devs = [d for d in isthmus.devices() if d.backend == "opencl"][:2]
@@ -122,8 +117,8 @@ def main() -> None:
 
     rows_out = []
     # 1. per-shard overhead: shards with next to no work
-    tiny = make_shards(rows=4, count=200, items=8, dim=8)
-    t = measure({"direct": lambda: direct(devs[0], tiny), "run_local": lambda: isthmus.ray.run_local(scoring, tiny,
+    tiny = make_shards(rows=4, count=tiny_count, items=8, dim=8)
+    t = timed_s({"direct": lambda: direct(devs[0], tiny), "run_local": lambda: isthmus.ray.run_local(scoring, tiny,
                  devs[0]), "ray": lambda: pool1.map(scoring, tiny),
                  "ray_batch": lambda: pool1.map(scoring, tiny, batch=args.batch),
                  "ray_one": lambda: pool1.map(scoring, tiny[:1])}, args.rounds)
@@ -137,10 +132,10 @@ def main() -> None:
     print(json.dumps(overhead, indent=1), flush=True)
 
     # 2. throughput at shards of about 10 ms and 40 ms of device work (one device, direct)
-    for rows in (512, 1024, 4096):
+    for rows in sizes:
         shards = make_shards(rows=rows, count=args.shards, items=256, dim=64)
         assert all(np.array_equal(a[0], b[0]) for a, b in zip(pool2.map(scoring, shards), direct(devs[0], shards)))
-        t = measure({"direct": lambda: direct(devs[0], shards), "ray1": lambda: pool1.map(scoring, shards),
+        t = timed_s({"direct": lambda: direct(devs[0], shards), "ray1": lambda: pool1.map(scoring, shards),
                      "ray1b": lambda: pool1.map(scoring, shards, batch=args.batch),
                      "direct2": lambda: direct_two(devs, shards), "ray2": lambda: pool2.map(scoring, shards),
                      "ray2b": lambda: pool2.map(scoring, shards, batch=args.batch)}, args.rounds)
@@ -158,46 +153,38 @@ def main() -> None:
     pool2.close()
     ray.shutdown()
 
-    info = {**machine(), "ray": ray.__version__, "device": devs[0].name, "driver": devs[0].driver_version,
-            "env": env, "cores": os.cpu_count(), "argv": sys.argv[1:],
-            "load_average_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)], "date": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                                              time.gmtime())}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"ray_overhead-pocl-{args.threads_per_device}thread"
-    (out / f"{stem}.json").write_text(json.dumps({"machine": info, "overhead": overhead, "throughput": rows_out},
-                                                 indent=1))
-    (out / f"{stem}.md").write_text(markdown(info, overhead, rows_out))
-    print(f"wrote {out / stem}.json/.md")
+    load = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]
+    report = measure.Report("ray_overhead", "isthmus on Ray vs one process", devs,
+                            data={"env": env, "load_average_before_after": load, "overhead": overhead,
+                                  "throughput": rows_out},
+                            notes=[f"{env}; other work shared the cores (load average {load[0]} before, {load[1]} "
+                                   "after): ratios within one run are what counts, and they move between runs"])
+    tables(report, overhead, rows_out)
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag or f'pocl-{args.threads_per_device}thread')}.md/.json")
+    return 0
 
 
-def markdown(info: dict, overhead: dict, rows: list) -> str:
-    lines = [f"# isthmus on Ray vs one process ({info['date']})", "",
-             f"{info['device']} (PoCL {info['driver']}), {info['env']}, {info['cores']} cores; Python {info['python']}, "
-             f"Ray {info['ray']}, isthmus {info['isthmus']}, {info['pyopencl']}. Other work shared the cores (load "
-             f"average {info['load_average_before_after'][0]} before, {info['load_average_before_after'][1]} after, "
-             "on 2 cores): ratios within one run are what counts, and they move between runs.", "",
-             "## Per-shard overhead (tiny shards, one actor, pipelined)", "",
-             f"| direct loop | run_local (pipeline) | Ray map | Ray overhead | Ray map, batch {overhead['batch']} | "
-             "its overhead | one-shard map latency |",
-             "| --- | --- | --- | --- | --- | --- | --- |",
-             f"| {overhead['direct_us']:.0f} µs | {overhead['run_local_us']:.0f} µs | {overhead['ray_us']:.0f} µs | "
-             f"{overhead['ray_overhead_us']:.0f} µs | {overhead['ray_batch_us']:.0f} µs | "
-             f"{overhead['ray_batch_overhead_us']:.0f} µs | {overhead['ray_single_shard_latency_ms']:.1f} ms |", "",
-             "## Throughput (shards/s)", "",
-             f"Ray runs: batch 1, then batch {overhead['batch']} (shards per Ray call). Ray1 / direct is the per-device "
-             "target (>= 90% for shards of >= 10 ms); with two devices on two shared cores the baseline for two "
-             "actors is direct x2.", "",
-             "| rows/shard | ms/shard (direct) | direct 1 dev | Ray 1 actor | Ray1 / direct | batched | direct 2 dev "
-             "| Ray 2 actors | Ray2 / direct2 | batched | Ray2 per device / direct |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append(f"| {r['rows_per_shard']} | {r['ms_per_shard_direct']:.1f} | {r['direct_shards_per_s']:.1f} | "
-                     f"{r['ray1_shards_per_s']:.1f} | {r['ray1_of_direct']:.0%} | {r['ray1b_of_direct']:.0%} | "
-                     f"{r['direct2_shards_per_s']:.1f} | {r['ray2_shards_per_s']:.1f} | {r['ray2_of_direct2']:.0%} | "
-                     f"{r['ray2b_of_direct2']:.0%} | {r['ray2_per_device_of_direct']:.0%} |")
-    return "\n".join(lines) + "\n"
+def tables(report, overhead: dict, rows: list) -> None:
+    report.add_table(["direct loop", "run_local (pipeline)", "Ray map", "Ray overhead",
+                      f"Ray map, batch {overhead['batch']}", "its overhead", "one-shard map latency"],
+                     [[f"{overhead['direct_us']:.0f} µs", f"{overhead['run_local_us']:.0f} µs",
+                       f"{overhead['ray_us']:.0f} µs", f"{overhead['ray_overhead_us']:.0f} µs",
+                       f"{overhead['ray_batch_us']:.0f} µs", f"{overhead['ray_batch_overhead_us']:.0f} µs",
+                       f"{overhead['ray_single_shard_latency_ms']:.1f} ms"]],
+                     "Per-shard overhead (tiny shards, one actor, pipelined):")
+    report.add_table(["rows/shard", "ms/shard (direct)", "direct 1 dev", "Ray 1 actor", "Ray1 / direct", "batched",
+                      "direct 2 dev", "Ray 2 actors", "Ray2 / direct2", "batched", "Ray2 per device / direct"],
+                     [[r["rows_per_shard"], f"{r['ms_per_shard_direct']:.1f}", f"{r['direct_shards_per_s']:.1f}",
+                       f"{r['ray1_shards_per_s']:.1f}", f"{r['ray1_of_direct']:.0%}", f"{r['ray1b_of_direct']:.0%}",
+                       f"{r['direct2_shards_per_s']:.1f}", f"{r['ray2_shards_per_s']:.1f}",
+                       f"{r['ray2_of_direct2']:.0%}", f"{r['ray2b_of_direct2']:.0%}",
+                       f"{r['ray2_per_device_of_direct']:.0%}"] for r in rows],
+                     f"Throughput (shards/s). Ray runs: batch 1, then batch {overhead['batch']} (shards per Ray "
+                     "call). Ray1 / direct is the per-device target (>= 90% for shards of >= 10 ms); with two devices "
+                     "on two shared cores the baseline for two actors is direct x2.")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -2,46 +2,48 @@
 would call instead, in the same run, and the device's copy bandwidth (the ceiling of the
 memory-bound ops), as ratios.
 
-    python benchmarks/shapes.py --device cuda:0 --out benchmarks/results        # torch / cuBLAS peer
-    python benchmarks/shapes.py --device opencl:0 --out benchmarks/results      # NVIDIA: CLBlast (CLBLAST_LIB)
-    python benchmarks/shapes.py --device opencl:0 --ops gemm                    # PoCL: NumPy peer
+    python -m benchmarks shapes --device cuda:0 --out benchmarks/results        # torch / cuBLAS peer
+    python -m benchmarks shapes --device opencl:0 --out benchmarks/results      # NVIDIA: CLBlast (CLBLAST_LIB)
+    python -m benchmarks shapes --device opencl:0 --ops gemm                    # PoCL: NumPy peer
+    python -m benchmarks shapes --device opencl:0 --quick                       # smoke test: tiny cases
 
 Cases: softmax rows 262144x128, 4096x32000, 1024x128256 and an odd/prime shape; transpose
 12345x6789 and a square; sum/max/axpy over 256 MB; gemm with batch 1..64 rows against transposed
 weights 4096x4096, 11008x4096 and 4096x11008 (x @ W.T), squares 512..8192, float32/float16/bfloat16.
 On a CPU device the sizes shrink (``CPU_SCALE``), gemm squares are 512..2048, and NumPy is the peer.
+``--quick``: one tiny case per kind (a smoke test of the script, not a measurement).
 
 Peers: torch (cuBLAS and torch's own kernels; ``allow_tf32 = False`` so float32 is float32) on
 CUDA; CLBlast through ctypes on an OpenCL GPU (``CLBLAST_LIB``: CLBlastSgemm/CLBlastHgemm with
 PyOpenCL's queue and buffer pointers; layout 101 row-major, 111 no transpose, 112 transposed;
 status 0 is success); NumPy on a CPU device (the host BLAS). A missing peer is skipped with a note.
 
-Timing: every call (isthmus and peer) is timed the same way: ``reps`` back-to-back calls then a
-wait for the device, wall clock, median of rounds, after a warm-up; isthmus and its peer alternate
-round by round, so drift in the machine's load hits both. Each isthmus result is checked against
-the peer's (or NumPy's) by ||out - ref|| / ||ref||.
+Timing (``isthmus.measure``): ``reps`` back-to-back calls per round, median of rounds, after a
+warm-up; isthmus and its peer alternate round by round, so drift in the machine's load hits both.
+On a GPU both sides are timed with device events (isthmus' own; torch's CUDA events; OpenCL
+profiling markers on CLBlast's queue); on a CPU device both with the wall clock around a wait for
+the device, as the NumPy peer has no device events. Each isthmus result is checked against the
+peer's (or NumPy's) by ||out - ref|| / ||ref||.
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
-import datetime as _dt
 import json
 import os
-import re
-import statistics
 import sys
-import time
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 import isthmus
-from isthmus.bench import copy_bandwidth, machine
+from isthmus import measure
+
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: one tiny case per kind
 
 MB256 = 64 << 20  # float32 elements in 256 MB
 CPU_SCALE = 16  # CPU devices: memory-bound cases this many times smaller
+QUICK_SCALE = 1024  # --quick: a smoke test of the script
 TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
 
 
@@ -93,6 +95,14 @@ class Peers:
         elif self.clblast is not None:
             self.clblast.queue.finish()
 
+    def clock(self):
+        """How the peer is timed: device events where it has them, else the wall clock."""
+        if self.torch is not None:
+            return measure.TorchClock(self.torch, self.tdev)
+        if self.clblast is not None:
+            return measure.QueueClock(self.clblast.queue)
+        return measure.WallClock(self.sync)
+
     def tensor(self, host: np.ndarray, dtype: str):
         t = self.torch.from_numpy(np.ascontiguousarray(host.astype(np.float32))).to(self.tdev)
         return t.to({"float32": self.torch.float32, "float16": self.torch.float16,
@@ -118,7 +128,7 @@ class _CLBlast:
             return None
         native = [d for p in cl.get_platforms() for d in p.get_devices()][dev.index]
         ctx = cl.Context([native])
-        return cls(lib, cl, ctx, cl.CommandQueue(ctx))
+        return cls(lib, cl, ctx, cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE))
 
     def buffer(self, host: np.ndarray):
         mf = self.cl.mem_flags
@@ -197,6 +207,17 @@ def _skipped(op, label, dtype, why) -> Case:
     return Case(op, label, dtype, None, None, "", None, None, 0, 0, why)
 
 
+def quick_gemm_cases(dev, peers: Peers, rng, dtypes) -> list[Case]:
+    """--quick: a skinny x @ W.T and a small square in each dtype (a smoke test, not a measurement)."""
+    out = []
+    for dtype in dtypes:
+        why = _isthmus_supports(dev, dtype)
+        for m, n, k, tb, label in ((3, 96, 40, True, "3x96x40 x@W.T"), (64, 64, 64, False, "64^3")):
+            out.append(_skipped("gemm", label, dtype, why) if why else
+                       _gemm_case(dev, peers, rng, dtype, m, n, k, tb, label))
+    return out
+
+
 def _gemm_case(dev, peers: Peers, rng, dtype, m, n, k, tb, label) -> Case:
     a = _host(rng, (m, k), dtype)
     b = _host(rng, (n, k) if tb else (k, n), dtype)
@@ -230,9 +251,9 @@ def _gemm_case(dev, peers: Peers, rng, dtype, m, n, k, tb, label) -> Case:
     return Case("gemm", label, dtype, ours, result, peers.name(), peer, peer_result, flops, nbytes, note)
 
 
-def memory_cases(dev, peers: Peers, rng) -> list[Case]:
+def memory_cases(dev, peers: Peers, rng, quick: bool = False) -> list[Case]:
     cpu = dev.kind == "cpu"
-    s = CPU_SCALE if cpu else 1
+    s = QUICK_SCALE if quick else CPU_SCALE if cpu else 1
     t = peers.torch
     out = []
     for rows, cols in ((262144 // s, 128), (4096 // s, 32000), (1024 // s, 128256), (65521 // s | 1, 257)):
@@ -288,27 +309,20 @@ def _peer_unary(peers: Peers, x: np.ndarray, torch_fn, numpy_fn):
 
 
 # ---- timing ---------------------------------------------------------------------------------
-def _round(fn, reps: int, sync) -> float:
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / reps
-
-
-def time_pair(ours, peer, sync_ours, sync_peer, rounds: int, budget_s: float) -> tuple[float, float | None]:
-    """Median seconds per call of ours and the peer, alternating rounds (each after a warm-up)."""
-    first = _round(ours, 1, sync_ours)  # warm-up (compiles, allocates)
-    first = _round(ours, 1, sync_ours)
-    reps = max(1, min(50, int(budget_s / max(first, 1e-6) / rounds / 2)))
+def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float) -> tuple[float, float | None]:
+    """Median ms per call of ours and the peer, in alternating rounds of ``reps`` calls (each
+    after a warm-up; ``reps`` fills about ``budget_s`` per side)."""
+    cpu = dev.kind == "cpu"
+    ours_clock = measure.WallClock(dev.synchronize) if cpu else dev
+    first_ms = measure.host_ms(ours, repeat=1, warmup=1, sync=dev.synchronize)  # warm-up: compiles, allocates
+    reps = max(1, min(50, int(budget_s * 1e3 / max(first_ms, 1e-3) / rounds / 2)))
+    candidates = {"ours": measure.round_of(ours_clock, ours, reps)}
     if peer is not None:
-        _round(peer, 1, sync_peer)
-    a, b = [], []
-    for _ in range(rounds):
-        a.append(_round(ours, reps, sync_ours))
-        if peer is not None:
-            b.append(_round(peer, reps, sync_peer))
-    return statistics.median(a), (statistics.median(b) if b else None)
+        peer()
+        peers.sync()
+        candidates["peer"] = measure.round_of(peers.clock(), peer, reps)
+    times = measure.interleaved(candidates, rounds)
+    return times["ours"].median, (times["peer"].median if peer is not None else None)
 
 
 def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
@@ -316,11 +330,12 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm((np.asarray(out, np.float64) - ref64).ravel()) / (np.linalg.norm(ref64.ravel()) or 1))
 
 
-def measure(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s: float) -> dict:
+def measure_case(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s: float) -> dict:
     row = {"op": case.op, "case": case.label, "dtype": case.dtype, "peer": case.peer_name, "note": case.note}
     if case.ours is None:
         return row
-    ours_s, peer_s = time_pair(case.ours, case.peer, dev.synchronize, peers.sync, rounds, budget_s)
+    ours_ms, peer_ms = time_pair(dev, peers, case.ours, case.peer, rounds, budget_s)
+    ours_s, peer_s = ours_ms / 1e3, (peer_ms / 1e3 if peer_ms else None)
     if case.flops:
         row.update(unit="TFLOP/s", isthmus=case.flops / ours_s / 1e12)
         if peer_s:
@@ -340,35 +355,17 @@ def measure(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s
 
 # ---- report ---------------------------------------------------------------------------------
 def _versions(peers: Peers) -> dict:
-    v = machine()
-    try:  # which BLAS NumPy runs (OPENBLAS_CORETYPE, when set, picks an older kernel: see the env notes)
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        v["numpy_blas"] = f"{blas.get('name')} {blas.get('version')}"
-        v["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE", "")
-    except Exception:  # older NumPy: no dict form
-        pass
-    if peers.torch is not None:
-        v["torch"] = peers.torch.__version__
+    v = {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "")}  # when set, picks an older BLAS kernel
     if peers.clblast is not None:
         v["clblast"] = peers.clblast.path
     return v
 
 
-def markdown(doc: dict) -> str:
-    d, m = doc["device"], doc["machine"]
-    lines = [f"# Shape sweep: isthmus on {d['name']} ({d['backend']}) vs {doc['peer']}", "",
-             f"- date: {doc['date']}", f"- device: {d['name']} ({d['vendor']}), driver {d['driver_version']}",
-             f"- machine: {m['host']}, {m['platform']}, Python {m['python']}, NumPy {m['numpy']}"
-             + "".join(f", {k} {m[k]}" for k in ("numpy_blas", "torch", "cupy", "pyopencl", "clblast") if m.get(k)),
-             f"- device-to-device copy (ceiling of the memory-bound ops): {doc['copy_GBps']:.1f} GB/s",
-             f"- command: `{doc['command']}`", ""]
-    if doc.get("note"):
-        lines += [f"- note: {doc['note']}", ""]
-    lines += ["| op | case | dtype | isthmus | peer | isthmus / peer | isthmus / copy | error | note |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in doc["rows"]:
+def table(rows: list[dict]) -> list[list]:
+    out = []
+    for r in rows:
         if "isthmus" not in r:
-            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | - | - | - | - | - | {r['note']} |")
+            out.append([r["op"], r["case"], r["dtype"], "-", "-", "-", "-", "-", r["note"]])
             continue
         unit = r["unit"]
         fmt = (lambda v: f"{v:.2f} {unit}") if unit == "TFLOP/s" else (lambda v: f"{v:.3g} {unit}")
@@ -378,9 +375,8 @@ def markdown(doc: dict) -> str:
         ratio = f"{r['ratio']:.2f}x" if "ratio" in r else "-"
         frac = f"{r['fraction_of_copy']:.0%}" if "fraction_of_copy" in r else "-"
         err = (f"{r['error']:.1e}" + ("" if r.get("ok") else " FAIL")) if "error" in r else "-"
-        lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {fmt(r['isthmus'])} | {peer} | {ratio} | {frac} | "
-                     f"{err} | {r['note']} |")
-    return "\n".join(lines) + "\n"
+        out.append([r["op"], r["case"], r["dtype"], fmt(r["isthmus"]), peer, ratio, frac, err, r["note"]])
+    return out
 
 
 def main(argv=None) -> int:
@@ -392,35 +388,36 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per case and side (about)")
     p.add_argument("--out", default=None, help="directory for shapes-<backend>-<device>.md/.json")
     p.add_argument("--tag", default="", help="suffix of the result file names")
+    p.add_argument("--quick", action="store_true", help="one tiny case per kind (a smoke test, e.g. PoCL)")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
     peers = Peers(dev)
     rng = np.random.default_rng(0)
     ops = set(args.ops.split(","))
-    ceiling = copy_bandwidth(dev, (1 << 30) if dev.kind == "gpu" else (64 << 20))
-    cases = gemm_cases(dev, peers, rng, args.dtypes.split(",")) if "gemm" in ops else []
+    if args.quick:
+        args.rounds, args.budget = 2, 0.005
+    ceiling = measure.copy_bandwidth(dev, (1 << 20) if args.quick else None)
+    gemm = quick_gemm_cases if args.quick else gemm_cases
+    cases = gemm(dev, peers, rng, args.dtypes.split(",")) if "gemm" in ops else []
     if ops - {"gemm"}:
-        cases += [c for c in memory_cases(dev, peers, rng) if c.op in ops]
+        cases += [c for c in memory_cases(dev, peers, rng, args.quick) if c.op in ops]
     rows = []
     for case in cases:
         try:
-            row = measure(dev, peers, case, ceiling, args.rounds, args.budget)
+            row = measure_case(dev, peers, case, ceiling, args.rounds, args.budget)
         except Exception as exc:  # one failing case must not lose the sweep: record it
             row = {"op": case.op, "case": case.label, "dtype": case.dtype, "note": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    doc = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "device": dev.info(),
-           "machine": _versions(peers), "peer": peers.name(), "note": peers.note, "copy_GBps": ceiling,
-           "command": " ".join(["python", "benchmarks/shapes.py", *(argv if argv is not None else sys.argv[1:])]),
-           "rows": rows}
-    text = markdown(doc)
-    print(text)
+    report = measure.Report("shapes", f"Shape sweep: isthmus on {dev.name} ({dev.backend}) vs {peers.name()}", dev,
+                            data={"peer": peers.name(), "copy_GBps": ceiling, "rows": rows}, extra=_versions(peers),
+                            notes=[f"device-to-device copy (ceiling of the memory-bound ops): {ceiling:.1f} GB/s"]
+                            + ([f"note: {peers.note}"] if peers.note else []))
+    report.add_table(["op", "case", "dtype", "isthmus", "peer", "isthmus / peer", "isthmus / copy", "error", "note"],
+                     table(rows))
+    print(report.markdown())
     if args.out:
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{dev.backend}-{dev.name}".lower()).strip("-")[:60] + args.tag
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"shapes-{slug}.json").write_text(json.dumps(doc, indent=1) + "\n")
-        (out / f"shapes-{slug}.md").write_text(text)
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
     return 0 if all(r.get("ok", True) for r in rows) else 1
 
 

@@ -1,27 +1,24 @@
 """softmax and transpose at the shapes real workloads use, each variant forced next to what the
 library resolves, torch in the same run, and the device-to-device copy of the same bytes.
 
-    python benchmarks/softmax_variants.py --device cuda:0 [--out DIR]      # GPU: about a minute
-    python benchmarks/softmax_variants.py --device opencl:0 --quick        # PoCL smoke test
+    python -m benchmarks softmax_variants --device cuda:0 [--out DIR]      # GPU: about a minute
+    python -m benchmarks softmax_variants --device opencl:0 --quick        # PoCL smoke test
 
 softmax: narrow rows (attention widths), vocabulary-width rows, a square; transpose: square,
 odd, odd-but-aligned, tall and wide. Each config is forced (the tuner's way) and timed with device
 events around a captured graph of back-to-back launches (the kernel, not the op's host path),
 median of repeats; every output is poisoned first and checked against a NumPy float64 reference
 on sample rows (softmax) or exactly (transpose). torch (``torch.softmax``, ``copy_(x.t())``) runs
-on cuda:0 on the same data, timed with CUDA events. Rows marked ``library`` are what
-``isthmus.ops`` resolves to on this device (tuning database, else the family's rule and defaults).
-Prints a markdown table; ``--out`` also writes it with a JSON twin.
+on cuda:0 on the same data, timed with CUDA events (``isthmus.measure`` times both). Rows marked
+``library`` are what ``isthmus.ops`` resolves to on this device (tuning database, else the family's
+rule and defaults). Prints a markdown table; ``--out`` also writes it with its JSON twin
+(``softmax_variants-<backend>-<device>``).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -39,19 +36,29 @@ TRANSPOSE = [(64, 8, 1), (64, 8, 0), (32, 8, 1)]
 QUICK_SOFTMAX = {(1000, 128): [(64, 2, 4, 1)], (64, 3001): [(64, 1, 8, 8), (64, 1, 4, 0)]}
 QUICK_TRANSPOSE_SHAPES = [(300, 200), (123, 457), (65536, 1)]
 QUICK_TRANSPOSE = [(16, 4, 0), (16, 4, 1)]
+SMOKE = ["--quick", "--out", "{out}"]  # tests/benchmarks: the QUICK_ cases above
 
 
 def time_graph(dev, fn, batch: int, repeat: int) -> float:
     """Device ms per call of ``fn`` over a captured graph of ``batch`` calls."""
-    from isthmus.measure import device_ms
+    from isthmus import measure
 
     with dev.capture() as graph:
         for _ in range(batch):
             fn()
     try:
-        return device_ms(dev, graph.launch, repeat=repeat, warmup=2) / batch
+        return measure.device_ms(dev, graph.launch, repeat=repeat, warmup=2) / batch
     finally:
         graph.close()
+
+
+def torch_missing() -> str:
+    """Why there are no torch rows ('' when there are)."""
+    try:
+        import torch
+    except ImportError as exc:
+        return f"no torch rows: torch is not installed ({exc})"
+    return "" if torch.cuda.is_available() else f"no torch rows: torch {torch.__version__} sees no CUDA device"
 
 
 def torch_ms(fn, batch: int, repeat: int) -> float | None:
@@ -61,19 +68,9 @@ def torch_ms(fn, batch: int, repeat: int) -> float | None:
         return None
     if not torch.cuda.is_available():
         return None
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(batch):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / batch)
-    return statistics.median(times)
+    from isthmus import measure
+
+    return measure.device_ms(measure.TorchClock(torch), fn, repeat=repeat, warmup=3, batch=batch)
 
 
 def softmax_error(y, host: np.ndarray, rows: np.ndarray) -> float:
@@ -88,7 +85,7 @@ def softmax_error(y, host: np.ndarray, rows: np.ndarray) -> float:
 
 def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list, copies: dict):
     import isthmus
-    from isthmus.bench import copy_bandwidth
+    from isthmus import measure
     from isthmus.dtypes import lookup
     from isthmus.library.family import forced, resolve
     from isthmus.library.softmax import FAMILY
@@ -99,7 +96,7 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
         size, problem = f"{rows}x{cols}", {"rows": rows, "cols": cols}
         host = rng.standard_normal((rows, cols), dtype=np.float32)
         x, y = dev.asarray(host), dev.empty((rows, cols), np.float32)
-        copies[size] = copy = copies.get(size) or copy_bandwidth(dev, host.nbytes)
+        copies[size] = copy = copies.get(size) or measure.copy_bandwidth(dev, host.nbytes)
         sample = np.unique(np.linspace(0, rows - 1, min(rows, 64)).astype(int))
         poison = np.full((rows, cols), np.nan, np.float32)
         lib = resolve(FAMILY, dev, dt, problem)[0]
@@ -135,7 +132,7 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
 
 def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out: list, copies: dict):
     import isthmus
-    from isthmus.bench import copy_bandwidth
+    from isthmus import measure
     from isthmus.dtypes import lookup
     from isthmus.library.family import forced, resolve
     from isthmus.library.transpose import FAMILY
@@ -145,7 +142,7 @@ def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out
         size = f"{rows}x{cols}"
         host = rng.standard_normal((rows, cols), dtype=np.float32)
         x, y = dev.asarray(host), dev.empty((cols, rows), np.float32)
-        copies[size] = copy = copies.get(size) or copy_bandwidth(dev, host.nbytes)
+        copies[size] = copy = copies.get(size) or measure.copy_bandwidth(dev, host.nbytes)
         poison = np.full((cols, rows), np.nan, np.float32)
         picks = np.unique(np.linspace(0, cols - 1, min(cols, 64)).astype(int))  # rows of y checked
         expect = np.ascontiguousarray(host[:, picks].T)
@@ -216,7 +213,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import isthmus
-    from isthmus.bench import machine
+    from isthmus import measure
 
     dev = isthmus.device(args.device)
     gpu = dev.kind == "gpu" and not args.quick
@@ -233,46 +230,47 @@ def main(argv=None) -> int:
     if args.only in (None, "transpose"):
         bench_transpose(dev, QUICK_TRANSPOSE_SHAPES if args.quick else TRANSPOSE_SHAPES, configs, batch, repeat, rng,
                         rows_out, copies)
-    doc = {"device": dev.info(), "identity": dev.identity(), "machine": machine(), "copy_GBps": copies,
-           "batch": batch, "repeat": repeat, "seconds": time.monotonic() - t0, "rows": rows_out}
+    doc = {"identity": dev.identity(), "copy_GBps": copies, "batch": batch, "repeat": repeat,
+           "seconds": time.monotonic() - t0, "rows": rows_out}
     try:
         import torch
         doc["torch"] = torch.__version__
     except ImportError:
         pass
-    text = markdown(doc)
-    print(text)
+    d = doc["identity"]
+    missing = torch_missing()
+    if missing:
+        print(missing, file=sys.stderr)
+    report = measure.Report("softmax_variants", f"softmax and transpose shapes on {d['name']} ({d['backend']}, "
+                            f"driver {d['driver']})", dev, data=doc, notes=[
+                                f"float32; device time per launch over a graph of {doc['batch']} launches, median of "
+                                f"{doc['repeat']}; GB/s counts one read + one write per element; copy = "
+                                f"device-to-device copy of the same bytes; torch {doc.get('torch', '-')} on cuda:0, "
+                                "same data."] + ([missing] if missing else []))
+    report.add_table(["op", "size", "copy GB/s", "how", "params", "ms", "GB/s", "of copy", "vs torch", "max err", ""],
+                     table(doc))
+    print(report.markdown())
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{dev.backend}-{dev.name}").strip("-").lower()
-        (out / f"softmax_variants-{tag}.md").write_text(text)
-        (out / f"softmax_variants-{tag}.json").write_text(json.dumps(doc, indent=1))
+        print(f"wrote {report.write(args.out)}.md/.json")
     print(f"{len(rows_out)} rows in {doc['seconds']:.0f} s", file=sys.stderr)
     return 0 if all(r.get("ok") for r in rows_out) else 1
 
 
-def markdown(doc: dict) -> str:
-    d = doc["identity"]
-    lines = [f"# softmax and transpose shapes on {d['name']} ({d['backend']}, driver {d['driver']})", "",
-             f"float32; device time per launch over a graph of {doc['batch']} launches, median of {doc['repeat']}; "
-             "GB/s counts one read + one write per element; copy = device-to-device copy of the same bytes; "
-             f"torch {doc.get('torch', '-')} on cuda:0, same data.", "",
-             "| op | size | copy GB/s | how | params | ms | GB/s | of copy | vs torch | max err | |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def table(doc: dict) -> list[list]:
+    out = []
     torch = {(r["op"], r["size"]): r["GBps"] for r in doc["rows"] if r["how"] == "torch" and "GBps" in r}
     for r in doc["rows"]:
         p = " ".join(f"{k}={v}" for k, v in r["params"].items())
-        head = f"| {r['op']} | {r['size']} | {doc['copy_GBps'][r['size']]:.0f} | {r['how']} | {p} |"
+        head = [r["op"], r["size"], f"{doc['copy_GBps'][r['size']]:.0f}", r["how"], p]
         if "error" in r:
-            lines.append(f"{head} | | | | | {r['error']} |")
+            out.append(head + ["", "", "", "", "", r["error"]])
             continue
         vs = torch.get((r["op"], r["size"]))
         note = ("" if r["ok"] else "WRONG ") + (r["source"] if r["how"] == "library" else "")
         err = f"{r['max_err']:.1e}" if "max_err" in r else ""
         ratio = "" if vs is None else f"{r['GBps'] / vs:.2f}x"
-        lines.append(f"{head} {r['ms']:.4g} | {r['GBps']:.0f} | {r['of_copy']:.0%} | {ratio} | {err} | {note} |")
-    return "\n".join(lines) + "\n"
+        out.append(head + [f"{r['ms']:.4g}", f"{r['GBps']:.0f}", f"{r['of_copy']:.0%}", ratio, err, note])
+    return out
 
 
 if __name__ == "__main__":

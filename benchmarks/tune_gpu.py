@@ -1,10 +1,10 @@
 """Tune every library kernel at several sizes on one device, under a total time budget.
 
-    python benchmarks/tune_gpu.py --device cuda:0 --out $OUT          # H200: ~5 minutes
-    python benchmarks/tune_gpu.py --device opencl:0 --out benchmarks/results --seconds 900 \
+    python -m benchmarks tune_gpu --device cuda:0 --out $OUT          # H200: ~5 minutes
+    python -m benchmarks tune_gpu --device opencl:0 --out benchmarks/results --seconds 900 \
         --merge-into python/isthmus/tune/bundled/opencl-pocl-x86_64.json                   # PoCL
 
-Writes into --out:
+Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` names results):
   tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,
                               bandwidth or GFLOP/s against the device-to-device copy bandwidth
                               (and cuBLAS SGEMM at the largest gemm size when CuPy is there)
@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from isthmus import measure
+
+SMOKE = ["--quick", "--out", "{out}"]
 
 SIZES = {
     "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
@@ -54,18 +55,6 @@ def moved(kernel: str, p: dict, itemsize: int) -> tuple[float, str]:
     return 2.0 * p["rows"] * p["cols"] * itemsize, "GB/s"
 
 
-def copy_bandwidth(dev, nbytes: int = 1 << 28) -> float:
-    """Device-to-device copy bandwidth in GB/s (read + write), median of repeats."""
-    from isthmus.measure import device_ms
-
-    src = dev.zeros(nbytes // 4, np.float32)
-    dst = dev.empty(nbytes // 4, np.float32)
-    ms = device_ms(dev, lambda: dev._copy(dst._mem, src._mem, nbytes), repeat=10, warmup=3)
-    src.close()
-    dst.close()
-    return 2 * nbytes / ms / 1e6
-
-
 def cublas_gflops(dev, n: int) -> float | None:
     if dev.backend != "cuda":
         return None
@@ -73,26 +62,20 @@ def cublas_gflops(dev, n: int) -> float | None:
         import cupy as cp
     except ImportError:
         return None
-    with cp.cuda.Device(dev.index):
+    with dev._cp_device, dev.stream:  # on the device's stream, so its events time it
         a = cp.random.standard_normal((n, n), dtype=cp.float32)
         b = cp.random.standard_normal((n, n), dtype=cp.float32)
-        for _ in range(3):
-            cp.matmul(a, b)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        times = []
-        for _ in range(10):
-            start.record()
-            cp.matmul(a, b)
-            end.record()
-            end.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, end))
-    return 2.0 * n ** 3 / float(np.median(times)) / 1e6
+        ms = measure.device_ms(dev, lambda: cp.matmul(a, b), repeat=10, warmup=3)
+    return 2.0 * n ** 3 / ms / 1e6
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None)
-    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    p.add_argument("--out", default=None, help="folder for the report, the bundle and the database (default: a "
+                   "temporary folder)")
+    p.add_argument("--tag", default="", help="suffix of the result file names (e.g. softmax)")
+    p.add_argument("--quick", action="store_true", help="axpy at one small size for a few seconds (a smoke test)")
     p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
     p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
@@ -101,19 +84,27 @@ def main(argv=None) -> int:
     p.add_argument("--merge-into", default=None, metavar="FILE.json",
                    help="also merge the new configs into this bundled file (same device and kernel: replaced)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.kernels, args.seconds = args.kernels or ["axpy"], min(args.seconds, 2.0)
 
     import isthmus
     from isthmus.tune import db as dbmod
     from isthmus.tune.runner import Budget, Measure, default_params
-    from isthmus.library import family as library_family
+    from isthmus.library import FAMILIES
     from isthmus.dtypes import lookup
 
     dev = isthmus.device(args.device)
+    if args.out is None:
+        import tempfile
+
+        args.out = tempfile.mkdtemp(prefix="tune_gpu-")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = re.sub(r"[^A-Za-z0-9]+", "-", f"{dev.backend}-{dev.name}").strip("-").lower()
+    tag = measure.result_stem("tune_gpu", dev, args.tag).removeprefix("tune_gpu-")
     store = dbmod.Database(out / f"tuning-{tag}.sqlite")
     preset = SIZES[args.sizes or ("gpu" if dev.kind == "gpu" else "cpu")]
+    if args.quick:
+        preset = {k: v[:1] for k, v in preset.items()}
     kernels = args.kernels or list(preset)
     runs = [(k, size) for k in kernels for size in preset[k]]
     # Larger sizes get more time: their evaluations cost more, and they are the numbers that matter.
@@ -122,13 +113,13 @@ def main(argv=None) -> int:
     t_start = time.monotonic()
     print(f"{dev.id}: {dev.name} ({dev.identity()['driver']}); {len(runs)} tuning runs in {args.seconds:.0f} s",
           file=sys.stderr)
-    copy_gbs = copy_bandwidth(dev, (1 << 28) if dev.kind == "gpu" else (1 << 24))
+    copy_gbs = measure.copy_bandwidth(dev, (1 << 28) if dev.kind == "gpu" else (1 << 24))
     print(f"copy bandwidth {copy_gbs:.1f} GB/s", file=sys.stderr)
     rows = []
     for i, (kernel, size) in enumerate(runs):
         left = args.seconds - (time.monotonic() - t_start)
         seconds = max(3.0, left * weights[i] / sum(weights[i:]))
-        fam = library_family(kernel)
+        fam = FAMILIES[kernel]
         start = None
         if args.strategy == "anneal":
             start = default_params(fam, dev, size, lookup("float32"))
@@ -161,61 +152,45 @@ def main(argv=None) -> int:
     for r in rows:
         if cublas and r["kernel"] == "gemm" and r.get("problem", {}).get("m") == largest and r.get("tuned"):
             r["of_cublas"] = r["tuned"] / cublas
-    doc = {"device": dev.info(), "identity": dev.identity(), "copy_GBps": copy_gbs, "cublas_sgemm_GFLOPs": cublas,
+    doc = {"identity": dev.identity(), "copy_GBps": copy_gbs, "cublas_sgemm_GFLOPs": cublas,
            "cublas_n": largest, "seconds": time.monotonic() - t_start, "strategy": args.strategy, "runs": rows}
-    (out / f"tune_gpu-{tag}.json").write_text(json.dumps(doc, indent=1))
-    (out / f"tune_gpu-{tag}.md").write_text(markdown(doc))
+    report = report_of(dev, doc)
+    report.write(out, args.tag)
     bundle = store.export()
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     if args.merge_into:
+        from benchmarks.tools.merge_bundled import merge
+
         merge(Path(args.merge_into), bundle)
-    print(markdown(doc))
+    print(report.markdown())
     print(f"wrote {out}/tune_gpu-{tag}.json, .md, bundled-{tag}.json ({len(bundle['entries'])} configs) in "
           f"{doc['seconds']:.0f} s", file=sys.stderr)
     return 0
 
 
-def merge(path: Path, bundle: dict) -> None:
-    """Put ``bundle``'s entries into the bundled file at ``path``, replacing what it had for the
-    same kernels on the same device (and entries that no longer validate); validated like any import."""
-    from isthmus.tune.exchange import validate
-
-    old = json.loads(path.read_text()) if path.exists() else {"format": bundle["format"], "schema": bundle["schema"],
-                                                               "entries": []}
-    tuned = {(e["kernel"], json.dumps(e["device"], sort_keys=True)) for e in bundle["entries"]}
-    kept = [e for e in old["entries"] if (e["kernel"], json.dumps(e["device"], sort_keys=True)) not in tuned]
-    fits = [e for e in kept if validate(dict(old, entries=[e]), skip_bad=True)]
-    if len(fits) < len(kept):  # tuned for tunables a kernel no longer has
-        print(f"dropped {len(kept) - len(fits)} stale configs from {path}", file=sys.stderr)
-    kept = fits
-    doc = dict(bundle, entries=sorted(kept + bundle["entries"], key=lambda e: (e["kernel"], e["device"]["name"],
-                                                                              json.dumps(e["bucket"]))))
-    validate(doc, source=str(path))
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"merged {len(bundle['entries'])} configs into {path} ({len(doc['entries'])} in all)", file=sys.stderr)
-
-
-def markdown(doc: dict) -> str:
+def report_of(dev, doc: dict):
     d = doc["identity"]
-    lines = [f"# Tuned library kernels on {d['name']} ({d['backend']}, driver {d['driver']})", "",
-             f"Device-to-device copy: {doc['copy_GBps']:.1f} GB/s."
-             + (f" cuBLAS SGEMM {doc['cublas_n']}^3: {doc['cublas_sgemm_GFLOPs']:.0f} GFLOP/s."
-                if doc.get("cublas_sgemm_GFLOPs") else "")
-             + f" Strategy {doc['strategy']}, {doc['seconds']:.0f} s in all.", "",
-             "| kernel | problem | evals / space | best config | tuned ms | default ms | speedup | tuned rate | "
-             "vs copy / cuBLAS | failures |", "|---|---|---|---|---|---|---|---|---|---|"]
+    report = measure.Report("tune_gpu", f"Tuned library kernels on {d['name']} ({d['backend']}, driver {d['driver']})",
+                            dev, data=doc, notes=[
+                                f"Device-to-device copy: {doc['copy_GBps']:.1f} GB/s."
+                                + (f" cuBLAS SGEMM {doc['cublas_n']}^3: {doc['cublas_sgemm_GFLOPs']:.0f} GFLOP/s."
+                                   if doc.get("cublas_sgemm_GFLOPs") else "")
+                                + f" Strategy {doc['strategy']}, {doc['seconds']:.0f} s in all."])
+    rows = []
     for r in doc["runs"]:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | {r['problem']} | error: {r['error']} | | | | | | | |")
+            rows.append([r["kernel"], r["problem"], f"error: {r['error']}", "", "", "", "", "", "", ""])
             continue
         vs = f"{r['of_copy']:.0%} of copy" if r.get("of_copy") else (
             f"{r['of_cublas']:.0%} of cuBLAS" if r.get("of_cublas") else "")
         fails = {k: v for k, v in r["by_status"].items() if k != "ok"}
-        lines.append(f"| {r['kernel']} | {' '.join(f'{k}={v}' for k, v in r['problem'].items())} | "
-                     f"{r['evaluations']} / {r['space_size']} | {' '.join(f'{k}={v}' for k, v in r['best'].items())} | "
-                     f"{r['best_ms']:.4g} | {r['default_ms'] or float('nan'):.4g} | {r['speedup']:.2f}x | "
-                     f"{r['tuned'] or 0:.1f} {r['unit']} | {vs} | {fails or ''} |")
-    return "\n".join(lines) + "\n"
+        rows.append([r["kernel"], " ".join(f"{k}={v}" for k, v in r["problem"].items()),
+                     f"{r['evaluations']} / {r['space_size']}", " ".join(f"{k}={v}" for k, v in r["best"].items()),
+                     f"{r['best_ms']:.4g}", f"{r['default_ms'] or float('nan'):.4g}", f"{r['speedup']:.2f}x",
+                     f"{r['tuned'] or 0:.1f} {r['unit']}", vs, fails or ""])
+    report.add_table(["kernel", "problem", "evals / space", "best config", "tuned ms", "default ms", "speedup",
+                      "tuned rate", "vs copy / cuBLAS", "failures"], rows)
+    return report
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@ device (exhaustive, every config checked against the reference) and writes the t
 replay (default) runs each strategy over those recorded times for many seeds at a budget of a
 fraction of the space, so a comparison over 10 seeds costs seconds and no device.
 
-    python benchmarks/tune_strategies.py --record --device opencl:0 --kernel sum --size n=1048576
-    python benchmarks/tune_strategies.py --record --device opencl:0 --kernel gemm --size m=128 n=128 k=128
-    python benchmarks/tune_strategies.py --record --device cuda:0 --kernel gemm --size m=1024 n=1024 k=1024 \
+    python -m benchmarks tune_strategies --record --device opencl:0 --kernel sum --size n=1048576
+    python -m benchmarks tune_strategies --record --device opencl:0 --kernel gemm --size m=128 n=128 k=128
+    python -m benchmarks tune_strategies --record --device cuda:0 --kernel gemm --size m=1024 n=1024 k=1024 \
         --seconds 400 --out $OUT       # a GPU: a uniform sample of the space if time runs out
-    python benchmarks/tune_strategies.py            # replay every recorded space in benchmarks/results/
+    python -m benchmarks tune_strategies            # replay every recorded space in benchmarks/results/
 
-Writes benchmarks/results/tune_strategies.{json,md}. Target: on spaces of >= 200 configs, anneal
+Replays read the recorded spaces (tune_space_*.json) in --spaces (default benchmarks/results/) and
+write the report tune_strategies.{json,md} into --out (none: print only). Target: on spaces of >= 200 configs, anneal
 within 5% of the exhaustive best using <= 20% of the evaluations, averaged over >= 5 seeds.
 """
 from __future__ import annotations
@@ -25,7 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+from isthmus import measure
+
 RESULTS = Path(__file__).resolve().parent / "results"
+SMOKE = ["--seeds", "2", "--out", "{out}"]  # a replay of the recorded spaces: no device
 
 
 def record(args) -> Path:
@@ -112,20 +116,22 @@ def _best_so_far(history) -> list[float]:
     return out
 
 
-def markdown(rows: list[dict], fraction: float) -> str:
-    lines = [f"# Tuning strategies (replayed over recorded spaces; budget {fraction:.0%} of the space)", "",
-             "| kernel | device | problem | space | budget | strategy | mean best / exhaustive | worst | "
-             "seeds within 5% | median evals to 5% |", "|---|---|---|---|---|---|---|---|---|---|"]
-    note = "Spaces under 200 configs are shown but are not what the target is about."
+def report_of(rows: list[dict], fraction: float):
+    report = measure.Report("tune_strategies", f"Tuning strategies (replayed over recorded spaces; budget "
+                            f"{fraction:.0%} of the space)", data={"rows": rows, "fraction": fraction},
+                            notes=["Spaces under 200 configs are shown but are not what the target is about."])
+    table = []
     for r in rows:
         for s in ("anneal", "genetic", "random"):
             v = r["strategies"][s]
-            lines.append(f"| {r['kernel']} | {r['backend']} {r['device']} | {r['problem']} | {r['space']} | "
-                         f"{r['budget']} | {s} | {v['mean_best_over_exhaustive']:.3f} | {v['worst']:.3f} | "
-                         f"{v['seeds_within_5pct']}/{v['seeds']} | {v['median_evals_to_5pct']} |")
-        lines.append(f"| {r['kernel']} | {r['backend']} {r['device']} | {r['problem']} | {r['space']} | "
-                     f"{r['space']} | exhaustive | 1.000 (best {r['exhaustive_best_ms']:.4g} ms) | | | |")
-    return "\n".join(lines + ["", note]) + "\n"
+            table.append([r["kernel"], f"{r['backend']} {r['device']}", r["problem"], r["space"], r["budget"], s,
+                          f"{v['mean_best_over_exhaustive']:.3f}", f"{v['worst']:.3f}",
+                          f"{v['seeds_within_5pct']}/{v['seeds']}", v["median_evals_to_5pct"]])
+        table.append([r["kernel"], f"{r['backend']} {r['device']}", r["problem"], r["space"], r["space"], "exhaustive",
+                      f"1.000 (best {r['exhaustive_best_ms']:.4g} ms)", "", "", ""])
+    report.add_table(["kernel", "device", "problem", "space", "budget", "strategy", "mean best / exhaustive", "worst",
+                      "seeds within 5%", "median evals to 5%"], table)
+    return report
 
 
 def main(argv=None) -> int:
@@ -139,20 +145,23 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=None, help="--record: stop after this long")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--fraction", type=float, default=0.2, help="budget as a share of the space")
-    p.add_argument("--out", default=str(RESULTS))
+    p.add_argument("--out", default=None, help="--record: folder of the recorded space (default benchmarks/results); "
+                   "replay: folder of the report (default: print only)")
+    p.add_argument("--spaces", default=str(RESULTS), help="replay: folder of the recorded spaces")
     args = p.parse_args(argv)
     if args.record:
+        args.out = args.out or str(RESULTS)
         record(args)
         return 0
-    rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.out).glob("tune_space_*.json"))]
+    rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.spaces).glob("tune_space_*.json"))]
     rows = [r for r in rows if r is not None]
     if not any(r["space"] >= 200 for r in rows):
         print("no recorded spaces of >= 200 configs; run with --record first", file=sys.stderr)
         return 1
-    out = Path(args.out)
-    (out / "tune_strategies.json").write_text(json.dumps(rows, indent=1))
-    (out / "tune_strategies.md").write_text(markdown(rows, args.fraction))
-    print(markdown(rows, args.fraction))
+    report = report_of(rows, args.fraction)
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out)}.md/.json")
     return 0
 
 

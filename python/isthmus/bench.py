@@ -6,21 +6,19 @@ arguments (recorded from the library call and replayed), the vendor library wher
 (CuPy / cuBLAS on CUDA) and NumPy on the host; a device-to-device copy gives the bandwidth
 ceiling. Host overhead per call is measured on tiny problems for the library call (allocating its
 result, and with ``out=``) and the direct call, in alternating rounds. Results go to ``--out``
-(default: the current folder) as JSON plus a markdown table, named after backend and device.
+(default: the current folder) as JSON plus a markdown table, named after backend and device
+(``bench-<backend>-<device>[-quick]``). Timing, the copy ceiling and the report writer are
+:mod:`isthmus.measure`'s, as for every script in ``benchmarks/``.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
-import platform
-import socket
-import statistics
-from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from . import measure
+from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
 from .measure import device_ms, host_ms, per_call_us
 from .workloads import sizes_for, standard, tolerance
@@ -127,33 +125,6 @@ def _vendor(dev, w, args):
     return run
 
 
-def copy_bandwidth(dev, nbytes: int) -> float:
-    """Device-to-device copy, GB/s counting bytes read plus bytes written (the bandwidth ceiling)."""
-    src = dev.zeros(nbytes // 4, np.float32)
-    dst = dev.empty(nbytes // 4, np.float32)
-    ms = device_ms(dev, lambda: dev._copy(dst._mem, src._mem, nbytes), repeat=10, warmup=3,
-                   batch=10 if dev.kind == "gpu" else 1)
-    return 2 * nbytes / ms / 1e6
-
-
-def machine() -> dict:
-    info = {"host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine(), "numpy": np.__version__, "isthmus": __version__}
-    try:
-        import pyopencl
-
-        info["pyopencl"] = pyopencl.VERSION_TEXT
-    except ImportError:
-        pass
-    try:
-        import cupy
-
-        info["cupy"] = cupy.__version__
-    except ImportError:
-        pass
-    return info
-
-
 NUMPY_REPEAT = 5  # warm NumPy calls timed per figure, --quick too: one call is mostly its cold start
 
 
@@ -193,7 +164,8 @@ def run(dev, quick: bool = False) -> dict:
         for a in args:
             a.close()
     return {"device": dev.info(), "machine": machine(), "sizes": sizes, "copy_GBps": ceiling,
-            "kernels": rows, "overhead": overhead(dev), "date": _dt.datetime.now(_dt.timezone.utc).isoformat()}
+            "kernels": rows, "overhead": overhead(dev, calls=200 if quick else 2000),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat()}
 
 
 def overhead(dev, calls: int = 2000, rounds: int = 7) -> list[dict]:
@@ -231,13 +203,11 @@ def _signature(rec: Recording) -> list:
 
 def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
     """Median host µs per call of each function, measured in alternating rounds."""
-    times: dict = {name: [] for name in fns}
     for fn in fns.values():
         fn()
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(per_call_us(fn, calls, sync, rounds=1, warmup=0))
-    return {name: statistics.median(t) for name, t in times.items()}
+    times = measure.interleaved({name: (lambda fn=fn: per_call_us(fn, calls, sync, rounds=1, warmup=0))
+                                 for name, fn in fns.items()}, rounds)
+    return {name: t.median for name, t in times.items()}
 
 
 def _into(op: str, args, result):
@@ -250,41 +220,45 @@ def _into(op: str, args, result):
     return None
 
 
-def markdown(result: dict) -> str:
-    d, m = result["device"], result["machine"]
+def report(result: dict) -> "measure.Report":
+    """The report of a :func:`run` result (the date, machine and command it recorded)."""
+    d = result["device"]
     direct = "CuPy RawKernel" if d["backend"] == "cuda" else "PyOpenCL"
-    lines = [f"# isthmus bench: {d['id']} {d['name']}", "",
-             f"- device: {d['name']} ({d['vendor']}), backend {d['backend']}, driver {d['driver_version']}, "
-             f"platform {d['platform']}",
-             f"- machine: {m['host']}, {m['platform']}, Python {m['python']}, NumPy {m['numpy']}"
-             + "".join(f", {k} {m[k]}" for k in ("pyopencl", "cupy") if k in m) + f", isthmus {m['isthmus']}",
-             f"- date: {result['date']}; sizes: {result['sizes']}",
-             f"- device-to-device copy (bandwidth ceiling): {result['copy_GBps']:.1f} GB/s",
-             "- device time from device events (GPUs: around 10 back-to-back calls), median of repeats; "
-             "NumPy: host wall time", "",
-             f"| kernel | ok | isthmus | {direct} (same kernel) | vendor lib | NumPy (host) | isthmus / copy |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    rep = measure.Report("bench", f"isthmus bench: {d['id']} {d['name']}", d, data=result, date=result["date"],
+                         machine=result["machine"], command=result.get("command"), notes=[
+                             f"sizes: {result['sizes']}",
+                             f"device-to-device copy (bandwidth ceiling): {result['copy_GBps']:.1f} GB/s",
+                             "device time from device events (GPUs: around 10 back-to-back calls), median of repeats; "
+                             "NumPy: host wall time"])
+    rows = []
     for r in result["kernels"]:
         u = r["unit"]
         vend = f"{r['vendor']:.1f} {u}" if r["vendor"] else "-"
         frac = f"{r['fraction_of_copy']:.0%}" if "fraction_of_copy" in r else "-"
-        lines.append(f"| {r['label']} | {'yes' if r['correct'] else 'NO'} | {r['isthmus']:.1f} {u} | "
-                     f"{r['direct']:.1f} {u} | {vend} | {r['numpy']:.1f} {u} | {frac} |")
-    lines += ["", f"Host time per call, tiny problems: the library call (allocating its result, and with out= "
-              f"into an existing one) vs the direct {direct} call of the same launches into the buffers the "
-              f"library call used (median of alternating rounds):", "",
-              "| op | launches | isthmus µs | with out= µs | direct µs | ratio | ratio with out= |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+        rows.append([r["label"], "yes" if r["correct"] else "NO", f"{r['isthmus']:.1f} {u}", f"{r['direct']:.1f} {u}",
+                     vend, f"{r['numpy']:.1f} {u}", frac])
+    rep.add_table(["kernel", "ok", "isthmus", f"{direct} (same kernel)", "vendor lib", "NumPy (host)",
+                   "isthmus / copy"], rows)
+    rows = []
     for o in result["overhead"]:
         in_place = "in place" if o["op"] == "axpy" else "-"
         with_out = f"{o['isthmus_out_us']:.2f}" if "isthmus_out_us" in o else in_place
         ratio_out = f"{o['ratio_out']:.2f}" if "ratio_out" in o else in_place
-        lines.append(f"| {o['op']} | {o['launches']} | {o['isthmus_us']:.2f} | {with_out} | {o['direct_us']:.2f} | "
-                     f"{o['ratio']:.2f} | {ratio_out} |")
-    return "\n".join(lines) + "\n"
+        rows.append([o["op"], o["launches"], f"{o['isthmus_us']:.2f}", with_out, f"{o['direct_us']:.2f}",
+                     f"{o['ratio']:.2f}", ratio_out])
+    rep.add_table(["op", "launches", "isthmus µs", "with out= µs", "direct µs", "ratio", "ratio with out="], rows,
+                  f"Host time per call, tiny problems: the library call (allocating its result, and with out= into an "
+                  f"existing one) vs the direct {direct} call of the same launches into the buffers the library call "
+                  f"used (median of alternating rounds):")
+    return rep
 
 
-def main(device_id: str | None = None, quick: bool = False, out: str = ".") -> int:
+def markdown(result: dict) -> str:
+    return report(result).markdown()
+
+
+def main(device_id: str | None = None, quick: bool = False, out: str | None = ".") -> int:
+    """Run, print the tables, and write them into ``out`` (None: print only)."""
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -292,12 +266,9 @@ def main(device_id: str | None = None, quick: bool = False, out: str = ".") -> i
 
     dev = device(device_id)
     result = run(dev, quick=quick)
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = f"bench-{dev.backend}-{''.join(c if c.isalnum() else '_' for c in dev.name)[:40]}{'-quick' if quick else ''}"
-    (folder / f"{stem}.json").write_text(json.dumps(result, indent=2, default=str))
-    text = markdown(result)
-    (folder / f"{stem}.md").write_text(text)
-    Console(width=160).print(Markdown(text))
-    print(f"wrote {folder / stem}.json and .md")
+    result.setdefault("command", measure.command_line())
+    rep = report(result)
+    Console(width=160).print(Markdown(rep.markdown()))
+    if out is not None:
+        print(f"wrote {rep.write(out, 'quick' if quick else '')}.json and .md")
     return 0 if all(r["correct"] for r in result["kernels"]) else 1

@@ -3,7 +3,7 @@
 results; shards sent one per Ray call, or three, alternately by pairs of runs). Each run must return every shard once, equal to the single-process run. Writes JSON +
 markdown to benchmarks/results/.
 
-    python benchmarks/ray_kill.py [--runs 20] [--shards 24] [--out DIR]
+    python -m benchmarks ray_kill [--runs 20] [--shards 24] [--out DIR]
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import argparse
 import json
 import os
 import signal
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from isthmus import measure
+
+SMOKE = "starts a Ray cluster and kills actors (minutes on 2 cores); tests/ray/test_ray_kill.py covers it"
 
 
 def slow_softmax(dev, bufs):
@@ -49,9 +49,10 @@ def one_run(pool, rng, run: int, shards_n: int) -> dict:
             else:
                 ray.kill(handle, no_restart=True)
 
-    t0 = time.perf_counter()
-    out = pool.map(slow_softmax, shards, batch=batch, on_result=on_result)
-    seconds = time.perf_counter() - t0
+    box = {}
+    seconds = measure.host_ms(lambda: box.setdefault("out", pool.map(slow_softmax, shards, batch=batch,
+                                                                      on_result=on_result)), repeat=1, warmup=0) / 1e3
+    out = box["out"]
     want = isthmus.ray.run_local(slow_softmax, shards)
     report = pool.last_report
     lost = sorted(set(range(shards_n)) - set(seen))
@@ -63,19 +64,19 @@ def one_run(pool, rng, run: int, shards_n: int) -> dict:
             "duplicated": duplicated, "wrong": wrong, "seconds": round(seconds, 2), "ok": ok}
 
 
-def main() -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--shards", type=int, default=24)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=None, help="folder for ray_kill.md/.json")
+    ap.add_argument("--tag", default="", help="suffix of the result file names")
+    args = ap.parse_args(argv)
     env = {"POCL_DEVICES": "pthread pthread"}
     os.environ.update(env)
 
     import ray
 
     import isthmus.ray
-    from isthmus.bench import machine
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
@@ -87,24 +88,21 @@ def main() -> None:
             runs.append(result)
     ray.shutdown()
     passed = sum(r["ok"] for r in runs)
-    info = {**machine(), "ray": ray.__version__, "env": env, "argv": sys.argv[1:],
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ray_kill.json").write_text(json.dumps({"machine": info, "passed": passed, "runs": runs}, indent=1))
-    lines = [f"# Kill an actor mid-job: {passed} of {len(runs)} runs lost nothing, duplicated nothing", "",
-             f"{info['date']}; Ray {info['ray']}, Python {info['python']}, isthmus {info['isthmus']}, PoCL two pthread "
-             f"devices, two device actors, {args.shards} shards per job (20 ms each + a softmax).", "",
-             "| run | how | batch | actor | after results | shards rerun | lost | duplicated | wrong | s | ok |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in runs:
-        lines.append(f"| {r['run']} | {r['how']} | {r['batch']} | {r['victim_slot']} | {r['killed_after_results']} | "
-                     f"{r['rerun_after_death']} | {len(r['lost'])} | {len(r['duplicated'])} | {len(r['wrong'])} | "
-                     f"{r['seconds']} | {'yes' if r['ok'] else 'NO'} |")
-    (out / "ray_kill.md").write_text("\n".join(lines) + "\n")
-    print(f"{passed}/{len(runs)} runs ok; wrote {out / 'ray_kill'}.json/.md")
-    sys.exit(0 if passed == len(runs) else 1)
+    report = measure.Report("ray_kill", f"Kill an actor mid-job: {passed} of {len(runs)} runs lost nothing, duplicated "
+                            "nothing", data={"env": env, "passed": passed, "runs": runs},
+                            notes=[f"PoCL two pthread devices, two device actors, {args.shards} shards per job (20 ms "
+                                   "each + a softmax)"])
+    report.add_table(["run", "how", "batch", "actor", "after results", "shards rerun", "lost", "duplicated", "wrong",
+                      "s", "ok"],
+                     [[r["run"], r["how"], r["batch"], r["victim_slot"], r["killed_after_results"],
+                       r["rerun_after_death"], len(r["lost"]), len(r["duplicated"]), len(r["wrong"]), r["seconds"],
+                       "yes" if r["ok"] else "NO"] for r in runs])
+    print(report.markdown())
+    if args.out:
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    print(f"{passed}/{len(runs)} runs ok")
+    return 0 if passed == len(runs) else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Where the host time of a CUDA library call that allocates its result goes (GPU only).
 
-    python benchmarks/cuda_alloc_paths.py [--device cuda:0] [--out DIR]
+    python -m benchmarks cuda_alloc_paths [--device cuda:0] [--out DIR]
 
 In one run, in alternating rounds of 2,000 calls (median of 7 rounds), each step of making a
 small result (8x32 float32) on its own, then the whole softmax call allocating its result and
@@ -17,24 +17,26 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import pstats
-from pathlib import Path
 
 import numpy as np
 
+from isthmus import measure
+
+SMOKE = "CUDA only (CuPy's and the driver's allocators)"
+
 
 def rounds_us(fns: dict, calls: int = 2000, rounds: int = 7, sync=None) -> dict:
-    """200 warm-up calls of each, then ``isthmus bench``'s alternating rounds (median µs per call)."""
-    from isthmus.bench import _interleaved
-
+    """200 warm-up calls of each, then alternating rounds of ``calls`` calls (median µs per call)."""
     for fn in fns.values():
         for _ in range(200):
             fn()
-    return _interleaved(fns, calls, sync, rounds)
+    times = measure.interleaved({name: (lambda fn=fn: measure.per_call_us(fn, calls, sync, rounds=1, warmup=0))
+                                 for name, fn in fns.items()}, rounds)
+    return {name: t.median for name, t in times.items()}
 
 
-def main() -> None:
+def main(argv=None) -> int:
     import cupy
 
     import isthmus
@@ -42,8 +44,9 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda:0")
-    p.add_argument("--out", type=Path, default=None)
-    args = p.parse_args()
+    p.add_argument("--out", default=None, help="folder for cuda_alloc_paths-<backend>-<device>.md/.json")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    args = p.parse_args(argv)
     dev = isthmus.device(args.device)
     s = dev.stream
     rt = cupy.cuda.runtime
@@ -113,10 +116,10 @@ def main() -> None:
         finally:
             del dev._alloc
         us.update(more)
-    lines = [f"# Host time of allocating a result on {dev.id} ({dev.name})", "",
-             f"CuPy {cupy.__version__}, isthmus {isthmus.__version__}; 8x32 float32 (1 KiB); median of 7 alternating "
-             f"rounds of 2,000 calls", "", "| step | µs per call |", "| --- | --- |"]
-    lines += [f"| {k} | {v:.2f} |" for k, v in us.items()]
+    report = measure.Report("cuda_alloc_paths", f"Host time of allocating a result on {dev.id} ({dev.name})", dev,
+                            data={"us": us},
+                            notes=["8x32 float32 (1 KiB); median of 7 alternating rounds of 2,000 calls"])
+    report.add_table(["step", "µs per call"], [[k, f"{v:.2f}"] for k, v in us.items()])
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(20000):
@@ -125,14 +128,13 @@ def main() -> None:
     dev.synchronize()
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
-    lines += ["", "cProfile of 20,000 allocating softmax calls (tottime):", "", "```", text.getvalue().strip(), "```"]
-    md = "\n".join(lines) + "\n"
-    print(md)
+    report.add_text("cProfile of 20,000 allocating softmax calls (tottime):\n\n```\n"
+                    + text.getvalue().strip() + "\n```")
+    print(report.markdown())
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "cuda_alloc_paths-h200.md").write_text(md)
-        (args.out / "cuda_alloc_paths-h200.json").write_text(json.dumps({"device": dev.info(), "us": us}, indent=2))
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Which CUDA call launches one prepared kernel with the least host time (GPU only).
 
-    python benchmarks/cuda_launch_paths.py [--out DIR]
+    python -m benchmarks cuda_launch_paths [--out DIR]
 
 The candidates for isthmus' prepared launch (Plan.launch), all with the same tiny kernel and the
 same arguments packed once, in one run: CuPy's RawKernel call (the baseline), CuPy's Cython
@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
-import json
-import statistics
 import threading
-import time
-from pathlib import Path
 
 import numpy as np
 
+from isthmus import measure
+
+SMOKE = "CUDA only (CuPy and the CUDA driver)"
 SOURCE = r'''extern "C" __global__ void tiny(long long n, float a, float* y) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * y[i] + 1.0f;
@@ -34,30 +33,20 @@ N = 256
 
 def host_us(fn, calls, rounds, sync):
     """(median, fastest) host µs per call over ``rounds`` rounds of ``calls`` calls."""
-    from isthmus.measure import per_call_us
-
-    times = [per_call_us(fn, calls, sync, rounds=1, warmup=200 if r == 0 else 0) for r in range(rounds)]
-    return statistics.median(times), min(times)
+    t = measure.per_call_times(fn, calls, sync, rounds=rounds, warmup=200)
+    return t.median, t.low
 
 
-def device_us(cupy, fn, calls, stream):
-    times = []
-    for _ in range(7):
-        stream.synchronize()
-        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
-        e0.record(stream)
-        for _ in range(calls):
-            fn()
-        e1.record(stream)
-        e1.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(e0, e1) * 1e3 / calls)
-    return statistics.median(times)
+def device_us(fn, calls, stream):
+    return measure.device_times(measure.CupyClock(stream), fn, repeat=7, warmup=0, batch=calls).median * 1e3
 
 
-def main() -> None:
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=None)
-    args = p.parse_args()
+    p.add_argument("--out", default=None, help="folder for cuda_launch_paths-<backend>-<device>.md/.json")
+    p.add_argument("--device", default="cuda:0", help="the CUDA device (for the report; the paths use device 0)")
+    p.add_argument("--tag", default="", help="suffix of the result file names")
+    args = p.parse_args(argv)
     import cupy
 
     c = ctypes
@@ -112,7 +101,7 @@ def main() -> None:
     for name, fn, per in paths:
         h1, h1min = host_us(fn, 1000 // per or 1, 9, stream.synchronize)
         h2, _ = host_us(fn, 20000 // per or 1, 5, stream.synchronize)
-        d = device_us(cupy, fn, 1000 // per or 1, stream)
+        d = device_us(fn, 1000 // per or 1, stream)
         rows.append({"path": name, "host_us_1k": h1 / per, "host_us_1k_min": h1min / per, "host_us_20k": h2 / per,
                      "device_us": d / per})
     y_host = y.get()
@@ -135,21 +124,23 @@ def main() -> None:
     stream.synchronize()
 
     base = rows[0]["host_us_1k"]
-    print(f"{'path':52} {'host1k':>8} {'min':>7} {'host20k':>8} {'dev':>7} {'x_raw':>6}")
     for r in rows:
         r["x_rawkernel"] = r["host_us_1k"] / base
-        print(f"{r['path']:52} {r['host_us_1k']:8.3f} {r['host_us_1k_min']:7.3f} {r['host_us_20k']:8.3f} "
-              f"{r['device_us']:7.3f} {r['x_rawkernel']:6.3f}")
-    print("fresh thread:", seen, "finite:", expect_ok)
+    import isthmus
+
+    report = measure.Report("cuda_launch_paths",
+                            "Which CUDA call launches one prepared kernel with the least host time",
+                            isthmus.device(args.device), data={"rows": rows, "fresh_thread": seen},
+                            extra={"cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+                                   "cuda_driver": cupy.cuda.runtime.driverGetVersion()},
+                            notes=[f"a driver call on a thread that never selected the device: {seen}; outputs finite: "
+                                   f"{expect_ok}"])
+    report.add_records(rows, ["path", "host_us_1k", "host_us_1k_min", "host_us_20k", "device_us", "x_rawkernel"])
+    print(report.markdown())
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        env = {"cupy": cupy.__version__, "runtime": cupy.cuda.runtime.runtimeGetVersion(),
-               "driver": cupy.cuda.runtime.driverGetVersion(),
-               "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-               "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        (args.out / "cuda_launch_paths.json").write_text(json.dumps({"environment": env, "rows": rows,
-                                                                      "fresh_thread": seen}, indent=2) + "\n")
+        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    return 0 if expect_ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Why an allocating library call on a GPU OpenCL device can be slower than the direct call (diagnostic).
 
-    python benchmarks/opencl_host_waits.py [--device opencl:0]
+    python -m benchmarks opencl_host_waits [--device opencl:0] [--side 8192]
 
 For a 64M float32 sum and an 8192x8192 softmax: the host µs per call of 20 back-to-back calls
 (a call that waits for the device shows the device's time here), the wall µs per call with the
@@ -12,33 +12,30 @@ filled to its limit with buffers of another size (as earlier benchmarks leave it
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from isthmus import measure
+
+SMOKE = ["--side", "128"]
+
 
 def host_and_wall(dev, fn, calls: int = 20) -> tuple[float, float]:
-    for _ in range(3):
-        fn()
-    dev.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    dev.synchronize()
-    t2 = time.perf_counter()
-    return (t1 - t0) / calls * 1e6, (t2 - t0) / calls * 1e6
+    """Host µs per call of ``calls`` back-to-back calls (a call that waits for the device shows
+    the device's time here), and wall µs per call with the final wait."""
+    host = measure.per_call_us(fn, calls, dev.synchronize, rounds=1, warmup=3)
+    wall = measure.device_times(measure.WallClock(dev.synchronize), fn, repeat=1, warmup=0, batch=calls).median
+    return host, wall * 1e3
 
 
-def main() -> None:
+def main(argv=None) -> int:
     import isthmus
     from isthmus.bench import DirectCalls, recording
-    from isthmus.measure import device_ms
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="opencl:0")
     p.add_argument("--side", type=int, default=8192, help="softmax rows = cols; the sum has side**2 elements")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     dev = isthmus.device(a.device)
     rng = np.random.default_rng()
     v = dev.asarray(rng.random(a.side ** 2, dtype=np.float32))
@@ -51,7 +48,7 @@ def main() -> None:
 
     def row(name, fn, batch=10):
         host, wall = host_and_wall(dev, fn)
-        ms = device_ms(dev, fn, batch=batch)
+        ms = measure.device_ms(dev, fn, batch=batch)
         print(f"{dev.id} {name:44s} host {host:8.1f} us/call  wall {wall:8.1f} us/call  device {ms * 1e3:8.1f} us/call "
               f"(pool {dev._pooled >> 20} MiB)", flush=True)
 
@@ -79,7 +76,8 @@ def main() -> None:
         row(f"{label} cache full of another size", call)
         dev.free_pool()
         row(f"{label} again", call)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Where the host time of an allocating library call goes: cProfile of many tiny calls.
 
-    python benchmarks/profile_ops.py [--device ID] [--calls N] [--top K]
+    python -m benchmarks profile_ops [--device ID] [--calls N] [--top K] [--big]
 
 For each op, the allocating call and the out= call, the host µs per call and the top entries
 by own time. A diagnostic (nothing is recorded in benchmarks/results/).
@@ -11,18 +11,21 @@ import argparse
 import cProfile
 import io
 import pstats
-import time
 
 import numpy as np
 
+from isthmus import measure
 
-def main() -> None:
+SMOKE = ["--calls", "20", "--top", "3"]
+
+
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None)
     p.add_argument("--calls", type=int, default=3000)
     p.add_argument("--top", type=int, default=14)
     p.add_argument("--big", action="store_true", help="8192x8192 softmax/transpose and a 64M sum, 20 calls each")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     import isthmus
 
     dev = isthmus.device(a.device)
@@ -43,15 +46,10 @@ def main() -> None:
                  "transpose 8192^2 out=": lambda: isthmus.ops.transpose(big, out=big_out),
                  "sum 64M": lambda: isthmus.ops.sum(v)}
         a.calls = 20
+    wall = measure.WallClock(dev.synchronize)
     for name, fn in cases.items():
-        for _ in range(200 if not a.big else 3):
-            fn()
-        dev.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(a.calls):
-            fn()
-        t1 = time.perf_counter()
-        dev.synchronize()
+        warm = 3 if a.big else min(200, a.calls)
+        host_us = measure.per_call_us(fn, a.calls, dev.synchronize, rounds=1, warmup=warm)
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(a.calls):
@@ -61,15 +59,11 @@ def main() -> None:
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(a.top)
         body = "\n".join(line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit() or "ncalls" in line)
-        dev.synchronize()
-        t2 = time.perf_counter()
-        for _ in range(a.calls):
-            fn()
-        dev.synchronize()
-        t3 = time.perf_counter()
-        print(f"== {dev.id} {name}: {(t1 - t0) / a.calls * 1e6:.2f} us per call (host), "
-              f"{(t3 - t2) / a.calls * 1e6:.1f} us per call with the device\n{body}\n")
+        with_device_us = measure.device_times(wall, fn, repeat=1, warmup=0, batch=a.calls).median * 1e3
+        print(f"== {dev.id} {name}: {host_us:.2f} us per call (host), "
+              f"{with_device_us:.1f} us per call with the device\n{body}\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

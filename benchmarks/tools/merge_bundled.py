@@ -2,7 +2,7 @@
 ``tune_gpu.py --merge-into`` does at the end of a run: for the device and kernels the bundle
 holds, its entries replace the file's; entries that no longer validate are dropped.
 
-    python benchmarks/merge_bundled.py /tmp/r/bundled-cuda-nvidia-h200.json \\
+    python -m benchmarks merge_bundled /tmp/r/bundled-cuda-nvidia-h200.json \\
         python/isthmus/tune/bundled/cuda-h200.json --kernels softmax
 
 Only the bundle's entries tuned for the current source of their kernel are merged (a bundle from
@@ -16,7 +16,27 @@ import json
 import sys
 from pathlib import Path
 
-from tune_gpu import merge  # this folder is on sys.path when the script runs
+SMOKE = "rewrites a shipped bundled file (a maintenance tool, run by hand)"
+
+
+def merge(path: Path, bundle: dict) -> None:
+    """Put ``bundle``'s entries into the bundled file at ``path``, replacing what it had for the
+    same kernels on the same device (and entries that no longer validate); validated like any import."""
+    from isthmus.tune.exchange import validate
+
+    old = json.loads(path.read_text()) if path.exists() else {"format": bundle["format"], "schema": bundle["schema"],
+                                                               "entries": []}
+    tuned = {(e["kernel"], json.dumps(e["device"], sort_keys=True)) for e in bundle["entries"]}
+    kept = [e for e in old["entries"] if (e["kernel"], json.dumps(e["device"], sort_keys=True)) not in tuned]
+    fits = [e for e in kept if validate(dict(old, entries=[e]), skip_bad=True)]
+    if len(fits) < len(kept):  # tuned for tunables a kernel no longer has
+        print(f"dropped {len(kept) - len(fits)} stale configs from {path}", file=sys.stderr)
+    kept = fits
+    doc = dict(bundle, entries=sorted(kept + bundle["entries"], key=lambda e: (e["kernel"], e["device"]["name"],
+                                                                              json.dumps(e["bucket"]))))
+    validate(doc, source=str(path))
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"merged {len(bundle['entries'])} configs into {path} ({len(doc['entries'])} in all)", file=sys.stderr)
 
 
 def current(entries: list[dict], kernels: list[str] | None) -> tuple[list[dict], int]:
@@ -37,7 +57,7 @@ def current(entries: list[dict], kernels: list[str] | None) -> tuple[list[dict],
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("bundle", help="bundled-<tag>.json written by tune_gpu.py")
+    p.add_argument("bundle", help="bundled-<tag>.json written by benchmarks/tune_gpu.py")
     p.add_argument("into", help="the shipped file, e.g. python/isthmus/tune/bundled/cuda-h200.json")
     p.add_argument("--kernels", nargs="*", default=None, help="merge only these kernels' entries")
     args = p.parse_args(argv)

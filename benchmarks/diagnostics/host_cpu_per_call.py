@@ -3,7 +3,7 @@ tiny library ops, allocating their result and with out=, an eager kernel call an
 the host overhead, measured in a way that other processes on a busy machine disturb less than
 wall time. Compare two checkouts by running this with each on PYTHONPATH, alternately:
 
-    python benchmarks/host_cpu_per_call.py [--device opencl:0] [--calls 300] [--rounds 40]
+    python -m benchmarks host_cpu_per_call [--device opencl:0] [--calls 300] [--rounds 40]
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import time
 import numpy as np
 
 import isthmus
-from isthmus import ops
+from isthmus import measure, ops
+
+SMOKE = ["--calls", "10", "--rounds", "2"]
 
 AFFINE = ("__kernel void f(const long n, const float a, __global const float* x, __global float* y) "
           "{ long i = get_global_id(0); if (i < n) y[i] = a * x[i] + y[i]; }")
@@ -43,28 +45,21 @@ def calls(dev) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=40)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     dev = isthmus.device(args.device)
     out = {}
     for name, fn in calls(dev).items():
-        for _ in range(200):
-            fn()
-        dev.synchronize()
-        best = float("inf")
-        for _ in range(args.rounds):
-            t0 = time.thread_time()
-            for _ in range(args.calls):
-                fn()
-            best = min(best, (time.thread_time() - t0) / args.calls * 1e6)
-            dev.synchronize()
-        out[name] = round(best, 2)
+        t = measure.per_call_times(fn, args.calls, dev.synchronize, rounds=args.rounds,
+                                   warmup=min(200, 20 * args.calls), clock=time.thread_time)
+        out[name] = round(t.low, 2)  # the least: CPU time only grows with disturbance
     print(json.dumps(out))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

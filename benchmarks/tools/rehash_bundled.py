@@ -6,7 +6,7 @@ key of each entry that was current for the OLD header and the family's CURRENT .
 current fingerprint; entries whose .cl changed too (really stale) are left as they are.
 
     git show main:opencl/dtype.h > /tmp/old-dtype.h
-    python benchmarks/rehash_bundled.py /tmp/old-dtype.h python/isthmus/tune/bundled/*.json
+    python -m benchmarks rehash_bundled /tmp/old-dtype.h python/isthmus/tune/bundled/*.json
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import argparse
 import hashlib
 import json
 from pathlib import Path
+
+SMOKE = "rewrites shipped bundled files in place (a maintenance tool, run by hand)"
 
 
 def rehash(entries: list[dict], old_header: str) -> int:
