@@ -85,6 +85,23 @@ def test_gemm_mma_other_tilings(dev, rng, params):
         _check(dev, rng, BF16, 70, 45, 83, tb=True, out="float32")
 
 
+def test_gemm_mma_swizzled_tiles(dev, rng):
+    """SWZ=1 (16-byte chunks permuted instead of padded rows) with a 3-stage ring: both layouts of
+    each operand, odd sizes (element-wise copies) and aligned ones (16-byte copies)."""
+    params = dict(BM=64, BN=32, BK=32, WM=2, WN=1, STAGES=3, GM=4, LDSM=1, ASYNC=1, SWZ=1)
+    with forced(gemm_mma.FAMILY, params):
+        _check(dev, rng, np.dtype(np.float16), 70, 45, 83, ta=True, out="float32", beta=0.5)
+        _check(dev, rng, BF16, 64, 48, 96, tb=True)
+
+
+def test_gemm_mma_ring_bytes_match_the_kernel():
+    """smem_bytes (the dynamic shared memory CUDA launches pass) is the ring the source declares."""
+    p = dict(BM=128, BN=256, BK=32, STAGES=3, SWZ=1)
+    assert gemm_mma.smem_bytes(p, False, False) == 3 * 2 * (128 * 32 + 32 * 256)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), False, True) == 3 * 2 * (128 * 40 + 256 * 40)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
+
+
 def test_ops_gemm_takes_16_bit_floats_to_tensor_cores(dev, rng):
     for dt in DTYPES.values():
         a, b = _operands(rng, dt, 23, 31, 40, False, False)

@@ -28,12 +28,14 @@ FAMILY = Family(
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4), 2), Tunable("WN", (1, 2, 4), 2),
               Tunable("STAGES", (2, 3, 4), 2), Tunable("GM", (1, 4, 8, 16), 8),
-              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1)),
+              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
-                  "STAGES * 2 * (max(BM * (BK + 8), BK * (BM + 8)) + max(BN * (BK + 8), BK * (BN + 8)))"
-                  " <= local_mem_size",
+                  # the ring, either operand layout (SWZ=0 pads rows by 8 elements); on CUDA it is
+                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there
+                  "STAGES * 2 * ((BM + BN) * BK if SWZ else max(BM * (BK + 8), BK * (BM + 8))"
+                  " + max(BN * (BK + 8), BK * (BN + 8))) <= local_mem_optin",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
@@ -42,6 +44,14 @@ FAMILY = Family(
 _RECIPES = recipes()
 _F32 = lookup("float32")
 _MAX_BATCH = 65535  # CUDA's gridDim.z
+
+
+def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
+    """Bytes of the kernel's local-memory ring (its SMEM_ELEMS * 2) for config ``p``."""
+    pad = 0 if p.get("SWZ") else 8
+    a_rows, a_cols = (p["BK"], p["BM"]) if ta else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BN"], p["BK"]) if tb else (p["BK"], p["BN"])
+    return p["STAGES"] * 2 * (a_rows * (a_cols + pad) + b_rows * (b_cols + pad))
 
 
 def grid(m: int, n: int, batch: int, p: dict):
@@ -77,13 +87,16 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
     lda = shape.m if ta else shape.k
     ldb = shape.k if tb else shape.n
     return (("TRANS_A", int(ta)), ("TRANS_B", int(tb)), ("VEC", int(lda % 8 == 0 and ldb % 8 == 0)),
-            ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)))
+            ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)),
+            ("DYN_SMEM", int(dev.backend == "cuda")))  # CUDA: the ring in dynamic shared memory
 
 
 def _recipe(dev, dt, shape: _Shape, variant: tuple, out_dt) -> _Recipe:
     m, n, k = shape.m, shape.n, shape.k
     params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
     kern = kernels["gemm_mma"]
+    if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
+        kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
     g, loc = grid(m, n, shape.batch, params)
     c_size = int(np.prod(shape.c_shape, dtype=np.int64))
     return _Recipe(kern, g, loc, (np.int32(m), np.int32(n), np.int32(k)),
