@@ -22,8 +22,9 @@
  *     LDSM=1 loads them with `ldmatrix` (.trans for m/n-contiguous tiles), else with 16-bit reads;
  *     ASYNC=1 (needs VEC) copies global -> local with `cp.async` (16 bytes, zero-filled outside the
  *     matrix), so STAGES-1 K-steps are in flight while one is multiplied; the fragments of the
- *     next k16 step are read from local memory while the current one multiplies (one barrier per
- *     K-step, before its last k16 step).
+ *     next k16 step are read from local memory while the current one multiplies (PIPE=1: one
+ *     barrier per K-step, before its last k16 step; PIPE=0: a barrier at the top of each K-step,
+ *     each k16 step loads its fragments, then multiplies).
  *   DYN_SMEM=1 (CUDA only): the ring is dynamic shared memory, SMEM_ELEMS * 2 bytes given at
  *     launch (the host raises the kernel's limit past 48 KiB: deeper rings, bigger tiles).
  *   MMA_PTX=0 (every other device): the same tiles, ring and fragment ownership; each work-item
@@ -33,7 +34,7 @@
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
  * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
+ *   LDSM, ASYNC, SWZ, PIPE.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
  *   STAGES * 2 * (A_STAGE + B_STAGE) <= local memory (SWZ=0: (BM+8)*BK-ish, see A_STAGE below;
  *   static local memory everywhere but CUDA with DYN_SMEM=1, where the opt-in maximum applies).
  * Launch (3-D): local = (32*WM*WN, 1, 1),
@@ -72,6 +73,9 @@
 #ifndef DYN_SMEM
 #define DYN_SMEM 0
 #endif
+#ifndef PIPE
+#define PIPE 1
+#endif
 #ifndef TRANS_A
 #define TRANS_A 0
 #endif
@@ -99,8 +103,8 @@
 #define MI (WTM / 16)      /* 16-row fragments per warp */
 #define NI (WTN / 8)       /* 8-col fragments per warp */
 
-#if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || BK % 16 != 0 || STAGES < 2
-#  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN), BK % 16 must be 0 and STAGES >= 2"
+#if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || (BK != 16 && BK != 32 && BK != 64) || STAGES < 2
+#  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN) must be 0, BK 16, 32 or 64, and STAGES >= 2"
 #endif
 
 /* local tiles: [rows][cols] in the operand's global layout. SWZ=0: each row padded by 8 elements
@@ -440,40 +444,83 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #  if LDSM
     const int lj = lane >> 3, lr = lane & 7;
 #  endif
+    uint af[2][MI][4], bf[2][NI][2];
+#  define MMA_ALL(f)                                                                                 \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int i = 0; i < MI; ++i)                                                                 \
+            _Pragma("unroll")                                                                        \
+            for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[f][i], bf[f][j][0], bf[f][j][1]);    \
+    } while (0)
+    int rs = 0, ws = STAGES - 1;  /* the stage read now, the stage refilled next */
+#  if PIPE
     /* Software pipeline: the fragments of the next k16 step are read from local memory (into the
      * other half of af/bf) while the tensor cores multiply the current one, across K-steps too:
      * the one barrier of a K-step comes before its last k16 step, so the next stage's first
      * fragments load while that last step multiplies. The refill of the stage every warp finished
-     * reading (the one before the current) is queued at the first k16 step of each K-step. */
-    uint af[2][MI][4], bf[2][NI][2];
-    int rs = 0, ws = STAGES - 1;  /* the stage read now, the stage refilled next */
+     * reading (the one before the current) is queued at the first k16 step of each K-step.
+     * The k16 steps are written out (KS is 1, 2 or 4) so that af/bf are only ever indexed by
+     * constants: an array indexed at run time would leave the registers. */
+#    define K16_STEP(kk)                                                                              \
+    do {                                                                                             \
+        if ((kk) == 0) {                                                                             \
+            const int nk = kt + STAGES - 1;                                                          \
+            if (nk < ntiles) {                                                                       \
+                LOAD_A(ws, nk * BK);                                                                 \
+                LOAD_B(ws, nk * BK);                                                                 \
+            }                                                                                        \
+            ASYNC_COMMIT();                                                                          \
+            ws = ws + 1 == STAGES ? 0 : ws + 1;                                                      \
+        }                                                                                            \
+        if ((kk) == KS - 1) { /* the next stage has landed; every warp is done with the last one */ \
+            ASYNC_WAIT();                                                                            \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+            rs = rs + 1 == STAGES ? 0 : rs + 1;                                                      \
+        }                                                                                            \
+        LOAD_FRAGS(af[((kk) + 1) & 1], bf[((kk) + 1) & 1], rs, (((kk) + 1) % KS) * 16);              \
+        MMA_ALL((kk) & 1);                                                                           \
+    } while (0)
     ASYNC_WAIT();
     barrier(CLK_LOCAL_MEM_FENCE);
     LOAD_FRAGS(af[0], bf[0], 0, 0);
     for (int kt = 0; kt < ntiles; ++kt) {
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
-            if (kk == 0) {
-                const int nk = kt + STAGES - 1;
-                if (nk < ntiles) {
-                    LOAD_A(ws, nk * BK);
-                    LOAD_B(ws, nk * BK);
-                }
-                ASYNC_COMMIT();
-                ws = ws + 1 == STAGES ? 0 : ws + 1;
-            }
-            if (kk == KS - 1) {  /* the next K-step's stage has landed and every warp is done with this one */
-                ASYNC_WAIT();
-                barrier(CLK_LOCAL_MEM_FENCE);
-                rs = rs + 1 == STAGES ? 0 : rs + 1;
-            }
-            LOAD_FRAGS(af[(kk + 1) & 1], bf[(kk + 1) & 1], rs, ((kk + 1) % KS) * 16);
-#pragma unroll
-            for (int i = 0; i < MI; ++i)
-#pragma unroll
-                for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[kk & 1][i], bf[kk & 1][j][0], bf[kk & 1][j][1]);
-        }
+        K16_STEP(0);
+#    if KS == 1  /* the next step's fragments are in af[1]: bring them to af[0] for the next K-step */
+#      pragma unroll
+        for (int i = 0; i < MI; ++i)
+#      pragma unroll
+            for (int e = 0; e < 4; ++e) af[0][i][e] = af[1][i][e];
+#      pragma unroll
+        for (int j = 0; j < NI; ++j) { bf[0][j][0] = bf[1][j][0]; bf[0][j][1] = bf[1][j][1]; }
+#    else
+        K16_STEP(1);
+#    endif
+#    if KS == 4
+        K16_STEP(2);
+        K16_STEP(3);
+#    endif
     }
+#  else /* PIPE=0: one barrier at the top of each K-step, then each k16 step loads and multiplies */
+    for (int kt = 0; kt < ntiles; ++kt) {
+        ASYNC_WAIT();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < ntiles) {
+                LOAD_A(ws, nk * BK);
+                LOAD_B(ws, nk * BK);
+            }
+            ASYNC_COMMIT();
+            ws = ws + 1 == STAGES ? 0 : ws + 1;
+        }
+#    pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            LOAD_FRAGS(af[0], bf[0], rs, kk);
+            MMA_ALL(0);
+        }
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+    }
+#  endif
 #else /* portable: this work-item's fragment elements, f32 multiply-adds */
     for (int kt = 0; kt < ntiles; ++kt) {
         barrier(CLK_LOCAL_MEM_FENCE);

@@ -23,12 +23,41 @@ from . import checks
 from .family import Family, Tunable, recall, recipes, resolve
 
 DTYPES = ("float16", "bfloat16")
+
+
+def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
+    return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=stages, GM=gm, SWZ=1)
+
+
+# Tiles by shape class on devices with mma.sync (H200 measurements: benchmarks/results/gemm_mma-h200.md).
+# Skinny problems (x @ W.T for a batch of rows) are bound by streaming the weights: small tiles and
+# deep K-steps give the most work-groups; big squares want the largest tile whose ring fits, so
+# each byte brought into local memory feeds the most tensor-core work.
+_SKINNY = _tile(64, 64, 64, 2, 2, 3, gm=1)
+_MID = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring: 48 KiB, fits every backend
+_BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared memory
+
+
+def _rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The tile for a problem's shape class (see above); devices without mma.sync (the portable
+    path) keep the defaults."""
+    if not getattr(device, "mma_sync", False):
+        return {}
+    m, n = buckets["m"], buckets["n"]
+    if min(m, n) <= 64:
+        return _SKINNY
+    if min(m, n) >= 4096 and device.backend == "cuda":
+        return _BIG_CUDA
+    return _MID
+
+
 FAMILY = Family(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4), 2), Tunable("WN", (1, 2, 4), 2),
               Tunable("STAGES", (2, 3, 4), 2), Tunable("GM", (1, 4, 8, 16), 8),
-              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0)),
+              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
+              Tunable("PIPE", (0, 1), 1)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
@@ -40,6 +69,7 @@ FAMILY = Family(
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
     cpu_defaults=(("BM", 32), ("BN", 32), ("BK", 16), ("WM", 1), ("WN", 2), ("GM", 1), ("LDSM", 0), ("ASYNC", 0)),
+    rule=_rule,
 )
 _RECIPES = recipes()
 _F32 = lookup("float32")
