@@ -102,6 +102,40 @@ def test_gemm_mma_ring_bytes_match_the_kernel():
     assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
 
 
+class _NvidiaLike:
+    """The limits the rule and restrictions read, of an H200 under CUDA or NVIDIA's OpenCL."""
+
+    mma_sync, kind, max_work_group_size, local_mem_size = True, "gpu", 1024, 48 * 1024
+
+    def __init__(self, backend, optin=None):
+        self.backend, self.local_mem_optin = backend, optin
+
+
+@pytest.mark.parametrize("backend, optin", [("cuda", 227 * 1024), ("opencl", None)])
+def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin):
+    """Skinny problems get small tiles, big squares the largest ring the backend allows; every pick
+    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory)."""
+    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin)
+    picks = {}
+    for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
+        problem = {"m": m, "n": n, "k": k}
+        p = picks[(m, n)] = fam.defaults(dev, problem)
+        assert fam.is_valid(p, dev, problem), (m, n, k, p)
+        assert gemm_mma.smem_bytes(p, False, False) <= (optin or dev.local_mem_size)
+    assert picks[(16, 4096)]["BM"] <= 64 and picks[(4096, 64)]["BN"] <= 64
+    big = picks[(8192, 8192)]
+    assert big["BM"] * big["BN"] >= picks[(16, 4096)]["BM"] * picks[(16, 4096)]["BN"] * 4
+    if backend == "cuda":  # the 72 KiB ring only CUDA's dynamic shared memory holds
+        assert gemm_mma.smem_bytes(big, False, False) > dev.local_mem_size
+
+
+def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):
+    """Devices without mma.sync (PoCL here) run the portable path with the defaults (CPU ones on a CPU)."""
+    if dev.mma_sync:
+        pytest.skip("a device with mma.sync")
+    assert gemm_mma.FAMILY.defaults(dev, {"m": 8192, "n": 8192, "k": 8192}) == gemm_mma.FAMILY.defaults(dev)
+
+
 def test_ops_gemm_takes_16_bit_floats_to_tensor_cores(dev, rng):
     for dt in DTYPES.values():
         a, b = _operands(rng, dt, 23, 31, 40, False, False)
