@@ -320,6 +320,8 @@ class CudaDevice(Device):
         """The dynamic shared memory bytes of ``kernel``'s launches; above the default 48 KiB the
         driver must first raise the kernel's limit (once per kernel and size)."""
         dyn = int(getattr(kernel, "dynamic_local_bytes", 0) or 0)
+        if not dyn:
+            return 0
         if dyn > self.local_mem_optin:
             raise LaunchConfigError(f"kernel {kernel.name!r} asks for {dyn} bytes of dynamic shared memory; "
                                     f"{self.id} allows at most {self.local_mem_optin}: use a smaller tile or fewer stages")
