@@ -102,6 +102,35 @@ def test_gemm_mma_ring_bytes_match_the_kernel():
     assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
 
 
+def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
+    """Without a GPU: a kernel's dynamic_local_bytes reaches cuLaunchKernel's sharedMemBytes; above
+    the default 48 KiB the kernel's limit is raised once first; over the opt-in maximum is a typed
+    error before any driver call."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    launches, raised = [], []
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(
+        launchKernel=lambda *a: launches.append(a[7]), funcSetAttribute=lambda *a: raised.append(a),
+        CUDADriverError=RuntimeError), runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, _cp_device=contextlib.nullcontext(), index=0, id="cuda:0",
+                          stream=SimpleNamespace(ptr=7), _launch_graphs=False, local_mem_size=48 * 1024,
+                          local_mem_optin=227 * 1024, _grid=lambda k, g, l: ((g[0] // l[0],), l))
+    dev._dynamic_shared = lambda k: cuda.CudaDevice._dynamic_shared(dev, k)
+    kernels = {n: SimpleNamespace(native=SimpleNamespace(ptr=5), name="k", dynamic_local_bytes=n)
+               for n in (0, 40 * 1024, 72 * 1024)}
+    for nbytes in (0, 40 * 1024, 72 * 1024, 72 * 1024):  # the 72 KiB kernel twice: one raise
+        cuda._PreparedLaunch(dev, kernels[nbytes], (128,), (128,), [np.int64(1)]).launch()
+    assert launches == [0, 40 * 1024, 72 * 1024, 72 * 1024]
+    assert raised == [(5, 8, 72 * 1024)]  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, once
+    big = SimpleNamespace(native=SimpleNamespace(ptr=6), name="big", dynamic_local_bytes=228 * 1024)
+    with pytest.raises(isthmus.LaunchConfigError, match="dynamic shared memory"):
+        cuda._PreparedLaunch(dev, big, (128,), (128,), [np.int64(1)])
+    assert len(launches) == 4
+
+
 class _NvidiaLike:
     """The limits the rule and restrictions read, of an H200 under CUDA or NVIDIA's OpenCL."""
 

@@ -458,7 +458,7 @@ class _PreparedLaunch:
         self._cells = [np.array([v], dtype=np.asarray(v).dtype) for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
         self._stream = dev.stream
-        dyn = dev._dynamic_shared(kernel)
+        dyn = dev._dynamic_shared(kernel) if getattr(kernel, "dynamic_local_bytes", 0) else 0
         self._args = (kernel.native.ptr, *grid, *block, dyn, self._stream.ptr, ctypes.addressof(self._params), 0)
         self._call = dev._cp.cuda.driver.launchKernel
         self._get_device = dev._cp.cuda.runtime.getDevice
