@@ -40,29 +40,51 @@ CASES = [
     (3, None, 65, 130, 96, False, True, False, 0.0),
     (2, 2, 64, 72, 17, False, False, True, 0.0),
 ]
-# configs forced on the first case (the portable, ldmatrix-free and synchronous paths, other tiles)
+# configs forced on the first two cases (the ldmatrix-free and synchronous paths, other tiles,
+# swizzled rings, rings over 48 KiB: CUDA's dynamic shared memory)
 FORCED = [
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=0, ASYNC=0),
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=0),
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=0, ASYNC=1),
-    dict(BM=64, BN=64, BK=16, WM=2, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=64, BK=32, WM=4, WN=1, STAGES=2, GM=4, LDSM=1, ASYNC=1),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=0, ASYNC=0, SWZ=0),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=0, SWZ=1),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=0, ASYNC=1, SWZ=1),
+    dict(BM=64, BN=64, BK=16, WM=2, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1, SWZ=1),
+    dict(BM=128, BN=64, BK=64, WM=4, WN=1, STAGES=2, GM=4, LDSM=1, ASYNC=1, SWZ=1),
+    dict(BM=32, BN=64, BK=32, WM=1, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1, SWZ=1),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=1, PIPE=0),
+    dict(BM=64, BN=64, BK=16, WM=2, WN=2, STAGES=2, GM=1, LDSM=1, ASYNC=1, SWZ=0, PIPE=1),
+    dict(BM=64, BN=64, BK=64, WM=2, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SWZ=1, PIPE=1),
 ]
+FORCED_CUDA = [  # rings over 48 KiB
+    dict(BM=256, BN=128, BK=32, WM=4, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=1),
+    dict(BM=128, BN=256, BK=64, WM=2, WN=4, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=0),
+]
+
+
+def _c(bm, bn, bk, wm, wn, st, gm=8, swz=1):
+    return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=st, GM=gm, LDSM=1, ASYNC=1, SWZ=swz)
+
+
+# square sizes: rings within 48 KiB (every backend) first, then CUDA-only ones
 SWEEP = [
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=16, WM=2, WN=4, STAGES=4, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=16, WM=4, WN=2, STAGES=4, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=4, GM=16, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=32, WM=2, WN=4, STAGES=2, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=4, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=16, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=256, BK=16, WM=2, WN=4, STAGES=3, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=256, BN=128, BK=16, WM=4, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=256, BK=32, WM=2, WN=4, STAGES=2, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=64, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=64, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1),
-    dict(BM=128, BN=128, BK=32, WM=4, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1),
+    _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 3), _c(128, 128, 32, 2, 2, 3, gm=16),
+    _c(256, 128, 32, 4, 2, 2), _c(128, 256, 32, 2, 4, 2), _c(128, 128, 16, 2, 2, 4),
 ]
+SWEEP_CUDA = [
+    _c(128, 128, 32, 2, 2, 4), _c(128, 128, 64, 2, 2, 3), _c(256, 128, 32, 4, 2, 3), _c(128, 256, 32, 2, 4, 3),
+    _c(256, 128, 32, 4, 2, 4), _c(128, 256, 32, 2, 4, 4), _c(256, 128, 64, 4, 2, 3),
+]
+# the resolved config next to its closest rivals (the final table)
+_MID = _c(128, 128, 32, 2, 2, 3)
+NAMED = {
+    "final_cuda": [None, _c(256, 128, 32, 4, 2, 3), _MID, _c(128, 256, 32, 2, 4, 4)],
+    "final_opencl": [None, dict(_MID, PIPE=0), dict(_c(128, 128, 32, 2, 2, 2, swz=0), PIPE=0),
+                     dict(_c(128, 128, 32, 2, 2, 2), PIPE=0)],
+    "resolved": [None],
+}
+# small and skinny problems: (m, n, k, trans_b) and the configs tried there (None: resolved)
+SHAPES = [(512, 512, 512, False), (1024, 1024, 1024, False), (2048, 2048, 2048, False), (16, 4096, 4096, True),
+          (64, 4096, 4096, True)]
+SMALL = [None, _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 3), _c(64, 64, 32, 2, 2, 3),
+         _c(64, 128, 32, 2, 2, 3), _c(32, 64, 64, 1, 2, 3), _c(32, 32, 64, 1, 2, 4, gm=1), _c(64, 64, 64, 2, 2, 3, gm=1)]
 
 
 def pick_device(spec: str):
@@ -109,7 +131,7 @@ def check(dev, rng, log):
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "case": list(case), "err": err, "ok": ok})
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
-        for p in FORCED:
+        for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []):
             try:
                 with forced(gemm_mma.FAMILY, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
@@ -144,63 +166,132 @@ def _best(rows, size, top):
     """The ``top`` configs with the highest mean TFLOP/s over the dtypes at ``size``."""
     score = {}
     for r in rows:
-        if r["size"] == size and "tflops" in r and not r.get("trans_b") and r["config"] is not None:
+        if r["shape"] == [size, size, size, False] and "tflops" in r and r["config"] is not None:
             score.setdefault(json.dumps(r["config"], sort_keys=True), []).append(r["tflops"])
     ranked = sorted(score, key=lambda c: -sum(score[c]) / len(score[c]))
     return [json.loads(c) for c in ranked[:top]]
 
 
-def timing(dev, rng, sizes, configs, log, tb_too=True, top=None):
+def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
+    """Each (m, n, k, trans_b) shape with each config (None: the resolved one), torch.mm on the same
+    data first; after the first shape, ``top`` keeps the best configs there only."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
-    for size in sizes:
-        if top and size != sizes[0]:
-            configs = _best(rows, sizes[0], top)
-            log(f"best at {sizes[0]}: {configs}")
-        flops = 2.0 * size ** 3
-        reps = max(3, int(2e13 // flops))
-        for name, dt in DTYPES.items():
-            a = rng.standard_normal((size, size)).astype(dt)
-            b = rng.standard_normal((size, size)).astype(dt)
+    for si, (m, n, k, tb) in enumerate(shapes):
+        if top and si == 1:
+            configs = _best(rows, shapes[0][0], top)
+            log(f"best at {shapes[0]}: {configs}")
+        flops = 2.0 * m * n * k
+        reps = int(min(200, max(3, 1e13 // flops)))
+        for name in dtypes:
+            dt = DTYPES[name]
+            a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+            b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32).astype(dt)
             tdt = torch.float16 if name == "float16" else torch.bfloat16
             ta = torch.from_numpy(a.view(np.int16)).cuda().view(tdt)
             tbm = torch.from_numpy(b.view(np.int16)).cuda().view(tdt)
-            tc = torch.empty((size, size), dtype=tdt, device="cuda")
-            t_ms = _torch_ms(torch, lambda: torch.mm(ta, tbm, out=tc), reps, 5)
-            ref = (ta.float() @ tbm.float()).cpu().numpy()
+            tc = torch.empty((m, n), dtype=tdt, device="cuda")
+            rhs = tbm.t() if tb else tbm
+            t_ms = _torch_ms(torch, lambda: torch.mm(ta, rhs, out=tc), reps, 5)
+            rows_checked = slice(None, None, max(1, m // 1024))  # a sample of rows: the check stays cheap at 8192
+            ref = (ta.float() @ rhs.float())[rows_checked].cpu().numpy()
             da, db = dev.asarray(a), dev.asarray(b)
-            dc = dev.empty((size, size), dt)
+            poison = np.full((m, n), np.nan, dt)
             for p in configs:
-                entry = {"size": size, "dtype": name, "torch_ms": t_ms, "torch_tflops": flops / t_ms / 1e9,
+                dc = dev.asarray(poison)  # every element must be written
+                entry = {"shape": [m, n, k, tb], "dtype": name, "torch_ms": t_ms, "torch_tflops": flops / t_ms / 1e9,
                          "config": p}
                 try:
                     ctx = forced(gemm_mma.FAMILY, p) if p else _nothing()
                     with ctx:
-                        ms = _median_ms(dev, lambda: gemm_mma.run(da, db, dc), reps, 5)
+                        ms = _median_ms(dev, lambda: gemm_mma.run(da, db, dc, trans_b=tb), reps, 5)
                         dev.synchronize()
-                        err = rel(dc.to_numpy().astype(np.float32), ref)
+                        out = dc.to_numpy()
+                        err = float("nan") if np.isnan(out).any() else rel(out[rows_checked].astype(np.float32), ref)
                     entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=t_ms / ms, err=err)
                 except Exception as exc:  # noqa: BLE001
                     entry.update(error=str(exc)[:300])
                 rows.append(entry)
-                log(f"time {dev.id} {size}^3 {name} {p or 'resolved'}: "
+                cfg = "resolved" if p is None else "{BM}x{BN}x{BK} w{WM}x{WN} s{STAGES} gm{GM} swz{SWZ}".format(**p)
+                log(f"time {dev.id} {m}x{n}x{k}{' tb' if tb else ''} {name} {cfg}: "
                     + (f"{entry['tflops']:.1f} TFLOP/s, torch {entry['torch_tflops']:.1f}, "
                        f"ratio {entry['ratio']:.3f}, err {entry['err']:.2e}" if "ms" in entry else entry["error"]))
-            if tb_too and size == sizes[0]:
-                p = configs[0]
-                try:
-                    ctx = forced(gemm_mma.FAMILY, p) if p else _nothing()
-                    with ctx:
-                        ms = _median_ms(dev, lambda: gemm_mma.run(da, db, dc, trans_b=True), reps, 5)
-                    log(f"time {dev.id} {size}^3 {name} trans_b {p or 'resolved'}: {flops / ms / 1e9:.1f} TFLOP/s")
-                    rows.append({"size": size, "dtype": name, "trans_b": True, "config": p, "ms": ms,
-                                 "tflops": flops / ms / 1e9, "torch_tflops": flops / t_ms / 1e9})
-                except Exception as exc:  # noqa: BLE001
-                    log(f"trans_b failed: {exc}")
-            del da, db, dc, ta, tbm, tc
+            del da, db, ta, tbm, tc
     return rows
+
+
+def _compile_job(job):
+    """One (config, dtype, layout) program compiled into the shared disk cache (a worker process)."""
+    spec, p, name, ta, tb, m, n, k, f32 = job
+    from isthmus.dtypes import lookup
+
+    dev = pick_device(spec)
+    dt = lookup(name)
+    out_dt = lookup("float32") if f32 else dt
+    shape = gemm_mma._Shape(1, m, n, k, 0, 0, (m, n))
+    variant = gemm_mma._variant(dev, dt, ta, tb, shape, out_dt)
+    params = p if p is not None else gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}, dt)
+    try:
+        gemm_mma.FAMILY.kernels(dev, dt, {**params, **dict(variant)})
+        return None
+    except Exception as exc:  # noqa: BLE001 - reported again when the config is run
+        return f"{p} {name}: {str(exc)[:200]}"
+
+
+def dump_binary(dev, out_dir, log):
+    """The program of the resolved 4096^3 float16 config as the device compiled it (NVIDIA's
+    OpenCL: PTX text), for reading its registers and spills with ptxas offline."""
+    import os
+
+    from isthmus.dtypes import lookup
+
+    dt = lookup("float16")
+    shape = gemm_mma._Shape(1, 4096, 4096, 4096, 0, 0, (4096, 4096))
+    variant = gemm_mma._variant(dev, dt, False, False, shape, dt)
+    for pipe in (1, 0):
+        params = dict(gemm_mma.FAMILY.defaults(dev, {"m": 4096, "n": 4096, "k": 4096}, dt), PIPE=pipe)
+        kern = gemm_mma.FAMILY.kernels(dev, dt, {**params, **dict(variant)})["gemm_mma"]
+        binary = dev._binary(kern.program.native) or b""
+        path = os.path.join(out_dir, f"gemm_mma-{dev.backend}-pipe{pipe}.bin")
+        with open(path, "wb") as f:
+            f.write(bytes(binary))
+        log(f"wrote {path} ({len(binary)} bytes) for {params}")
+
+
+def precompile(spec, dev, args, workers, log):
+    """Every program the run will use, compiled by ``workers`` processes into the disk cache first
+    (NVRTC / the OpenCL compiler take about a second per program; dozens are needed)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    jobs = set()
+
+    def add(p, name, m, n, k, ta, tb, f32):
+        jobs.add((spec, json.dumps(p, sort_keys=True), name, ta, tb, m, n, k, f32))
+
+    if args.check:
+        for name in DTYPES:
+            for (_, _, m, n, k, ta, tb, f32, _) in CASES:
+                add(None, name, m, n, k, ta, tb, f32)
+            for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []):
+                for case in CASES[:2]:
+                    add(p, name, *case[2:5], case[5], case[6], case[7])
+    squares = [(n, n, n, False) for n in args.time]
+    configs = ((NAMED[args.configs] if args.configs in NAMED else json.loads(args.configs)) if args.configs else
+               SWEEP + (SWEEP_CUDA if dev.backend == "cuda" else []) if args.sweep else [None])
+    for shapes, cfgs in ((squares, configs), (SHAPES if args.shapes else [], [None] if args.shapes_resolved else SMALL)):
+        for (m, n, k, tb) in shapes:
+            for name in args.dtypes:
+                for p in cfgs:
+                    add(p, name, m, n, k, False, tb, False)
+    t0 = time.time()
+    todo = [(j[0], json.loads(j[1]), *j[2:]) for j in sorted(jobs, key=str)]
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+        errors = [e for e in ex.map(_compile_job, todo) if e]
+    log(f"precompiled {len(todo)} programs in {time.time() - t0:.1f} s with {workers} processes"
+        + (f"; {len(errors)} failed, e.g. {errors[0]}" if errors else ""))
 
 
 class _nothing:
@@ -219,10 +310,15 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--check", action="store_true")
     p.add_argument("--sweep", action="store_true", help="time every SWEEP config (else the resolved one)")
-    p.add_argument("--configs", help="JSON list of configs to time instead")
-    p.add_argument("--time", type=int, nargs="*", default=[])
+    p.add_argument("--configs", help="JSON list of configs to time instead (null: the resolved one)")
+    p.add_argument("--time", type=int, nargs="*", default=[], help="square sizes")
+    p.add_argument("--shapes", action="store_true", help="time SHAPES (small, skinny) with the SMALL configs")
+    p.add_argument("--shapes-resolved", action="store_true", help="time SHAPES with the resolved config only")
+    p.add_argument("--dtypes", nargs="*", default=list(DTYPES))
     p.add_argument("--top", type=int, help="time sizes after the first with the best TOP configs only")
     p.add_argument("--json", help="append the results to this JSON-lines file")
+    p.add_argument("--precompile", type=int, default=0, help="compile every program first with N processes")
+    p.add_argument("--dump", help="write the compiled program of the resolved 4096^3 config into this folder")
     args = p.parse_args(argv)
     dev = pick_device(args.device)
     rng = np.random.default_rng()
@@ -239,14 +335,31 @@ def main(argv=None) -> int:
         args.check, args.time = False, []
         result["check"] = quick_check(dev, rng, log)
     try:
+        if args.precompile:
+            try:
+                precompile(args.device, dev, args, args.precompile, log)
+            except Exception:  # noqa: BLE001 - only a head start: the run compiles what is missing
+                log("precompile failed: " + traceback.format_exc())
+        if args.dump:
+            dump_binary(dev, args.dump, log)
         if args.check:
             result["check"] = check(dev, rng, log)
-        if args.time:
-            configs = json.loads(args.configs) if args.configs else (SWEEP if args.sweep else [None])
-            import torch
+        import torch
 
-            result["torch"] = torch.__version__
-            result["time"] = timing(dev, rng, args.time, configs, log, top=args.top)
+        result["torch"] = torch.__version__
+        result["time"] = []
+        if args.time:
+            if args.configs:
+                configs = NAMED[args.configs] if args.configs in NAMED else json.loads(args.configs)
+            elif args.sweep:
+                configs = SWEEP + (SWEEP_CUDA if dev.backend == "cuda" else [])
+            else:
+                configs = [None]
+            shapes = [(n, n, n, False) for n in args.time]
+            result["time"] += timing(dev, rng, shapes, configs, log, args.dtypes, top=args.top)
+        if args.shapes:
+            configs = [None] if args.shapes_resolved else SMALL
+            result["time"] += timing(dev, rng, SHAPES, configs, log, args.dtypes)
     except Exception:  # noqa: BLE001
         log(traceback.format_exc())
     if args.json:

@@ -14,13 +14,19 @@
  *
  * Scheme: a work-group of WM x WN warps (32 work-items each) computes a BM x BN tile of C, walking
  * K in steps of BK through a ring of STAGES tiles in local memory, each kept in the operand's own
- * global layout (k-contiguous or m/n-contiguous rows, padded by 8 elements against bank conflicts).
+ * global layout (k-contiguous or m/n-contiguous rows; SWZ=0 pads each row by 8 elements against
+ * bank conflicts, SWZ=1 permutes its 16-byte chunks instead and needs no padding).
  * Each warp owns a (BM/WM) x (BN/WN) block of C as m16n8k16 accumulator fragments (f32):
  * lane l (g = l/4, t = l%4) holds rows g and g+8, columns 2t and 2t+1 of each 16x8 fragment.
  *   MMA_PTX=1 (CUDA, NVIDIA OpenCL): fragments through inline PTX `mma.sync.aligned.m16n8k16`;
  *     LDSM=1 loads them with `ldmatrix` (.trans for m/n-contiguous tiles), else with 16-bit reads;
  *     ASYNC=1 (needs VEC) copies global -> local with `cp.async` (16 bytes, zero-filled outside the
- *     matrix), so STAGES-1 K-steps are in flight while one is multiplied.
+ *     matrix), so STAGES-1 K-steps are in flight while one is multiplied; the fragments of the
+ *     next k16 step are read from local memory while the current one multiplies (PIPE=1: one
+ *     barrier per K-step, before its last k16 step; PIPE=0: a barrier at the top of each K-step,
+ *     each k16 step loads its fragments, then multiplies).
+ *   DYN_SMEM=1 (CUDA only): the ring is dynamic shared memory, SMEM_ELEMS * 2 bytes given at
+ *     launch (the host raises the kernel's limit past 48 KiB: deeper rings, bigger tiles).
  *   MMA_PTX=0 (every other device): the same tiles, ring and fragment ownership; each work-item
  *     computes its fragment elements with f32 multiply-adds (portable OpenCL C, no extension).
  *   VEC=1 (host-chosen when every operand's contiguous dimension is a multiple of 8): 16-byte
@@ -28,8 +34,9 @@
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
  * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
- *   STAGES * 2 * (max(BM*(BK+8), BK*(BM+8)) + max(BN*(BK+8), BK*(BN+8))) <= local_mem_size.
+ *   LDSM, ASYNC, SWZ, PIPE.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
+ *   STAGES * 2 * (A_STAGE + B_STAGE) <= local memory (SWZ=0: (BM+8)*BK-ish, see A_STAGE below;
+ *   static local memory everywhere but CUDA with DYN_SMEM=1, where the opt-in maximum applies).
  * Launch (3-D): local = (32*WM*WN, 1, 1),
  *   global = (ceil(N/BN) * 32*WM*WN, ceil(M/BM), batch)   (CUDA: ceil(M/BM), batch <= 65535)
  */
@@ -60,6 +67,15 @@
 #ifndef ASYNC
 #define ASYNC 1
 #endif
+#ifndef SWZ
+#define SWZ 0
+#endif
+#ifndef DYN_SMEM
+#define DYN_SMEM 0
+#endif
+#ifndef PIPE
+#define PIPE 1
+#endif
 #ifndef TRANS_A
 #define TRANS_A 0
 #endif
@@ -87,11 +103,15 @@
 #define MI (WTM / 16)      /* 16-row fragments per warp */
 #define NI (WTN / 8)       /* 8-col fragments per warp */
 
-#if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || BK % 16 != 0 || STAGES < 2
-#  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN), BK % 16 must be 0 and STAGES >= 2"
+#if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || (BK != 16 && BK != 32 && BK != 64) || STAGES < 2
+#  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN) must be 0, BK 16, 32 or 64, and STAGES >= 2"
 #endif
 
-/* local tiles: [rows][cols + 8] in the operand's global layout */
+/* local tiles: [rows][cols] in the operand's global layout. SWZ=0: each row padded by 8 elements
+ * (16 bytes) so that the 8 rows one ldmatrix phase reads fall in distinct banks. SWZ=1: no padding
+ * (a fifth less local memory at BK=32, so one more stage fits); instead the 16-byte chunks of a row
+ * are permuted (chunk XOR a function of the row), which spreads any 8 consecutive rows of one
+ * chunk column over the 8 distinct 16-byte slots of a 128-byte bank line. */
 #if TRANS_A
 #  define A_ROWS BK
 #  define A_COLS BM
@@ -106,20 +126,32 @@
 #  define B_ROWS BK
 #  define B_COLS BN
 #endif
-#define AP (A_COLS + 8)
-#define BP (B_COLS + 8)
+#if SWZ
+#  define AP A_COLS
+#  define BP B_COLS
+/* rows sharing a 128-byte line (COLS/8 chunks each): the XOR term changes every 8/(COLS/8) rows */
+#  define SWZ_F(r, COLS) (((COLS) >= 64 ? (r) : (COLS) == 32 ? ((r) >> 1) : ((r) >> 2)) & ((COLS) >= 64 ? 7 : (COLS) / 8 - 1))
+#  define TILE_OFF(r, c, COLS) ((r) * (COLS) + (((((c) >> 3) ^ SWZ_F(r, COLS))) << 3) + ((c) & 7))
+#else
+#  define AP (A_COLS + 8)
+#  define BP (B_COLS + 8)
+#  define TILE_OFF(r, c, COLS) ((r) * ((COLS) + 8) + (c))
+#endif
+#define A_OFF(r, c) TILE_OFF(r, c, A_COLS)
+#define B_OFF(r, c) TILE_OFF(r, c, B_COLS)
 #define A_STAGE (A_ROWS * AP)
 #define B_STAGE (B_ROWS * BP)
+#define SMEM_ELEMS (STAGES * (A_STAGE + B_STAGE))
 /* element (m, k) of op(A) and (k, n) of op(B) inside one local stage */
 #if TRANS_A
-#  define AIDX(m, k) ((k) * AP + (m))
+#  define AIDX(m, k) A_OFF(k, m)
 #else
-#  define AIDX(m, k) ((m) * AP + (k))
+#  define AIDX(m, k) A_OFF(m, k)
 #endif
 #if TRANS_B
-#  define BIDX(k, n) ((n) * BP + (k))
+#  define BIDX(k, n) B_OFF(n, k)
 #else
-#  define BIDX(k, n) ((k) * BP + (n))
+#  define BIDX(k, n) B_OFF(k, n)
 #endif
 
 /* 16-bit pattern -> float, from local memory (portable path) */
@@ -208,13 +240,13 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 /* One operand tile (ROWS x COLS of its global layout, rows row0.., cols col0..) into local
  * memory element by element (VEC=0: any size); zero outside the matrix (rmax x cmax, leading
  * dimension ld). */
-#define LOAD_TILE(dst, src, ROWS, COLS, PITCH, row0, col0, rmax, cmax, ld)                          \
+#define LOAD_TILE(dst, src, ROWS, COLS, row0, col0, rmax, cmax, ld)                                 \
     do {                                                                                             \
         for (int e_ = tid; e_ < (ROWS) * (COLS); e_ += NT) {                                         \
             const int r_ = e_ / (COLS), c_ = e_ % (COLS);                                            \
             const int ok_ = (row0) + r_ < (rmax) && (col0) + c_ < (cmax);                            \
-            (dst)[r_ * (PITCH) + c_] = ok_ ? (src)[(size_t)((row0) + r_) * (size_t)(ld)              \
-                                                   + (size_t)((col0) + c_)] : (ushort)0;             \
+            (dst)[TILE_OFF(r_, c_, COLS)] = ok_ ? (src)[(size_t)((row0) + r_) * (size_t)(ld)         \
+                                                       + (size_t)((col0) + c_)] : (ushort)0;         \
         }                                                                                            \
     } while (0)
 
@@ -261,24 +293,84 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 #  define LOAD_A(st, k0) VEC_LOAD(LA, CHA, oa, ka, pa, A, A_KSTRIDE, As, as_s, A_STAGE, st, k0)
 #  define LOAD_B(st, k0) VEC_LOAD(LB, CHB, ob, kb, pb, B, B_KSTRIDE, Bs, bs_s, B_STAGE, st, k0)
 #elif TRANS_A
-#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BK, BM, AP, (k0), m0, K, M, M)
+#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BK, BM, (k0), m0, K, M, M)
 #else
-#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, AP, m0, (k0), M, K, K)
+#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, m0, (k0), M, K, K)
 #endif
 #if VEC
 #elif TRANS_B
-#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, BP, n0, (k0), N, K, K)
+#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, n0, (k0), N, K, K)
 #else
-#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BK, BN, BP, (k0), n0, K, N, N)
+#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BK, BN, (k0), n0, K, N, N)
 #endif
+
+#define KS (BK / 16)  /* m16n8k16 steps per K-step */
+
+#if MMA_PTX
+/* The fragments of one k16 step (kk: its first k inside the stage) of stage st into af, bf. */
+#  if LDSM
+/* ldmatrix x4: lane l gives the row address of matrix l/8, row l%8 (lj, lr) */
+#    if TRANS_A  /* rows k, cols m: transposed load */
+#      define LDS_A(d, i, st, kk) ldsm4_t(d, as_s + 2u * (uint)((st) * A_STAGE + A_OFF((kk) + lr + (lj >> 1) * 8, wm0 + (i) * 16 + (lj & 1) * 8)))
+#    else
+#      define LDS_A(d, i, st, kk) ldsm4(d, as_s + 2u * (uint)((st) * A_STAGE + A_OFF(wm0 + (i) * 16 + lr + (lj & 1) * 8, (kk) + (lj >> 1) * 8)))
+#    endif
+#    if TRANS_B  /* rows n, cols k */
+#      define LDS_B(r, j, st, kk) ldsm4(r, bs_s + 2u * (uint)((st) * B_STAGE + B_OFF(wn0 + (j) * 8 + lr + (lj >> 1) * 8, (kk) + (lj & 1) * 8)))
+#    else
+#      define LDS_B(r, j, st, kk) ldsm4_t(r, bs_s + 2u * (uint)((st) * B_STAGE + B_OFF((kk) + lr + (lj & 1) * 8, wn0 + (j) * 8 + (lj >> 1) * 8)))
+#    endif
+#    define LOAD_FRAGS(af, bf, st, kk)                                                               \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int i = 0; i < MI; ++i) LDS_A(af[i], i, st, kk);                                               \
+        _Pragma("unroll")                                                                            \
+        for (int j = 0; j < NI; j += 2) {                                                            \
+            uint r_[4];                                                                              \
+            LDS_B(r_, j, st, kk);                                                                    \
+            bf[j][0] = r_[0]; bf[j][1] = r_[1]; bf[j + 1][0] = r_[2]; bf[j + 1][1] = r_[3];          \
+        }                                                                                            \
+    } while (0)
+#  else /* 16-bit reads from local memory */
+#    define PAIR_A(as, m, k) ((uint)(as)[AIDX(m, k)] | ((uint)(as)[AIDX(m, (k) + 1)] << 16))
+#    define PAIR_B(bs, k, n) ((uint)(bs)[BIDX(k, n)] | ((uint)(bs)[BIDX((k) + 1, n)] << 16))
+#    define LOAD_FRAGS(af, bf, st, kk)                                                               \
+    do {                                                                                             \
+        const LPTR ushort* as_ = As + (st) * A_STAGE;                                                \
+        const LPTR ushort* bs_ = Bs + (st) * B_STAGE;                                                \
+        _Pragma("unroll")                                                                            \
+        for (int i = 0; i < MI; ++i) {                                                               \
+            const int m = wm0 + i * 16 + g;                                                          \
+            af[i][0] = PAIR_A(as_, m, (kk) + 2 * t);                                                 \
+            af[i][1] = PAIR_A(as_, m + 8, (kk) + 2 * t);                                             \
+            af[i][2] = PAIR_A(as_, m, (kk) + 2 * t + 8);                                             \
+            af[i][3] = PAIR_A(as_, m + 8, (kk) + 2 * t + 8);                                         \
+        }                                                                                            \
+        _Pragma("unroll")                                                                            \
+        for (int j = 0; j < NI; ++j) {                                                               \
+            const int n = wn0 + j * 8 + g;                                                           \
+            bf[j][0] = PAIR_B(bs_, (kk) + 2 * t, n);                                                 \
+            bf[j][1] = PAIR_B(bs_, (kk) + 2 * t + 8, n);                                             \
+        }                                                                                            \
+    } while (0)
+#  endif
+#endif /* MMA_PTX */
 
 __kernel ISTHMUS_LOCAL_SIZE(NT, 1, 1)
 void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
               __global const T* A, const long sa, __global const T* B, const long sb,
               __global CT* C, const long sc)
 {
+#if DYN_SMEM
+    /* CUDA: the ring is dynamic shared memory (the host sets its size, SMEM_ELEMS * 2 bytes, at
+     * launch and raises the kernel's limit), so it may exceed the 48 KiB of a static array */
+    extern __shared__ __align__(16) ushort gemm_mma_smem[];
+    ushort* const As = gemm_mma_smem;
+    ushort* const Bs = gemm_mma_smem + STAGES * A_STAGE;
+#else
     __local ushort As[STAGES * A_STAGE] ISTHMUS_ALIGN(16);
     __local ushort Bs[STAGES * B_STAGE] ISTHMUS_ALIGN(16);
+#endif
 
     const int tid = (int)get_local_id(0);
     const int lane = tid & 31, warp = tid >> 5;
@@ -307,7 +399,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
         const int e = tid + l * NT, r = e / (A_COLS / 8), c = (e % (A_COLS / 8)) * 8;
-        oa[l] = (CHA % NT == 0 || e < CHA) ? r * AP + c : -1;
+        oa[l] = (CHA % NT == 0 || e < CHA) ? A_OFF(r, c) : -1;
 #  if TRANS_A   /* rows k, cols m */
         pa[l] = A + (size_t)r * (size_t)M + (size_t)(m0 + c);
         ka[l] = m0 + c < M ? r : K;
@@ -319,7 +411,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 #pragma unroll
     for (int l = 0; l < LB; ++l) {
         const int e = tid + l * NT, r = e / (B_COLS / 8), c = (e % (B_COLS / 8)) * 8;
-        ob[l] = (CHB % NT == 0 || e < CHB) ? r * BP + c : -1;
+        ob[l] = (CHB % NT == 0 || e < CHB) ? B_OFF(r, c) : -1;
 #  if TRANS_B   /* rows n, cols k */
         pb[l] = B + (size_t)(n0 + r) * (size_t)K + (size_t)c;
         kb[l] = n0 + r < N ? c : K;
@@ -348,87 +440,101 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
         ASYNC_COMMIT();
     }
 
-#if MMA_PTX && LDSM
-    /* this lane's row address inside an x4 ldmatrix (matrix j = lane/8, row r = lane%8) */
+#if MMA_PTX
+#  if LDSM
     const int lj = lane >> 3, lr = lane & 7;
-#  if TRANS_A
-    const int a_lds = (lr + (lj >> 1) * 8) * AP + wm0 + (lj & 1) * 8;   /* rows k, cols m */
-#  else
-    const int a_lds = (wm0 + lr + (lj & 1) * 8) * AP + (lj >> 1) * 8;   /* rows m, cols k */
 #  endif
-#  if TRANS_B
-    const int b_lds = (wn0 + lr + (lj >> 1) * 8) * BP + (lj & 1) * 8;   /* rows n, cols k */
-#  else
-    const int b_lds = (lr + (lj & 1) * 8) * BP + wn0 + (lj >> 1) * 8;   /* rows k, cols n */
-#  endif
-#endif
-
+    uint af[2][MI][4], bf[2][NI][2];
+#  define MMA_ALL(f)                                                                                 \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int i = 0; i < MI; ++i)                                                                 \
+            _Pragma("unroll")                                                                        \
+            for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[f][i], bf[f][j][0], bf[f][j][1]);    \
+    } while (0)
+    int rs = 0, ws = STAGES - 1;  /* the stage read now, the stage refilled next */
+#  if PIPE
+    /* Software pipeline: the fragments of the next k16 step are read from local memory (into the
+     * other half of af/bf) while the tensor cores multiply the current one, across K-steps too:
+     * the one barrier of a K-step comes before its last k16 step, so the next stage's first
+     * fragments load while that last step multiplies. The refill of the stage every warp finished
+     * reading (the one before the current) is queued at the first k16 step of each K-step.
+     * The k16 steps are written out (KS is 1, 2 or 4) so that af/bf are only ever indexed by
+     * constants: an array indexed at run time would leave the registers. */
+#    define K16_STEP(kk)                                                                              \
+    do {                                                                                             \
+        if ((kk) == 0) {                                                                             \
+            const int nk = kt + STAGES - 1;                                                          \
+            if (nk < ntiles) {                                                                       \
+                LOAD_A(ws, nk * BK);                                                                 \
+                LOAD_B(ws, nk * BK);                                                                 \
+            }                                                                                        \
+            ASYNC_COMMIT();                                                                          \
+            ws = ws + 1 == STAGES ? 0 : ws + 1;                                                      \
+        }                                                                                            \
+        if ((kk) == KS - 1) { /* the next stage has landed; every warp is done with the last one */ \
+            ASYNC_WAIT();                                                                            \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+            rs = rs + 1 == STAGES ? 0 : rs + 1;                                                      \
+        }                                                                                            \
+        LOAD_FRAGS(af[((kk) + 1) & 1], bf[((kk) + 1) & 1], rs, (((kk) + 1) % KS) * 16);              \
+        MMA_ALL((kk) & 1);                                                                           \
+    } while (0)
+    ASYNC_WAIT();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    LOAD_FRAGS(af[0], bf[0], 0, 0);
+    for (int kt = 0; kt < ntiles; ++kt) {
+        K16_STEP(0);
+#    if KS == 1  /* the next step's fragments are in af[1]: bring them to af[0] for the next K-step */
+#      pragma unroll
+        for (int i = 0; i < MI; ++i)
+#      pragma unroll
+            for (int e = 0; e < 4; ++e) af[0][i][e] = af[1][i][e];
+#      pragma unroll
+        for (int j = 0; j < NI; ++j) { bf[0][j][0] = bf[1][j][0]; bf[0][j][1] = bf[1][j][1]; }
+#    else
+        K16_STEP(1);
+#    endif
+#    if KS == 4
+        K16_STEP(2);
+        K16_STEP(3);
+#    endif
+    }
+#  else /* PIPE=0: one barrier at the top of each K-step, then each k16 step loads and multiplies */
     for (int kt = 0; kt < ntiles; ++kt) {
         ASYNC_WAIT();
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* refill the stage every warp finished reading in the previous step */
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < ntiles) {
+                LOAD_A(ws, nk * BK);
+                LOAD_B(ws, nk * BK);
+            }
+            ASYNC_COMMIT();
+            ws = ws + 1 == STAGES ? 0 : ws + 1;
+        }
+#    pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            LOAD_FRAGS(af[0], bf[0], rs, kk);
+            MMA_ALL(0);
+        }
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+    }
+#  endif
+#else /* portable: this work-item's fragment elements, f32 multiply-adds */
+    for (int kt = 0; kt < ntiles; ++kt) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* refill the stage every work-item finished reading in the previous step */
         {
             const int nk = kt + STAGES - 1;
             if (nk < ntiles) {
                 LOAD_A(nk % STAGES, nk * BK);
                 LOAD_B(nk % STAGES, nk * BK);
             }
-            ASYNC_COMMIT();
         }
         const LPTR ushort* as = As + (kt % STAGES) * A_STAGE;
         const LPTR ushort* bs = Bs + (kt % STAGES) * B_STAGE;
-#if MMA_PTX && LDSM
-        const uint as_k = as_s + 2u * (uint)((kt % STAGES) * A_STAGE + a_lds);
-        const uint bs_k = bs_s + 2u * (uint)((kt % STAGES) * B_STAGE + b_lds);
-#endif
-#pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-#if MMA_PTX
-            uint af[MI][4], bf[NI][2];
-#  if LDSM
-#    pragma unroll
-            for (int i = 0; i < MI; ++i) {
-#    if TRANS_A
-                ldsm4_t(af[i], as_k + 2u * (uint)(kk * AP + i * 16));
-#    else
-                ldsm4(af[i], as_k + 2u * (uint)(i * 16 * AP + kk));
-#    endif
-            }
-#    pragma unroll
-            for (int j = 0; j < NI; j += 2) {
-                uint r[4];
-#    if TRANS_B
-                ldsm4(r, bs_k + 2u * (uint)(j * 8 * BP + kk));
-#    else
-                ldsm4_t(r, bs_k + 2u * (uint)(kk * BP + j * 8));
-#    endif
-                bf[j][0] = r[0]; bf[j][1] = r[1]; bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
-            }
-#  else /* 16-bit reads from local memory */
-#    define PAIR_A(m, k) ((uint)as[AIDX(m, k)] | ((uint)as[AIDX(m, (k) + 1)] << 16))
-#    define PAIR_B(k, n) ((uint)bs[BIDX(k, n)] | ((uint)bs[BIDX((k) + 1, n)] << 16))
-#    pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                const int m = wm0 + i * 16 + g;
-                af[i][0] = PAIR_A(m, kk + 2 * t);
-                af[i][1] = PAIR_A(m + 8, kk + 2 * t);
-                af[i][2] = PAIR_A(m, kk + 2 * t + 8);
-                af[i][3] = PAIR_A(m + 8, kk + 2 * t + 8);
-            }
-#    pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                const int n = wn0 + j * 8 + g;
-                bf[j][0] = PAIR_B(kk + 2 * t, n);
-                bf[j][1] = PAIR_B(kk + 2 * t + 8, n);
-            }
-#    undef PAIR_A
-#    undef PAIR_B
-#  endif
-#pragma unroll
-            for (int i = 0; i < MI; ++i)
-#pragma unroll
-                for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
-#else /* portable: this work-item's fragment elements, f32 multiply-adds */
             for (int i = 0; i < MI; ++i) {
                 const int m = wm0 + i * 16 + g;
                 for (int j = 0; j < NI; ++j) {
@@ -443,9 +549,9 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
                     acc[i][j][0] = d0; acc[i][j][1] = d1; acc[i][j][2] = d2; acc[i][j][3] = d3;
                 }
             }
-#endif
         }
     }
+#endif
 
     /* epilogue: rows g and g+8, columns 2t and 2t+1 of each fragment */
     const int read_c = beta != 0.0f;

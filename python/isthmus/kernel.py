@@ -319,6 +319,10 @@ class Kernel:
         self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
         self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
         self._limits = None  # launch.KernelLimits, asked of the backend on the first check
+        # Local memory the kernel takes at launch rather than in static arrays (CUDA: dynamic shared
+        # memory, `extern __shared__`; may exceed the static 48 KiB up to Device.local_mem_optin).
+        # Set by the library family that compiled the kernel; backends without it ignore it.
+        self.dynamic_local_bytes = 0
 
     def __repr__(self) -> str:
         return f"<isthmus.Kernel {self.name}({', '.join(p.ctype + ('*' if p.kind == 'buffer' else '') + ' ' + p.name for p in self.params)}) on {self.device.id}>"

@@ -85,6 +85,86 @@ def test_gemm_mma_other_tilings(dev, rng, params):
         _check(dev, rng, BF16, 70, 45, 83, tb=True, out="float32")
 
 
+def test_gemm_mma_swizzled_tiles(dev, rng):
+    """SWZ=1 (16-byte chunks permuted instead of padded rows) with a 3-stage ring: both layouts of
+    each operand, odd sizes (element-wise copies) and aligned ones (16-byte copies)."""
+    params = dict(BM=64, BN=32, BK=32, WM=2, WN=1, STAGES=3, GM=4, LDSM=1, ASYNC=1, SWZ=1)
+    with forced(gemm_mma.FAMILY, params):
+        _check(dev, rng, np.dtype(np.float16), 70, 45, 83, ta=True, out="float32", beta=0.5)
+        _check(dev, rng, BF16, 64, 48, 96, tb=True)
+
+
+def test_gemm_mma_ring_bytes_match_the_kernel():
+    """smem_bytes (the dynamic shared memory CUDA launches pass) is the ring the source declares."""
+    p = dict(BM=128, BN=256, BK=32, STAGES=3, SWZ=1)
+    assert gemm_mma.smem_bytes(p, False, False) == 3 * 2 * (128 * 32 + 32 * 256)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), False, True) == 3 * 2 * (128 * 40 + 256 * 40)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
+
+
+def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
+    """Without a GPU: a kernel's dynamic_local_bytes reaches cuLaunchKernel's sharedMemBytes; above
+    the default 48 KiB the kernel's limit is raised once first; over the opt-in maximum is a typed
+    error before any driver call."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    launches, raised = [], []
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(
+        launchKernel=lambda *a: launches.append(a[7]), funcSetAttribute=lambda *a: raised.append(a),
+        CUDADriverError=RuntimeError), runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, _cp_device=contextlib.nullcontext(), index=0, id="cuda:0",
+                          stream=SimpleNamespace(ptr=7), _launch_graphs=False, local_mem_size=48 * 1024,
+                          local_mem_optin=227 * 1024, _grid=lambda k, g, l: ((g[0] // l[0],), l))
+    dev._dynamic_shared = lambda k: cuda.CudaDevice._dynamic_shared(dev, k)
+    kernels = {n: SimpleNamespace(native=SimpleNamespace(ptr=5), name="k", dynamic_local_bytes=n)
+               for n in (0, 40 * 1024, 72 * 1024)}
+    for nbytes in (0, 40 * 1024, 72 * 1024, 72 * 1024):  # the 72 KiB kernel twice: one raise
+        cuda._PreparedLaunch(dev, kernels[nbytes], (128,), (128,), [np.int64(1)]).launch()
+    assert launches == [0, 40 * 1024, 72 * 1024, 72 * 1024]
+    assert raised == [(5, 8, 72 * 1024)]  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, once
+    big = SimpleNamespace(native=SimpleNamespace(ptr=6), name="big", dynamic_local_bytes=228 * 1024)
+    with pytest.raises(isthmus.LaunchConfigError, match="dynamic shared memory"):
+        cuda._PreparedLaunch(dev, big, (128,), (128,), [np.int64(1)])
+    assert len(launches) == 4
+
+
+class _NvidiaLike:
+    """The limits the rule and restrictions read, of an H200 under CUDA or NVIDIA's OpenCL."""
+
+    mma_sync, kind, max_work_group_size, local_mem_size = True, "gpu", 1024, 48 * 1024
+
+    def __init__(self, backend, optin=None):
+        self.backend, self.local_mem_optin = backend, optin
+
+
+@pytest.mark.parametrize("backend, optin", [("cuda", 227 * 1024), ("opencl", None)])
+def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin):
+    """Skinny problems get small tiles, big squares the largest ring the backend allows; every pick
+    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory)."""
+    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin)
+    picks = {}
+    for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
+        problem = {"m": m, "n": n, "k": k}
+        p = picks[(m, n)] = fam.defaults(dev, problem)
+        assert fam.is_valid(p, dev, problem), (m, n, k, p)
+        assert gemm_mma.smem_bytes(p, False, False) <= (optin or dev.local_mem_size)
+    assert picks[(16, 4096)]["BM"] <= 64 and picks[(4096, 64)]["BN"] <= 64
+    big = picks[(8192, 8192)]
+    assert big["BM"] * big["BN"] >= picks[(16, 4096)]["BM"] * picks[(16, 4096)]["BN"] * 4
+    if backend == "cuda":  # the 72 KiB ring only CUDA's dynamic shared memory holds
+        assert gemm_mma.smem_bytes(big, False, False) > dev.local_mem_size
+
+
+def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):
+    """Devices without mma.sync (PoCL here) run the portable path with the defaults (CPU ones on a CPU)."""
+    if dev.mma_sync:
+        pytest.skip("a device with mma.sync")
+    assert gemm_mma.FAMILY.defaults(dev, {"m": 8192, "n": 8192, "k": 8192}) == gemm_mma.FAMILY.defaults(dev)
+
+
 def test_ops_gemm_takes_16_bit_floats_to_tensor_cores(dev, rng):
     for dt in DTYPES.values():
         a, b = _operands(rng, dt, 23, 31, 40, False, False)

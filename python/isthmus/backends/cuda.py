@@ -23,6 +23,8 @@ _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _PRIVATE_LIMIT = 512 * 1024  # "local" memory per thread, CUDA's limit since compute capability 2.0
 # CUfunction_attribute values (cuda.h)
 _ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
+_ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+_ATTR_DEV_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
 
 def _cupy():
@@ -94,6 +96,9 @@ class CudaDevice(Device):
             dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
         self._cp_device = cupy.cuda.Device(index)
         self.mma_sync = int(p["major"]) >= 8
+        # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
+        self.local_mem_optin = int(p.get("sharedMemPerBlockOptin") or
+                                   rt.deviceGetAttribute(_ATTR_DEV_SMEM_OPTIN, index) or p["sharedMemPerBlock"])
         self._stream = None
         self._init_lock = threading.Lock()
         self._launch_graphs = knobs.cuda_launch_graphs()
@@ -311,6 +316,25 @@ class CudaDevice(Device):
             return KernelLimits(int(get(_ATTR_MAX_THREADS, ptr)), int(get(_ATTR_SHARED_BYTES, ptr)),
                                 int(get(_ATTR_LOCAL_BYTES, ptr)))
 
+    def _dynamic_shared(self, kernel) -> int:
+        """The dynamic shared memory bytes of ``kernel``'s launches; above the default 48 KiB the
+        driver must first raise the kernel's limit (once per kernel and size)."""
+        dyn = int(getattr(kernel, "dynamic_local_bytes", 0) or 0)
+        if not dyn:
+            return 0
+        if dyn > self.local_mem_optin:
+            raise LaunchConfigError(f"kernel {kernel.name!r} asks for {dyn} bytes of dynamic shared memory; "
+                                    f"{self.id} allows at most {self.local_mem_optin}: use a smaller tile or fewer stages")
+        if dyn > self.local_mem_size and kernel.__dict__.get("_cuda_dyn_limit", 0) < dyn:
+            try:
+                with self._cp_device:
+                    self._cp.cuda.driver.funcSetAttribute(kernel.native.ptr, _ATTR_MAX_DYNAMIC_SHARED, dyn)
+            except self._cp.cuda.driver.CUDADriverError as exc:
+                raise LaunchConfigError(f"kernel {kernel.name!r}: raising its dynamic shared memory to {dyn} bytes "
+                                        f"failed on {self.id}: {exc}") from exc
+            kernel.__dict__["_cuda_dyn_limit"] = dyn
+        return dyn
+
     def _buffer_arg(self, buf):
         # A device pointer that holds its memory: whoever holds the packed argument holds the
         # allocation (see buffer.py), so it returns to CuPy's pool only after the launch is queued.
@@ -434,7 +458,8 @@ class _PreparedLaunch:
         self._cells = [np.array([v], dtype=np.asarray(v).dtype) for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
         self._stream = dev.stream
-        self._args = (kernel.native.ptr, *grid, *block, 0, self._stream.ptr, ctypes.addressof(self._params), 0)
+        dyn = dev._dynamic_shared(kernel) if getattr(kernel, "dynamic_local_bytes", 0) else 0
+        self._args = (kernel.native.ptr, *grid, *block, dyn, self._stream.ptr, ctypes.addressof(self._params), 0)
         self._call = dev._cp.cuda.driver.launchKernel
         self._get_device = dev._cp.cuda.runtime.getDevice
         self._index = dev.index

@@ -23,25 +23,69 @@ from . import checks
 from .family import Family, Tunable, recall, recipes, resolve
 
 DTYPES = ("float16", "bfloat16")
+
+
+def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
+    return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=stages, GM=gm, SWZ=1)
+
+
+# Tiles by shape class on devices with mma.sync (H200 measurements: benchmarks/results/gemm_mma-h200.md).
+# Skinny problems (x @ W.T for a batch of rows) are bound by streaming the weights: small tiles and
+# deep K-steps give the most work-groups; big squares want the largest tile whose ring fits, so
+# each byte brought into local memory feeds the most tensor-core work.
+_SKINNY = _tile(64, 64, 64, 2, 2, 3, gm=1)
+_MID_CUDA = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring (48 KiB)
+_BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared memory
+# NVIDIA's OpenCL (48 KiB of static local memory): the swizzled 3-stage ring and the pipelined
+# loop measured 5-12% slower there than padded rows, 2 stages and a barrier at the top of each
+# K-step (PIPE=0), the reverse of CUDA; the compiled code has no spills in either (ptxas -v).
+_NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
+
+
+def _rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The tile for a problem's shape class (see above); devices without mma.sync (the portable
+    path) keep the defaults."""
+    if not getattr(device, "mma_sync", False):
+        return {}
+    m, n = buckets["m"], buckets["n"]
+    if min(m, n) <= 64:
+        return _SKINNY
+    if device.backend != "cuda":
+        return _NV_OPENCL
+    return _BIG_CUDA if min(m, n) >= 4096 else _MID_CUDA
+
+
 FAMILY = Family(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4), 2), Tunable("WN", (1, 2, 4), 2),
               Tunable("STAGES", (2, 3, 4), 2), Tunable("GM", (1, 4, 8, 16), 8),
-              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1)),
+              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
+              Tunable("PIPE", (0, 1), 1)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
-                  "STAGES * 2 * (max(BM * (BK + 8), BK * (BM + 8)) + max(BN * (BK + 8), BK * (BN + 8)))"
-                  " <= local_mem_size",
+                  # the ring, either operand layout (SWZ=0 pads rows by 8 elements); on CUDA it is
+                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there
+                  "STAGES * 2 * ((BM + BN) * BK if SWZ else max(BM * (BK + 8), BK * (BM + 8))"
+                  " + max(BN * (BK + 8), BK * (BN + 8))) <= local_mem_optin",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
     cpu_defaults=(("BM", 32), ("BN", 32), ("BK", 16), ("WM", 1), ("WN", 2), ("GM", 1), ("LDSM", 0), ("ASYNC", 0)),
+    rule=_rule,
 )
 _RECIPES = recipes()
 _F32 = lookup("float32")
 _MAX_BATCH = 65535  # CUDA's gridDim.z
+
+
+def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
+    """Bytes of the kernel's local-memory ring (its SMEM_ELEMS * 2) for config ``p``."""
+    pad = 0 if p.get("SWZ") else 8
+    a_rows, a_cols = (p["BK"], p["BM"]) if ta else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BN"], p["BK"]) if tb else (p["BK"], p["BN"])
+    return p["STAGES"] * 2 * (a_rows * (a_cols + pad) + b_rows * (b_cols + pad))
 
 
 def grid(m: int, n: int, batch: int, p: dict):
@@ -77,13 +121,16 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
     lda = shape.m if ta else shape.k
     ldb = shape.k if tb else shape.n
     return (("TRANS_A", int(ta)), ("TRANS_B", int(tb)), ("VEC", int(lda % 8 == 0 and ldb % 8 == 0)),
-            ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)))
+            ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)),
+            ("DYN_SMEM", int(dev.backend == "cuda")))  # CUDA: the ring in dynamic shared memory
 
 
 def _recipe(dev, dt, shape: _Shape, variant: tuple, out_dt) -> _Recipe:
     m, n, k = shape.m, shape.n, shape.k
     params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
     kern = kernels["gemm_mma"]
+    if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
+        kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
     g, loc = grid(m, n, shape.batch, params)
     c_size = int(np.prod(shape.c_shape, dtype=np.int64))
     return _Recipe(kern, g, loc, (np.int32(m), np.int32(n), np.int32(k)),
