@@ -30,7 +30,8 @@
  * consecutive rows/columns spaced TM/WPTM*4 (TN/WPTN*4) apart, so that local-memory reads
  * are 16-byte vectors without bank conflicts and C is written in 16-byte runs.
  *
- * Tunables (-D), all powers of two (see library/gemm.py for values and restrictions):
+ * Tunables (-D), all powers of two (values, defaults and restrictions: the op's spec,
+ * python/isthmus/ops/gemm.py):
  *   VARIANT 0 tiled, 1 split-K, 2 cpu
  *   TM TN TK WPTM WPTN   tile, K-step and register block of gemm
  *   CM CN CV CR          gemm_cpu block: CR blocks of CM rows, CN vectors of CV columns

@@ -28,8 +28,8 @@
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
  * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
- *   STAGES * 2 * (max(BM*(BK+8), BK*(BM+8)) + max(BN*(BK+8), BK*(BN+8))) <= local_mem_size.
+ *   LDSM, ASYNC; their values, defaults and restrictions are declared once, in the op's spec
+ *   (python/isthmus/ops/gemm_mma.py).
  * Launch (3-D): local = (32*WM*WN, 1, 1),
  *   global = (ceil(N/BN) * 32*WM*WN, ceil(M/BM), batch)   (CUDA: ceil(M/BM), batch <= 65535)
  */
