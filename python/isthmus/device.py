@@ -158,7 +158,7 @@ class Device:
     def kernel(self, name: str) -> "Kernel":
         """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
         bound to this device; calling it runs the op with the same arguments as ``isthmus.ops``."""
-        from .library import library_kernel
+        from .ops.registry import library_kernel
 
         return library_kernel(self, name)
 

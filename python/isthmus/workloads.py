@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from . import ops
-from .library import REFERENCES
+from .ops.registry import REFERENCES
 
 
 @dataclass

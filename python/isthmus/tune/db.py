@@ -107,7 +107,7 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def bucket_of(family, problem: dict) -> tuple[int, ...]:
-    from ..library.family import problem_bucket
+    from ..ops.spec import problem_bucket
 
     return problem_bucket(family, problem)
 
@@ -245,7 +245,7 @@ class Database:
         """(level, params) in fallback order: exact, nearest bucket same device, same model other driver;
         only buckets of the key's shape class (a config tuned for square problems never runs a
         tall or narrow one)."""
-        from ..library.family import shape_class
+        from ..ops.spec import shape_class
 
         with self._lock:
             rows = self._conn.execute(
@@ -457,7 +457,7 @@ def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
 
 def forget() -> None:
     """Drop memoized lookups here and in the library (after this process changed a database)."""
-    from ..library.family import forget_resolved
+    from ..ops.spec import forget_resolved
 
     _memo.clear()
     forget_resolved()

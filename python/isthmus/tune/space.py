@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..library.family import Family
+from ..ops.spec import Family
 
 class Config(dict):
     """One point of a search space (tunable name -> value): a frozen, hashable, JSON-able value,
@@ -35,7 +35,7 @@ _user_families: dict[str, Family] = {}
 
 
 def register(family: Family) -> None:
-    from ..library import FAMILIES
+    from ..ops.registry import FAMILIES
 
     if family.name in FAMILIES:
         raise ValueError(f"{family.name!r} is a library kernel; give your kernel another name")
@@ -43,13 +43,13 @@ def register(family: Family) -> None:
 
 
 def kernel_family(name: str) -> Family | None:
-    from ..library import FAMILIES
+    from ..ops.registry import FAMILIES
 
     return FAMILIES.get(name) or _user_families.get(name)
 
 
 def known_kernels() -> list[str]:
-    from ..library import FAMILIES
+    from ..ops.registry import FAMILIES
 
     return list(FAMILIES) + sorted(_user_families)
 

@@ -12,8 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..library import FAMILIES, REFERENCES, family as library_family
-from ..library.family import Family, Tunable, forced, resolve
+from ..ops.registry import FAMILIES, REFERENCES, family as library_family
+from ..ops.spec import Family, Tunable, forced, resolve
 from ..workloads import rel_error, tolerance
 from .space import register
 

@@ -7,12 +7,12 @@
 """
 from __future__ import annotations
 
-from .buffer import Buffer
-from .library import axpy as _axpy
-from .library import gemm as _gemm
-from .library import reduce as _reduce
-from .library import softmax as _softmax
-from .library import transpose as _transpose
+from ..buffer import Buffer
+from .specs import axpy as _axpy
+from .specs import gemm as _gemm
+from .specs import reduce as _reduce
+from .specs import softmax as _softmax
+from .specs import transpose as _transpose
 
 
 def axpy(a, x: Buffer, y: Buffer) -> Buffer:

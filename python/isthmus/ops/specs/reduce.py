@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..buffer import Buffer
-from ..dtypes import lookup
-from ..errors import InvalidArgumentError
-from . import checks
-from .family import Family, Tunable, recall, recipes, resolve
+from ...buffer import Buffer
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError
+from .. import checks
+from ..spec import Family, Tunable, recall, recipes, resolve
 
 _TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
              Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),

@@ -5,10 +5,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..kernel import convert_scalar
-from . import checks
-from .family import Family, Tunable, recall, recipes, resolve
+from ...errors import InvalidArgumentError
+from ...kernel import convert_scalar
+from .. import checks
+from ..spec import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="axpy", source="axpy.cl", entries=("axpy",),

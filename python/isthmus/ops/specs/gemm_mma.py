@@ -15,12 +15,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..buffer import Buffer
-from ..dtypes import lookup
-from ..errors import InvalidArgumentError, UnsupportedDtypeError
-from ..kernel import convert_scalar
-from . import checks
-from .family import Family, Tunable, recall, recipes, resolve
+from ...buffer import Buffer
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError, UnsupportedDtypeError
+from ...kernel import convert_scalar
+from .. import checks
+from ..spec import Family, Tunable, recall, recipes, resolve
 
 DTYPES = ("float16", "bfloat16")
 FAMILY = Family(

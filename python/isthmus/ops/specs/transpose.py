@@ -5,8 +5,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import checks
-from .family import Family, Tunable, recall, recipes, resolve
+from .. import checks
+from ..spec import Family, Tunable, recall, recipes, resolve
 
 FAMILY = Family(
     name="transpose", source="transpose.cl", entries=("transpose", "transpose_vector"),

@@ -17,12 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..buffer import Buffer
-from ..dtypes import lookup
-from ..errors import InvalidArgumentError, UnsupportedDtypeError
-from ..kernel import convert_scalar
-from . import checks, gemm_mma
-from .family import Family, Tunable, bucket, recall, recipes, resolve
+from ...buffer import Buffer
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError, UnsupportedDtypeError
+from ...kernel import convert_scalar
+from .. import checks
+from . import gemm_mma
+from ..spec import Family, Tunable, bucket, recall, recipes, resolve
 
 _TILED = ("VARIANT", (0, 1))
 _CPU = ("VARIANT", (2,))

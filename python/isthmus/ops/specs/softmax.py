@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import checks
-from .family import Family, Tunable, recall, recipes, resolve
+from .. import checks
+from ..spec import Family, Tunable, recall, recipes, resolve
 
 # Registers a work-group may hold a row in (bytes); and the least a partly held (wide) row holds.
 _HOLD_MAX = 131072
