@@ -64,7 +64,8 @@ class Fused:
         values = self._values(args, kwargs)
         variant, n, out = self._resolve(values, out)
         if n:
-            variant.kernel._enqueue(variant.gsize(n), variant.lsize, self._pack(variant, n, out, values))
+            kernel = variant.kernel
+            kernel.device.launch(kernel, variant.gsize(n), variant.lsize, self._pack(variant, n, out, values))
         return out
 
     def _pack(self, variant, n, out, values) -> list:
@@ -192,12 +193,12 @@ class _Variant:
                         for p in self.kernel.params[first:]]
 
     def pack(self, n: int, out: Buffer, values: list) -> list:
-        """The kernel's arguments. Buffers were checked by Fused._resolve and their dtypes are this
-        variant's key, so only scalars need converting (with the range checks of a launch)."""
-        dev = self.kernel.device
-        packed = [np.int64(n)] if self._inplace else [np.int64(n), dev._buffer_arg(out)]
+        """The kernel's arguments for Device.launch. Buffers were checked by Fused._resolve and their
+        dtypes are this variant's key, so only scalars need converting (with the range checks of a
+        launch, and messages that name the expression's input)."""
+        packed = [np.int64(n)] if self._inplace else [np.int64(n), out]
         for (param, where), v in zip(self._inputs, values):
-            packed.append(dev._buffer_arg(v) if param.kind == "buffer" else convert_scalar(v, param, where))
+            packed.append(v if param.kind == "buffer" else convert_scalar(v, param, where))
         return packed
 
     def gsize(self, n: int) -> tuple[int]:

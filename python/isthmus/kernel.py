@@ -319,6 +319,9 @@ class Kernel:
         self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
         self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
         self._limits = None  # launch.KernelLimits, asked of the backend on the first check
+        # per parameter, the class a packed scalar has (None: a buffer): Device.launch converts
+        # any other value (a Python number) through the parameter's checks
+        self._types = tuple(p.dtype.type if p.kind == "scalar" else None for p in params)
 
     def __repr__(self) -> str:
         return f"<isthmus.Kernel {self.name}({', '.join(p.ctype + ('*' if p.kind == 'buffer' else '') + ' ' + p.name for p in self.params)}) on {self.device.id}>"
@@ -327,9 +330,11 @@ class Kernel:
         if config is None:
             raise LaunchConfigError(f"kernel {self.name!r} needs a launch config: "
                                     f"{self.name}(..., config=isthmus.LaunchConfig(global_size, local_size))")
-        packed = self.pack(args)
+        if len(args) != len(self.params):
+            self._arity_error(args)
+        checked = [self._pack_arg(i, param, value, pack=False) for i, (param, value) in enumerate(zip(self.params, args))]
         gsize, lsize = self._check_config(config)
-        self._enqueue(gsize, lsize, packed)
+        self.device.launch(self, gsize, lsize, checked)
 
     def _check_config(self, config) -> tuple:
         """The sizes of ``config`` once the device's grid limits and this compiled kernel's needs
@@ -354,20 +359,22 @@ class Kernel:
     def pack(self, args) -> list:
         """Check ``args`` against the signature and convert them for the backend."""
         if len(args) != len(self.params):
-            raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
-                                       f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+            self._arity_error(args)
         return [self._pack_arg(i, param, value) for i, (param, value) in enumerate(zip(self.params, args))]
 
-    def _pack_arg(self, i: int, param: Param, value, what: str = "kernel"):
-        """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``)."""
+    def _arity_error(self, args):
+        raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
+                                   f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+
+    def _pack_arg(self, i: int, param: Param, value, what: str = "kernel", pack: bool = True):
+        """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``); a buffer
+        is packed (its memory held) unless ``pack`` is False (Device.launch packs it then)."""
         dev = self.device
         if param.kind == "buffer":
             # the common case checked cheaply: an open buffer of this device and the declared dtype
-            # (its packed argument is kept, except while a graph is captured: capture sees buffers
-            # through _buffer_arg)
             if (value.__class__ is Buffer and value._dt is not None and value.device is dev
                     and (param.dtype is None or value.dtype == param.dtype)):
-                return (value._arg or value._launch_arg()) if dev._capture is None else dev._buffer_arg(value)
+                return dev._buffer_arg(value) if pack else value
             where = f"{what} {self.name!r} argument {i} ({param.name})"
             if not isinstance(value, Buffer):
                 raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")
@@ -378,7 +385,7 @@ class Kernel:
             if param.dtype is not None and value.dtype != param.dtype:
                 raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
                                            f"got {value.dtype}")
-            return dev._buffer_arg(value)
+            return dev._buffer_arg(value) if pack else value
         quick = _quick_scalar(value, param)
         if quick is not None:
             return quick
@@ -394,5 +401,10 @@ class Kernel:
 
         return Plan(self, args, config)
 
-    def _enqueue(self, gsize: tuple, lsize: tuple | None, packed: list) -> None:
-        self.device._launch(self, gsize, lsize, packed)
+    def _convert(self, i: int, value):
+        """Argument ``i`` as its parameter's scalar type (Device.launch, for a value that is not one yet)."""
+        param = self.params[i]
+        if param.kind == "buffer":
+            raise InvalidArgumentError(f"{self.name}: parameter {param.name!r} is a buffer, got "
+                                       f"{type(value).__name__}")
+        return convert_scalar(value, param, self.name)

@@ -109,7 +109,7 @@ def test_host_transfers_cannot_be_captured(dev, affine):
         with pytest.raises(isthmus.InvalidArgumentError, match="cannot be captured"):
             with dev.capture():
                 bad()
-    assert dev._capture is None and "_launch" not in vars(dev)
+    assert dev._recorder is None and "_launch" not in vars(dev)  # nothing patched, nothing left installed
 
 
 def test_capture_misuse_is_an_error(dev, affine):

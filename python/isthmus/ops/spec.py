@@ -1,22 +1,30 @@
-"""A kernel family: its OpenCL source, entry points, dtypes, tunable parameters (compile-time
-``-D`` macros with values, a default and restrictions) and the names of its problem sizes.
+"""An op is a value: one frozen spec per op (per kernel family) says everything the runtime,
+the tuner, the benchmarks, the tests, the docs and the Java SPI need to know about it.
 
-Launch configurations are resolved per (device, dtype, problem bucket) and memoized, so a library
-call spends microseconds on it; tuned configurations come from the tuning database when one holds
-a matching entry, else the family's defaults.
+- the kernel: its OpenCL source, entry points, dtypes, fixed ``-D`` macros, storage types;
+- its tunable parameters (compile-time ``-D`` macros with values, a default, restrictions, the
+  variant they belong to) and the rule that picks them for a problem before any tuning;
+- the problem sizes a call's inputs give (names; the op computes them from its inputs);
+- how it runs: ``run``, the public function (``isthmus.ops.<name>``): its argument checks, its
+  output rule, its grid rule and its launch steps, through one memo (:mod:`.resolve`) and
+  ``Device.launch``;
+- how it is checked and measured: the NumPy reference and its tolerance, sample inputs for a
+  problem, the op called on them, the bytes it moves and the flops it does.
+
+Every spec is in one registry (:mod:`.registry`): the library's, one file each in ``ops/specs``,
+and the tunable kernels users declare (``isthmus.tune.declare``).
 """
 from __future__ import annotations
 
-import contextvars
-import math
-import threading
-from contextlib import contextmanager
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from .. import knobs
 from ..dtypes import DType
-from ..errors import InvalidArgumentError, UnsupportedDtypeError
+from ..errors import UnsupportedDtypeError
 from ..kernel import Kernel, Program
 
 
@@ -34,8 +42,12 @@ class Tunable:
         return self.when is None or params.get(self.when[0]) in self.when[1]
 
 
+# every spec's launch memo (see resolve.plan), so that forgetting configs reaches them all
+_memos: list[dict] = []
+
+
 @dataclass(frozen=True)
-class Family:
+class OpSpec:
     name: str
     source: str  # file in opencl/
     entries: tuple[str, ...]  # kernel functions the op launches
@@ -48,9 +60,39 @@ class Family:
     cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
     # (problem buckets, device, dtype, params) -> the tunables the problem's shape calls for (a
     # variant, a tile), merged over the defaults ``params``; it depends only on the buckets, since
-    # configs are memoized per bucket. Used where no tuned config is found.
+    # a tuned config applies per bucket. Used where no tuned config is found.
     rule: Callable[[dict, Any, Any, dict], dict] | None = field(default=None, compare=False)
+    # ---- how it runs, is checked and is measured (None for a kernel family that is not an op)
+    run: Callable | None = field(default=None, compare=False)  # the public function, isthmus.ops.<name>
+    reference: Callable | None = field(default=None, compare=False)  # NumPy: same arguments, host arrays
+    inputs: Callable | None = field(default=None, compare=False)  # (problem, dtype, rng) -> host arrays
+    call: Callable | None = field(default=None, compare=False)  # the op on device inputs (default: run)
+    expect: Callable | None = field(default=None, compare=False)  # reference on host inputs (default: reference)
+    in_place: tuple[int, ...] = ()  # inputs the call overwrites
+    into: Callable | None = field(default=None, compare=False)  # (out, *device inputs): the call into out
+    numpy: Callable | None = field(default=None, compare=False)  # the NumPy call a user would make instead
+    moved: Callable | None = field(default=None, compare=False)  # (problem, itemsize) -> bytes moved
+    flops: Callable | None = field(default=None, compare=False)  # problem -> floating-point operations
+    tolerance: float = 4.0  # relative error allowed, in units of the dtype's (workloads.tolerance)
+    summary: str = ""  # one line, for listings and opencl/README.md
+    library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
     _compiled: list = field(default_factory=list, compare=False, repr=False)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        _memos.append(self._memo)
+
+    def completed(self, **fields) -> "OpSpec":
+        """This spec with more fields (how a spec file adds the op's functions below its declaration)."""
+        return dataclasses.replace(self, **fields)
+
+    @property
+    def sample_call(self) -> Callable:
+        return self.call or self.run
+
+    @property
+    def sample_expect(self) -> Callable:
+        return self.expect or self.reference
 
     # ---- parameters --------------------------------------------------------------------------
     def defaults(self, device, problem: dict | None = None, dtype: DType | None = None) -> dict:
@@ -128,7 +170,7 @@ def bucket(value: int) -> int:
     return 1 if value <= 1 else 1 << (int(value) - 1).bit_length()
 
 
-def problem_bucket(family: Family, problem: dict) -> tuple[int, ...]:
+def problem_bucket(family: OpSpec, problem: dict) -> tuple[int, ...]:
     """The problem's bucket: each size (in the family's order) rounded up to a power of two."""
     return tuple(bucket(int(problem[p])) for p in family.problem)
 
@@ -152,131 +194,17 @@ def shape_class(buckets: tuple[int, ...]) -> str:
     return tags + ("/e" if len(big) >= 2 and max(big) >= _ELONGATED * min(big) else "")
 
 
-_resolve_lock = threading.Lock()
-_resolved: dict = {}
-_generation = 0  # bumped by forget_resolved(): what was resolved before it must not be stored after it
-_recipe_memos: list[dict] = []
-_RECIPES_MAX = 4096  # distinct (device, dtype, shape) per op kept; past that the memo starts over
-# Set by isthmus.tune.db when it is importable: (family, device, dtype, problem) -> params or None.
-config_source: list[Callable] = []
 
 
-def resolve(family: Family, device, dt: DType, problem: dict, variant: tuple = ()) -> tuple[dict, dict[str, Kernel]]:
-    """The launch parameters and compiled kernels for this problem (memoized by bucket).
-
-    ``variant``: (name, value) pairs of fixed ``-D`` macros that the call itself decides (operand
-    layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
-    forced = _forced.get()
-    if forced is not None and forced[0] is family:  # the tuner measuring one candidate config
-        family.check_dtype(device, dt)
-        return forced[1], family.kernels(device, dt, {**forced[1], **dict(variant)})
-    key = (family.name, family.defines, device.id, dt.name, *[bucket(problem[p]) for p in family.problem],
-           *variant)
-    found = _resolved.get(key)
-    if found is None:
-        generation = _generation
-        family.check_dtype(device, dt)
-        params = None
-        for source in config_source:
-            params = source(family, device, dt, problem)
-            if params is not None and family.is_valid(params, device, problem, dt):
-                break
-            params = None
-        if params is None:
-            params = family.defaults(device, problem, dt)
-            if not family.is_valid(params, device, problem, dt):
-                params = _first_valid(family, device, problem, dt)
-        found = (params, family.kernels(device, dt, {**params, **dict(variant)}))
-        with _resolve_lock:
-            if generation == _generation:
-                _resolved[key] = found
-    return found
+Family = OpSpec  # the name of a spec before ops were values (users' code and the tuner use it)
 
 
-def recipes() -> dict:
-    """A memo for one op's launch recipes: what its launches need that depends only on (device,
-    dtype, shape) (resolved params, grid, kernels, packed scalar arguments), so a repeated call
-    skips resolving and packing. Filled through :func:`recipe`, emptied with the resolved configs
-    (:func:`forget_resolved`, i.e. when a tuning database changes).
-
-    An op launches from a remembered recipe, with its buffers' cached packed arguments, only when
-    ``dev._capture is None and forcing() is None``: while the tuner forces a config the recipe
-    would be the wrong config, and a graph being captured on the device sees launches through the
-    device's hooks; both take the op's general path."""
-    memo: dict = {}
-    _recipe_memos.append(memo)
-    return memo
-
-
-def recipe(memo: dict, key, make: Callable[[], Any]):
-    """``make()`` (which resolves configs), remembered in ``memo`` under ``key`` unless the tuner
-    forces a config in this context or the resolved configs were forgotten meanwhile."""
-    generation = _generation
-    found = make()
-    if _forced.get() is None:
-        with _resolve_lock:
-            if generation == _generation:
-                if len(memo) >= _RECIPES_MAX:
-                    memo.clear()
-                memo[key] = found
-    return found
-
-
-def recall(memo: dict, key, dev, make: Callable[[], Any]) -> tuple[Any, bool]:
-    """(recipe, fast): the op's recipe for ``key`` (made and remembered through :func:`recipe` when
-    missing), and whether the op may launch it with its buffers' cached packed arguments
-    (``buf._arg or buf._launch_arg()``): not while a graph is being captured on ``dev`` (capture
-    sees buffers through ``dev._buffer_arg``) or the tuner forces a config."""
-    found = memo.get(key)
-    if found is not None and dev._capture is None and _forced.get() is None:
-        return found, True
-    return recipe(memo, key, make), False
-
-
-# (family, params) that resolve() returns unmemoized in this context: how the tuner launches a
-# candidate config through the op's own run() without touching what other threads resolve.
-_forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
-forcing = _forced.get  # () -> the forced (family, params) of this context, or None
-
-
-@contextmanager
-def forced(family: Family, params: dict):
-    token = _forced.set((family, dict(params)))
-    try:
-        yield
-    finally:
-        _forced.reset(token)
-
-
-def _first_valid(family: Family, device, problem: dict, dt: DType) -> dict:
-    """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
-    default = family.defaults(device, problem, dt)
-    best = None
-    for params in family.space(device, problem, dt):
-        dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)
-                   else params[k] != default[k] for k in params)
-        if best is None or dist < best[0]:
-            best = (dist, params)
-    if best is None:
-        raise InvalidArgumentError(f"{family.name}: no configuration fits {device.id} (limits: work-group "
-                                   f"{device.max_work_group_size}, local memory {device.local_mem_size} bytes)")
-    return best[1]
-
-
-def forget_resolved() -> None:
-    """Drop memoized configs and the op recipes made from them (after the tuning database changed)."""
-    global _generation
-    with _resolve_lock:
-        _generation += 1
-        _resolved.clear()
-        for memo in _recipe_memos:
-            memo.clear()
-
-
-def _tuning_database(family: Family, device, dt: DType, problem: dict) -> dict | None:
-    from ..tune import db  # imported on the first unresolved launch, never at import time
-
-    return db.lookup(family, device, dt, problem)
-
-
-config_source.append(_tuning_database)
+def sample(rng, shape, dtype) -> np.ndarray:
+    """A random host array for a spec's sample inputs: normal values for floats (drawn in the
+    dtype where NumPy can, so large inputs are made fast), 0..99 for integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, 100, size=shape, dtype=dtype)
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal(shape, dtype=dtype)
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)

@@ -401,7 +401,6 @@ def _file_lock(path: Path):
 _state_lock = threading.Lock()
 _user: Database | None = None
 _bundled: Database | None = None
-_memo: dict = {}
 
 
 def user() -> Database:
@@ -413,7 +412,6 @@ def user() -> Database:
             if _user is not None:
                 _user.close()
             _user = Database(path)
-            _memo.clear()
         return _user
 
 
@@ -435,16 +433,10 @@ def bundled() -> Database:
 
 
 def lookup(family, device, dt, problem: dict) -> dict | None:
-    """The tuned params for this launch, or None (use the defaults). Memoized per bucket."""
-    memo = (family.name, device.id, dt.name, bucket_of(family, problem))
-    try:
-        return _memo[memo]
-    except KeyError:
-        pass
+    """The tuned params for this launch, or None (use the defaults). Not memoized here: the ops
+    remember what they resolved (isthmus.ops.resolve), so this runs once per op call shape."""
     found = explain(family, device, dt, problem)
-    params = None if found is None else found[1]
-    _memo[memo] = params
-    return params
+    return None if found is None else found[1]
 
 
 def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
@@ -456,10 +448,9 @@ def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
 
 
 def forget() -> None:
-    """Drop memoized lookups here and in the library (after this process changed a database)."""
-    from ..ops.spec import forget_resolved
+    """Drop what the ops resolved (after this process changed a database)."""
+    from ..ops.resolve import forget_resolved
 
-    _memo.clear()
     forget_resolved()
 
 

@@ -13,17 +13,16 @@ vectors, no local memory: CPU OpenCL such as PoCL).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...buffer import Buffer
 from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
-from ...kernel import convert_scalar
 from .. import checks
+from ..resolve import plan, resolve
+from ..spec import Family, Tunable, bucket, sample
 from . import gemm_mma
-from ..spec import Family, Tunable, bucket, recall, recipes, resolve
 
 _TILED = ("VARIANT", (0, 1))
 _CPU = ("VARIANT", (2,))
@@ -93,8 +92,7 @@ FAMILY = Family(
     cpu_defaults=(("VARIANT", 2), ("CM", 8), ("CN", 2), ("CV", 16), ("CR", 16)),
     rule=_rule,
 )
-_FAMILIES = {(0, 0): FAMILY}
-_RECIPES = recipes()
+_FAMILIES = {}
 # CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
 # batch entries in a loop over the group id, so every backend launches at most this many there.
 GRID_YZ_MAX = 65535
@@ -106,7 +104,8 @@ def family_for(trans_a: bool, trans_b: bool) -> Family:
     key = (int(trans_a), int(trans_b))
     found = _FAMILIES.get(key)
     if found is None:
-        found = _FAMILIES[key] = dataclasses.replace(FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])))
+        found = _FAMILIES[key] = FAMILY if key == (0, 0) else dataclasses.replace(
+            FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])))
     return found
 
 
@@ -121,49 +120,28 @@ def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
             (lx, ly, 1))
 
 
-class _Recipe(NamedTuple):
-    kernel: Any
-    global_size: tuple
-    local_size: tuple
-    head: list  # packed M, N, K
-    tail: list  # packed batch, strides (and ks, kchunk for the tiled kernel)
-    alpha: Any  # the Params alpha and beta (convert the scalars)
-    beta: Any
-    c_shape: tuple
-    c_nbytes: int
-    combine: Any  # split-K: gemm_combine and its grid, else None
-    combine_global: tuple
-    combine_local: tuple
-    combine_head: list  # packed total, ks
-    partial_nbytes: int
-
-
-def _recipe(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: int, sb: int, sc: int,
-            c_shape: tuple) -> _Recipe:
+def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: int, sb: int, sc: int,
+           c_shape: tuple) -> tuple:
+    """(launch, combine launch or None, C's shape and bytes, split-K partials' bytes): a launch is
+    (kernel, global, local, its arguments with None where a, b, c and the partials go)."""
     params, kernels = resolve(family_for(ta, tb), dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)})
     g, loc = grid(m, n, params, batch, tb)
-    head = [np.int32(m), np.int32(n), np.int32(k)]
+    head = [np.int32(m), np.int32(n), np.int32(k), None, None]  # alpha, beta: the call's
     strides = [np.int32(batch), np.int64(sa), np.int64(sb), np.int64(sc)]
     c_nbytes = batch * m * n * dt.np.itemsize
     if params["VARIANT"] == 2:
-        kern = kernels["gemm_cpu"]
-        return _Recipe(kern, g, loc, head, strides, kern.params[3], kern.params[4], c_shape, c_nbytes,
-                       None, (), (), [], 0)
-    kern = kernels["gemm"]
+        return (kernels["gemm_cpu"], g, loc, (*head, None, None, None, *strides)), None, c_shape, c_nbytes, 0
     ks = params["KS"] if params["VARIANT"] == 1 else 1
     per_split = -(-k // ks)
     kchunk = -(-per_split // params["TK"]) * params["TK"]  # whole K-steps, so no chunk splits one
-    tail = strides + [np.int32(ks), np.int32(kchunk)]
-    if ks == 1:
-        return _Recipe(kern, g, loc, head, tail, kern.params[3], kern.params[4], c_shape, c_nbytes, None, (), (),
-                       [], 0)
+    first = (kernels["gemm"], g, loc, (*head, None, None, None, *strides, np.int32(ks), np.int32(kchunk), None))
+    if ks == 1:  # (P unused: C stands in for it)
+        return first, None, c_shape, c_nbytes, 0
     total = batch * m * n
     wg = min(256, dev.max_work_group_size)
-    comb = kernels["gemm_combine"]
-    acc_size = 8 if dt.acc == "double" else 4
-    return _Recipe(kern, g, loc, head, tail, kern.params[3], kern.params[4], c_shape, c_nbytes, comb,
-                   (min(-(-total // wg), GRID_YZ_MAX) * wg,), (wg,), [np.int64(total), np.int32(ks)],
-                   ks * total * acc_size)
+    combine = (kernels["gemm_combine"], (min(-(-total // wg), GRID_YZ_MAX) * wg,), (wg,),
+               (np.int64(total), np.int32(ks), None, None, None, None))
+    return first, combine, c_shape, c_nbytes, ks * total * (8 if dt.acc == "double" else 4)
 
 
 def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, int, int, int, int, int]:
@@ -210,7 +188,17 @@ def _check_out_dtype(out_dtype, dt) -> None:
                                     f"has the inputs' dtype (pass out_dtype=None or {dt.name!r})")
 
 
-def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out_dtype=None):
+    """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C.
+
+    op(A) = A.T with ``trans_a`` (A stored K x M), op(B) = B.T with ``trans_b`` (B stored N x K):
+    ``gemm(x, w, trans_b=True)`` is ``x @ w.T`` for row-major weights, with no transpose kernel.
+    3-D operands are batched over their leading dimension in one launch (a 2-D operand next to a
+    3-D one is shared by every entry); C is then (batch, M, N).
+
+    >>> y = isthmus.ops.gemm(x, w, trans_b=True)          # (16, 4096) @ (11008, 4096).T
+    >>> c = isthmus.ops.gemm(a3, b3)                       # (64, M, K) @ (64, K, N)
+    """
     if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
         return gemm_mma.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
     a = checks.buffer("gemm", "a", a)
@@ -229,37 +217,44 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
             raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     else:
         c = _check_c(c, a, c_shape)
-    key = (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape))
-    r, fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
-    al = convert_scalar(alpha, r.alpha, "gemm: alpha")
-    be = convert_scalar(beta, r.beta, "gemm: beta")
-    if c is None:
-        c = Buffer._allocate(dev, r.c_shape, dt, r.c_nbytes)
-    if not r.c_nbytes:
+    first, combine, c_shape, c_nbytes, partial_nbytes = plan(
+        FAMILY, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
+        lambda: _steps(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
+    new = c is None
+    if new:
+        c = Buffer._allocate(dev, c_shape, dt, c_nbytes)
+    if not c_nbytes:
         return c
-    if fast:
-        args = [a._arg or a._launch_arg(), b._arg or b._launch_arg(), c._arg or c._launch_arg()]
-    else:
-        args = [dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c)]
-    if r.combine is None:
-        tail = r.tail if r.kernel.name == "gemm_cpu" else [*r.tail, args[2]]
-        dev._launch(r.kernel, r.global_size, r.local_size, [*r.head, al, be, *args, *tail])
-        return c
-    _split_k(dev, r, al, be, args, fast)
+    try:
+        _launch(dev, first, combine, partial_nbytes, alpha, beta, a, b, c)
+    except Exception:
+        if new:  # (alpha or beta refused: the result is no one's)
+            c.close()
+        raise
     return c
 
 
-def _split_k(dev, r: _Recipe, al, be, args: list, fast: bool) -> None:
-    """The split-K launches: partial sums into scratch (or a buffer of their own), then combine."""
-    scratch = fast and r.partial_nbytes <= _SCRATCH_MAX
-    if scratch:
-        part = dev._scratch(r.partial_nbytes).arg
+def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> None:
+    """The launches: one kernel, or split-K's partial sums (into scratch, or a buffer of their own
+    when large) then their combination into C."""
+    kernel, g, loc, args = first
+    args = list(args)
+    args[3], args[4], args[5], args[6], args[7] = alpha, beta, a, b, c
+    if combine is None:
+        if len(args) > 12:  # the tiled kernel: C stands in for the partials it does not use
+            args[14] = c
+        dev.launch(kernel, g, loc, args)
+        return
+    own = None
+    if partial_nbytes <= _SCRATCH_MAX:
+        part = dev._temporary(partial_nbytes)
     else:
-        own = Buffer._allocate(dev, (r.partial_nbytes,), lookup("uint8"), r.partial_nbytes)
-        part = dev._buffer_arg(own)
-    dev._launch(r.kernel, r.global_size, r.local_size, [*r.head, al, be, *args, *r.tail, part])
-    dev._launch(r.combine, r.combine_global, r.combine_local, [*r.combine_head, al, be, part, args[2]])
-    if not scratch:
+        part = own = Buffer._allocate(dev, (partial_nbytes,), lookup("uint8"), partial_nbytes)
+    args[14] = part
+    dev.launch(kernel, g, loc, args)
+    ckernel, cg, cloc, cargs = combine
+    dev.launch(ckernel, cg, cloc, [cargs[0], cargs[1], alpha, beta, part, c])
+    if own is not None:
         own.close()  # freed once the queued work that reads it is done (a graph being captured keeps it)
 
 
@@ -274,3 +269,19 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1
     if c is not None and beta != 0:
         out = out + beta * c.astype(np.float64)
     return out.astype(a.dtype)
+
+
+# what runs, checks and measures the op, added to its declaration above
+FAMILY = SPEC = FAMILY.completed(
+    run=gemm, reference=reference,
+    inputs=lambda p, dt, rng: (sample(rng, (p["m"], p["k"]), dt), sample(rng, (p["k"], p["n"]), dt)),
+    moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
+    flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
+    into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
+    summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
+SPECS = (SPEC,)
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """gemm with every argument by position (the name before specs)."""
+    return gemm(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)

@@ -11,16 +11,16 @@ inline PTX; every other device runs the portable path of the same source (``open
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from ...buffer import Buffer
 from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
-from ...kernel import convert_scalar
 from .. import checks
-from ..spec import Family, Tunable, recall, recipes, resolve
+from ..resolve import plan, resolve
+from ..spec import Family, Tunable
 
 DTYPES = ("float16", "bfloat16")
 FAMILY = Family(
@@ -39,7 +39,6 @@ FAMILY = Family(
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
     cpu_defaults=(("BM", 32), ("BN", 32), ("BK", 16), ("WM", 1), ("WN", 2), ("GM", 1), ("LDSM", 0), ("ASYNC", 0)),
 )
-_RECIPES = recipes()
 _F32 = lookup("float32")
 _MAX_BATCH = 65535  # CUDA's gridDim.z
 
@@ -47,18 +46,6 @@ _MAX_BATCH = 65535  # CUDA's gridDim.z
 def grid(m: int, n: int, batch: int, p: dict):
     nt = 32 * p["WM"] * p["WN"]
     return (-(-n // p["BN"]) * nt, -(-m // p["BM"]), batch), (nt, 1, 1)
-
-
-class _Recipe(NamedTuple):
-    kernel: Any
-    global_size: tuple
-    local_size: tuple
-    sizes: tuple  # np.int32 M, N, K
-    strides: tuple  # np.int64 sa, sb, sc
-    alpha: Any  # the Params alpha and beta (convert the scalars)
-    beta: Any
-    c_shape: tuple
-    c_nbytes: int
 
 
 class _Shape(NamedTuple):
@@ -80,15 +67,12 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
             ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)))
 
 
-def _recipe(dev, dt, shape: _Shape, variant: tuple, out_dt) -> _Recipe:
+def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
     m, n, k = shape.m, shape.n, shape.k
     params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
-    kern = kernels["gemm_mma"]
-    g, loc = grid(m, n, shape.batch, params)
     c_size = int(np.prod(shape.c_shape, dtype=np.int64))
-    return _Recipe(kern, g, loc, (np.int32(m), np.int32(n), np.int32(k)),
-                   (np.int64(shape.sa), np.int64(shape.sb), np.int64(m * n)), kern.params[3], kern.params[4],
-                   shape.c_shape, c_size * out_dt.np.itemsize)
+    return (kernels["gemm_mma"], *grid(m, n, shape.batch, params), (np.int32(m), np.int32(n), np.int32(k)),
+            (np.int64(shape.sa), np.int64(shape.sb), np.int64(m * n)), shape.c_shape, c_size * out_dt.np.itemsize)
 
 
 def _shape(a: Buffer, b: Buffer, ta: bool, tb: bool) -> _Shape:
@@ -155,19 +139,18 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape.c_shape} for "
                                        f"a {a.shape} (trans_a={ta}) @ b {b.shape} (trans_b={tb})")
     variant = _variant(dev, dt, ta, tb, shape, out_dt)
-    key = (dev, dt.name, shape, variant)
-    (kern, g, loc, sizes, strides, palpha, pbeta, c_shape, nbytes), fast = recall(
-        _RECIPES, key, dev, lambda: _recipe(dev, dt, shape, variant, out_dt))
-    al = convert_scalar(alpha, palpha, "gemm: alpha")
-    be = convert_scalar(beta, pbeta, "gemm: beta")
-    if c is None:
+    kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes = plan(
+        FAMILY, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))
+    new = c is None
+    if new:
         c = Buffer._allocate(dev, c_shape, out_dt, nbytes)
     if nbytes:
-        if fast:
-            args = (a._arg or a._launch_arg(), b._arg or b._launch_arg(), c._arg or c._launch_arg())
-        else:
-            args = (dev._buffer_arg(a), dev._buffer_arg(b), dev._buffer_arg(c))
-        dev._launch(kern, g, loc, [*sizes, al, be, args[0], strides[0], args[1], strides[1], args[2], strides[2]])
+        try:
+            dev.launch(kern, g, loc, [m, n, k, alpha, beta, a, sa, b, sb, c, sc])
+        except Exception:
+            if new:  # (alpha or beta refused: the result is no one's)
+                c.close()
+            raise
     return c
 
 
@@ -184,3 +167,9 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1
         out = out + beta * c.astype(np.float64)
     dt = np.dtype(out_dtype) if out_dtype is not None else (c.dtype if c is not None else a.dtype)
     return out.astype(dt)
+
+
+# gemm_mma is reached through isthmus.ops.gemm (16-bit float inputs), not an op of its own
+FAMILY = SPEC = FAMILY.completed(run=run, reference=reference, library=False,
+                                 summary="tensor-core gemm for float16 and bfloat16 (isthmus.ops.gemm)")
+SPECS = (SPEC,)

@@ -12,12 +12,11 @@ tuning:
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 
 from .. import checks
-from ..spec import Family, Tunable, recall, recipes, resolve
+from ..resolve import plan, resolve
+from ..spec import Family, Tunable, sample
 
 # Registers a work-group may hold a row in (bytes); and the least a partly held (wide) row holds.
 _HOLD_MAX = 131072
@@ -73,41 +72,26 @@ FAMILY = Family(
 )
 
 
-_RECIPES = recipes()
-
-
-class _Recipe(NamedTuple):
-    kernel: Any
-    global_size: tuple
-    local_size: tuple
-    rows: np.int32
-    cols: np.int32
-    nbytes: int
-
-
 def grid(rows: int, p: dict) -> tuple[tuple, tuple]:
     wg, rpg = p["WG"], p.get("RPG", 1)
     return (-(-rows // rpg) * wg,), (wg,)
 
 
-def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
+def _steps(dev, dt, rows: int, cols: int) -> tuple:
     params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
-    g, loc = grid(rows, params)
-    return _Recipe(kernels["softmax"], g, loc, np.int32(rows), np.int32(cols), rows * cols * dt.np.itemsize)
+    return (kernels["softmax"], *grid(rows, params), np.int32(rows), np.int32(cols), rows * cols * dt.np.itemsize)
 
 
-def run(x, out=None):
+def softmax(x, out=None):
+    """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself).
+    As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
     x = checks.buffer("softmax", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
-    key = (dev, dt.name, shape)
-    (k, g, loc, rows, cols, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
+    k, g, loc, rows, cols, nbytes = plan(FAMILY, (dev, dt.name, shape), lambda: _steps(dev, dt, *shape))
     # in place is fine: each item reads the elements it writes before it writes them
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
-        if fast:
-            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
-        else:  # the general path: a graph being captured sees the buffers through _buffer_arg
-            dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
+        dev.launch(k, g, loc, [rows, cols, x, y])
     return y
 
 
@@ -117,3 +101,13 @@ def reference(x: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).astype(x.dtype)
+
+
+# what runs, checks and measures the op, added to its declaration above
+FAMILY = SPEC = FAMILY.completed(
+    run=softmax, reference=reference, inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt),),
+    moved=lambda p, size: 2 * p["rows"] * p["cols"] * size, summary="row-wise softmax of a 2-D buffer",
+    into=lambda out, x: softmax(x, out=out),
+    numpy=lambda s: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(s - s.max(axis=1, keepdims=True))))
+SPECS = (SPEC,)
+run = softmax

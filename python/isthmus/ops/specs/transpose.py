@@ -1,14 +1,45 @@
 """transpose: 2-D transpose through local-memory tiles into a new buffer."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 
 from .. import checks
-from ..spec import Family, Tunable, recall, recipes, resolve
+from ..resolve import plan, resolve
+from ..spec import OpSpec, Tunable, sample
 
-FAMILY = Family(
+
+def grid(rows: int, cols: int, p: dict):
+    t, br = p["TILE"], p["BLOCK_ROWS"]
+    if rows == 1 or cols == 1:  # a copy, TILE*TILE elements per group
+        tiles = -(-rows * cols // (t * t))
+    else:
+        tiles = -(-rows // t) * -(-cols // t)
+    return (tiles * t, br), (t, br)
+
+
+def _steps(dev, dt, rows: int, cols: int) -> tuple:
+    params, kernels = resolve(SPEC, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
+    kernel = kernels["transpose_vector" if rows == 1 or cols == 1 else "transpose"]
+    return (kernel, *grid(rows, cols, params), np.int32(rows), np.int32(cols), (cols, rows),
+            rows * cols * dt.np.itemsize)
+
+
+def transpose(x, out=None):
+    """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
+    x = checks.buffer("transpose", "x", x, ndim=2)
+    dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
+    k, g, loc, rows, cols, out_shape, nbytes = plan(SPEC, (dev, dt.name, shape), lambda: _steps(dev, dt, *shape))
+    y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
+    if nbytes:
+        dev.launch(k, g, loc, [rows, cols, x, y])
+    return y
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.T)
+
+
+SPEC = OpSpec(
     name="transpose", source="transpose.cl", entries=("transpose", "transpose_vector"),
     dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"),
     tunables=(Tunable("TILE", (8, 16, 32, 64), 64), Tunable("BLOCK_ROWS", (1, 2, 4, 8, 16, 32), 8),
@@ -21,50 +52,11 @@ FAMILY = Family(
     # the H200, the same at 8192^2 (benchmarks/results/softmax_variants-cuda-nvidia-h200*.md)
     storage=(("float16", "ushort"),),  # a transpose only moves bits (bfloat16 is ushort already)
     cpu_defaults=(("TILE", 16), ("BLOCK_ROWS", 4)),
+    run=transpose, reference=reference, inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt),),
+    moved=lambda p, size: 2 * p["rows"] * p["cols"] * size,
+    into=lambda out, x: transpose(x, out=out), numpy=lambda x: np.ascontiguousarray(x.T),
+    summary="the transpose of a 2-D buffer",
 )
-_RECIPES = recipes()
-
-
-def grid(rows: int, cols: int, p: dict):
-    t, br = p["TILE"], p["BLOCK_ROWS"]
-    if rows == 1 or cols == 1:  # a copy, TILE*TILE elements per group
-        tiles = -(-rows * cols // (t * t))
-    else:
-        tiles = -(-rows // t) * -(-cols // t)
-    return (tiles * t, br), (t, br)
-
-
-class _Recipe(NamedTuple):
-    kernel: Any
-    global_size: tuple
-    local_size: tuple
-    rows: np.int32
-    cols: np.int32
-    out_shape: tuple
-    nbytes: int
-
-
-def _recipe(dev, dt, rows: int, cols: int) -> _Recipe:
-    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
-    g, loc = grid(rows, cols, params)
-    kernel = kernels["transpose_vector" if rows == 1 or cols == 1 else "transpose"]
-    return _Recipe(kernel, g, loc, np.int32(rows), np.int32(cols), (cols, rows),
-                   rows * cols * dt.np.itemsize)
-
-
-def run(x, out=None):
-    x = checks.buffer("transpose", "x", x, ndim=2)
-    dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
-    key = (dev, dt.name, shape)
-    (k, g, loc, rows, cols, out_shape, nbytes), fast = recall(_RECIPES, key, dev, lambda: _recipe(dev, dt, *shape))
-    y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
-    if nbytes:
-        if fast:
-            dev._launch(k, g, loc, [rows, cols, x._arg or x._launch_arg(), y._arg or y._launch_arg()])
-        else:
-            dev._launch(k, g, loc, [rows, cols, dev._buffer_arg(x), dev._buffer_arg(y)])
-    return y
-
-
-def reference(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.T)
+SPECS = (SPEC,)
+FAMILY = SPEC  # the name before specs
+run = transpose
