@@ -332,7 +332,10 @@ class Kernel:
                                     f"{self.name}(..., config=isthmus.LaunchConfig(global_size, local_size))")
         if len(args) != len(self.params):
             self._arity_error(args)
-        checked = [self._pack_arg(i, param, value, pack=False) for i, (param, value) in enumerate(zip(self.params, args))]
+        # packed as they are checked (each buffer's memory held from its check to the enqueue), except
+        # for a recorder, which takes the Buffers themselves
+        pack = self.device._recording() is None
+        checked = [self._pack_arg(i, param, value, pack=pack) for i, (param, value) in enumerate(zip(self.params, args))]
         gsize, lsize = self._check_config(config)
         self.device.launch(self, gsize, lsize, checked)
 
@@ -374,7 +377,7 @@ class Kernel:
             # the common case checked cheaply: an open buffer of this device and the declared dtype
             if (value.__class__ is Buffer and value._dt is not None and value.device is dev
                     and (param.dtype is None or value.dtype == param.dtype)):
-                return dev._buffer_arg(value) if pack else value
+                return (value._arg or value._launch_arg()) if pack else value
             where = f"{what} {self.name!r} argument {i} ({param.name})"
             if not isinstance(value, Buffer):
                 raise InvalidArgumentError(f"{where}: expected a Buffer of {param.ctype}, got {type(value).__name__}")

@@ -475,7 +475,7 @@ def test_cuda_packed_pointer_holds_the_memory_and_the_launch_memo_does_not():
     arg = dev._buffer_arg(buf)
     assert arg == np.uint64(0xABC0) and hash(arg) == hash(np.uint64(0xABC0)) and arg.mem is mem
     assert dev._native_arg(arg).__class__ is np.uint64 and dev._memory_of(arg) is mem
-    kernel = SimpleNamespace(name="k")
+    kernel = SimpleNamespace(name="k", _types=(np.int64, None))  # (long n, a buffer)
     for _ in range(3):  # first sighting, second (prepared), replay
         dev._launch(kernel, (64,), (64,), [np.int64(1), arg])
     memo = kernel.__dict__["_cuda_memo"]

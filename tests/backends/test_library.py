@@ -153,7 +153,7 @@ def test_bad_inputs_get_clear_errors(dev, rng):
 def test_library_kernels_by_name(dev, rng):
     x = rng.standard_normal((6, 9)).astype(np.float32)
     np.testing.assert_allclose(dev.kernel("softmax")(dev.asarray(x)).to_numpy(), REFERENCES["softmax"](x), rtol=1e-5)
-    assert set(FAMILIES) == {"axpy", "sum", "max", "softmax", "transpose", "gemm"}
+    assert set(FAMILIES) == {"axpy", "sum", "max", "scale", "softmax", "transpose", "gemm"}
 
 
 def test_every_family_declares_a_valid_default_and_space(dev):
