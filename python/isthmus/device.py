@@ -235,8 +235,8 @@ class Device:
         """Device memory for one call's intermediate results, as a launch argument: the calling
         thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
         replayed later, from any thread, must not share the thread's scratch)."""
-        rec = self._recording()
-        if rec is not None:
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
             return rec.temporary(self, nbytes)
         return self._scratch(nbytes).arg
 

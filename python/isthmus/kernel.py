@@ -334,8 +334,9 @@ class Kernel:
             self._arity_error(args)
         # packed as they are checked (each buffer's memory held from its check to the enqueue), except
         # for a recorder, which takes the Buffers themselves
-        pack = self.device._recording() is None
-        checked = [self._pack_arg(i, param, value, pack=pack) for i, (param, value) in enumerate(zip(self.params, args))]
+        rec = self.device._recorder
+        pack = rec is None or rec.thread != threading.get_ident()
+        checked = [self._pack_arg(i, param, value, "kernel", pack) for i, (param, value) in enumerate(zip(self.params, args))]
         gsize, lsize = self._check_config(config)
         self.device.launch(self, gsize, lsize, checked)
 
