@@ -158,9 +158,7 @@ class Device:
     def kernel(self, name: str) -> "Kernel":
         """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
         bound to this device; calling it runs the op with the same arguments as ``isthmus.ops``."""
-        from .ops.registry import library_kernel
-
-        return library_kernel(self, name)
+        return plugins.library_kernel(self, name)
 
     def capture(self) -> "Graph":
         """Record launches and device copies into a graph replayed with one call:
@@ -171,9 +169,7 @@ class Device:
 
     def fuse(self, expression: str) -> "Fused":
         """An elementwise expression compiled into one kernel for this device (see :func:`isthmus.fuse`)."""
-        from .fuse import fuse
-
-        return fuse(expression, device=self)
+        return plugins.fuse(expression, device=self)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this device has finished."""
@@ -422,6 +418,21 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(s) for s in items)
 
 
+# ---- the layers above core ---------------------------------------------------------------------
+class _Plugins:
+    """What core calls in the layers above it, which ``isthmus/__init__`` connects at import (it
+    loads no backend library and probes nothing): the backend modules discovery asks (each with
+    ``NAME`` and ``discover()``), the op library behind :meth:`Device.kernel`, the fuser behind
+    :meth:`Device.fuse`. Core imports none of them, so core, backends and ops form no import circle."""
+
+    backends: tuple = ()
+    library_kernel = None  # (device, name) -> a library kernel bound to the device
+    fuse = None  # (expression, device=...) -> a Fused expression
+
+
+plugins = _Plugins()
+
+
 # ---- discovery --------------------------------------------------------------------------------
 _registry_lock = threading.Lock()
 _registry: list[Device] | None = None
@@ -433,10 +444,8 @@ def _discover() -> list[Device]:
     global _registry
     with _registry_lock:
         if _registry is None:
-            from .backends import cuda, opencl
-
             found: list[Device] = []
-            for backend in (cuda, opencl):
+            for backend in plugins.backends:
                 try:
                     found.extend(backend.discover())
                 except BackendUnavailableError as exc:

@@ -23,7 +23,8 @@ from .spec import OpSpec, _memos
 _lock = threading.Lock()
 _generation = 0  # bumped by forget_resolved(): what was made before it must not be stored after it
 _MEMO_MAX = 4096  # distinct keys per spec kept; past that the memo starts over
-# (spec, device, dtype, problem) -> tuned params or None; set where a tuning database is importable
+# (spec, device, dtype, problem) -> tuned params or None: the tuning database (isthmus/__init__
+# plugs isthmus.tune in; ops import nothing of the tuner)
 config_source: list[Callable] = []
 # (spec, params) that resolve() returns in this context: how the tuner launches a candidate config
 # through the op's own run() without touching what other threads resolve
@@ -104,11 +105,3 @@ def forget_resolved() -> None:
         for memo in _memos:
             memo.clear()
 
-
-def _tuning_database(spec: OpSpec, device, dt: DType, problem: dict) -> dict | None:
-    from ..tune import db  # imported on the first unremembered call, never at import time
-
-    return db.lookup(spec, device, dt, problem)
-
-
-config_source.append(_tuning_database)
