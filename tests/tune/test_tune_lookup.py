@@ -9,7 +9,7 @@ import json
 import pytest
 
 from isthmus.dtypes import lookup as dtype
-from isthmus.library import FAMILIES
+from isthmus.ops.registry import FAMILIES
 from isthmus.tune import db as dbmod
 from isthmus.tune import lookup
 from isthmus.tune.db import Database, key_for

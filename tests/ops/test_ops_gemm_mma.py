@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.library import gemm_mma
-from isthmus.library.family import forced
+from isthmus.ops.specs import gemm_mma
+from isthmus.ops.resolve import forced
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BF16}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.library import REFERENCES
+from isthmus.ops.registry import REFERENCES
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

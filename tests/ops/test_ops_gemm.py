@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.library import gemm as G
-from isthmus.library.family import forced, forget_resolved
+from isthmus.ops.specs import gemm as G
+from isthmus.ops.resolve import forced, forget_resolved
 from isthmus.workloads import rel_error
 
 TOL = {"float32": 3e-6, "float64": 1e-13, "float16": 4e-3}

@@ -8,8 +8,8 @@ import pytest
 
 import isthmus
 from isthmus.dtypes import lookup
-from isthmus.library.family import forced
-from isthmus.library.transpose import FAMILY, grid
+from isthmus.ops.resolve import forced
+from isthmus.ops.specs.transpose import FAMILY, grid
 
 CONFIGS = [{"TILE": 16, "BLOCK_ROWS": 4, "ORDER": 0}, {"TILE": 8, "BLOCK_ROWS": 8, "ORDER": 1},
            {"TILE": 32, "BLOCK_ROWS": 2, "ORDER": 1}, {"TILE": 64, "BLOCK_ROWS": 4, "ORDER": 0}]

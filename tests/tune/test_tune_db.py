@@ -16,7 +16,7 @@ import pytest
 
 from isthmus.dtypes import lookup as dtype
 from isthmus.errors import DatabaseError
-from isthmus.library import FAMILIES
+from isthmus.ops.registry import FAMILIES
 from isthmus.tune import db as dbmod
 from isthmus.tune.db import Database, TuningDatabaseWarning, key_for
 
@@ -119,7 +119,7 @@ def test_what_ops_resolved_is_remembered_until_the_database_is_forgotten(db):
 _WRITER = """
 import sys
 from isthmus.tune.db import Database, key_for
-from isthmus.library import FAMILIES
+from isthmus.ops.registry import FAMILIES
 sys.path.insert(0, {here!r})
 from test_tune_db import FakeDevice
 db = Database(sys.argv[1])

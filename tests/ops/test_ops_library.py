@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.library import FAMILIES, REFERENCES
+from isthmus.ops.registry import FAMILIES, REFERENCES
 from isthmus.workloads import rel_error
 
 FLOATS = ("float32", "float64", "float16")
@@ -329,7 +329,7 @@ def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
 
 def test_op_recipes_follow_the_tuning_database_and_forced_configs(dev, tuning_db, rng):
     from isthmus.bench import recording
-    from isthmus.library.family import forced
+    from isthmus.ops.resolve import forced
     from isthmus.tune import db as dbmod
 
     fam = FAMILIES["axpy"]

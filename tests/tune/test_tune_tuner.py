@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.library import FAMILIES, REFERENCES
-from isthmus.library.family import resolve
+from isthmus.ops.registry import FAMILIES, REFERENCES
+from isthmus.ops.resolve import resolve
 from isthmus.dtypes import lookup as dtype
 from isthmus.tune import db as dbmod
 from isthmus.tune.runner import Measure

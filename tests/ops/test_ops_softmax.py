@@ -10,8 +10,9 @@ import pytest
 
 import isthmus
 from isthmus.dtypes import lookup
-from isthmus.library.family import bucket, forced, resolve
-from isthmus.library.softmax import FAMILY, rule
+from isthmus.ops.resolve import forced, resolve
+from isthmus.ops.spec import bucket
+from isthmus.ops.specs.softmax import FAMILY, rule
 from isthmus.tune import db as dbmod
 
 FLOATS = ("float32", "float64", "float16")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from isthmus.dtypes import lookup as dtype
-from isthmus.library import FAMILIES
-from isthmus.library.family import problem_bucket, shape_class
+from isthmus.ops.registry import FAMILIES
+from isthmus.ops.spec import problem_bucket, shape_class
 from isthmus.tune import db as dbmod
 from isthmus.tune.db import key_for
 

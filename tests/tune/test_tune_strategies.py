@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from isthmus.library.family import Family, Tunable
+from isthmus.ops.spec import Family, Tunable
 from isthmus.tune import strategies
 from isthmus.tune.runner import Budget, Cost, Evaluation, replay, search
 from isthmus.tune.space import Space
