@@ -46,3 +46,11 @@ def test_scale_errors_are_typed_and_leave_nothing_behind(dev):
     assert isthmus.live_buffers() <= before + 2  # only the wrong `out`s the cases made themselves
     with pytest.raises(isthmus.UnsupportedDtypeError, match="scale does not support int32"):
         ops.scale(2, dev.zeros(8, np.int32))
+
+
+def test_scale_is_tuned_through_its_spec_alone(dev):
+    """The tuner reads the op's spec from the registry: its space, sample inputs, call, reference."""
+    result = isthmus.tune("scale", dev, problem={"n": 5003}, budget=3, dtype="float16", database=False)
+    assert result.kernel == "scale" and result.space_size >= 1
+    assert result.best["WG"] in (64, 128, 256, 512, 1024)
+    assert [e.status for e in result.evaluations].count("ok") == len(result.evaluations)  # each checked right
