@@ -173,8 +173,7 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait until all work queued on this device has finished."""
-        if self._recorder is not None:
-            self._refuse_host("synchronize()")
+        self._host_work("synchronize()")
         self._synchronize()
 
     @contextmanager
@@ -250,18 +249,17 @@ class Device:
         self._zero(mem, nbytes)
 
     def _host_upload(self, mem, host) -> None:
-        if self._recorder is not None:
-            self._refuse_host("a host->device copy")
+        self._host_work("a host->device copy")
         self._upload(mem, host)
 
     def _host_download(self, mem, host) -> None:
-        if self._recorder is not None:
-            self._refuse_host("a device->host copy (to_numpy)")
+        self._host_work("a device->host copy (to_numpy)")
         self._download(mem, host)
 
-    def _refuse_host(self, what: str) -> None:
-        rec = self._recording()
-        if rec is not None:
+    def _host_work(self, what: str) -> None:
+        """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
             rec.host(self, what)
 
     def _scratch(self, nbytes: int) -> "_Scratch":
@@ -270,8 +268,8 @@ class Device:
         allocates nothing. No wait is needed before reuse: all work on a device goes to its one
         in-order queue (OpenCL) or stream (CUDA), so the kernels of one call that use it run after
         those of the previous call on this thread; other threads have their own. Graph capture
-        must not use it (a graph replayed later, from any thread, would share it): ops allocate
-        their scratch space while capturing."""
+        must not use it (a graph replayed later, from any thread, would share it): ops ask
+        :meth:`_temporary`, which gives the recorder's memory while one is installed."""
         found = getattr(self._local, "scratch", None)
         if found is None or found.nbytes < nbytes:
             found = self._local.scratch = _Scratch(self, nbytes)

@@ -115,6 +115,7 @@ class Graph:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._uninstall(self._recorder)
+        self._recorder = None  # (it refers back to this graph)
         if exc_type is not None:
             self._state = "failed"
             for s in self.steps:
@@ -130,10 +131,6 @@ class Graph:
             self._state = "failed"
             raise
         self._state = "ready"
-
-    @property
-    def _thread(self) -> int | None:
-        return None if self._recorder is None else self._recorder.thread
 
     # ---- replay ------------------------------------------------------------------------------
     @property
