@@ -408,6 +408,11 @@ class Kernel:
     def _convert(self, i: int, value):
         """Argument ``i`` as its parameter's scalar type (Device.launch, for a value that is not one yet)."""
         param = self.params[i]
+        fast = param._fast  # (the common case, a Python number in range, as _quick_scalar without a call)
+        if fast is not None:
+            t = type(value)
+            if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
+                return fast[0](value)
         if param.kind == "buffer":
             raise InvalidArgumentError(f"{self.name}: parameter {param.name!r} is a buffer, got "
                                        f"{type(value).__name__}")
