@@ -472,7 +472,8 @@ def device(id: str | None = None) -> Device:
     if wanted is None:
         if not found:
             raise BackendUnavailableError(_install_hint())
-        return min(found, key=lambda d: (d.backend != "cuda", _ORDER.get(d.kind, 3)))
+        rank = {b.NAME: i for i, b in enumerate(plugins.backends)}  # the backends' order: CUDA first
+        return min(found, key=lambda d: (rank.get(d.backend, len(rank)), _ORDER.get(d.kind, 3)))
     if isinstance(wanted, Device):
         return wanted
     for d in found:
