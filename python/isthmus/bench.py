@@ -94,7 +94,7 @@ class DirectCalls:
             import cupy
 
             from .backends.cuda import defines_as_source
-            from .kernel import _options
+            from .program import _options
 
             for k, g, loc, packed in launches:
                 src = defines_as_source(_options(k.program.defines)) + dev._prepare_source(k.program.source)

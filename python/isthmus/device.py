@@ -151,7 +151,7 @@ class Device:
         >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
         >>> k(x, config=isthmus.LaunchConfig((8,)))
         """
-        from .kernel import Program
+        from .program import Program
 
         return Program.build(self, source, defines or {}, name).kernel(name)
 

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.kernel import _options, convert_scalar, parse_signature
+from isthmus.program import _options
+from isthmus.signature import convert_scalar, parse_signature
 
 SRC = """
 // a comment with __kernel void fake(int x)

@@ -65,18 +65,18 @@ def test_compile_error_carries_log_and_name(dev):
 
 
 def test_programs_are_cached_in_memory(dev):
-    before = dict(isthmus.kernel.stats)
+    before = dict(isthmus.program.stats)
     a = dev.compile(SCALE, "scale", {"OFFSET": 7})
     b = dev.compile(SCALE, "scale", {"OFFSET": 7})
     assert a is b
-    assert isthmus.kernel.stats["memory_hits"] == before["memory_hits"] + 1
+    assert isthmus.program.stats["memory_hits"] == before["memory_hits"] + 1
 
 
 CACHE_SCRIPT = """
 import isthmus, json
 dev = isthmus.device({dev!r})
 dev.compile('__kernel void f(__global float* x) {{ x[get_global_id(0)] += 1.0f; }}', 'f', {{'TAG': {tag}}})
-print(json.dumps(isthmus.kernel.stats))
+print(json.dumps(isthmus.program.stats))
 """
 
 

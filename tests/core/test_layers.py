@@ -8,7 +8,8 @@ from pathlib import Path
 import isthmus
 
 ROOT = Path(isthmus.__file__).resolve().parent
-CORE = {"_version", "knobs", "errors", "dtypes", "buffer", "device", "launch", "kernel", "program_cache", "plan",
+CORE = {"_version", "knobs", "errors", "dtypes", "buffer", "device", "launch", "signature", "program", "kernel",
+        "program_cache", "plan",
         "graph"}
 
 

@@ -59,12 +59,12 @@ for n in lengths:
     with open(path, 'r+b') as f:
         f.truncate(n)
     dev._kernels.clear()
-    before = isthmus.kernel.stats['compiles']
+    before = isthmus.program.stats['compiles']
     k = dev.compile(src, 'fill', {{'VALUE': {value}}})
     out = dev.asarray(np.zeros(3, np.int32))
     k(out, config=LaunchConfig((3,)))
     assert out.to_numpy().tolist() == [{value}] * 3, (n, out.to_numpy())
-    assert isthmus.kernel.stats['compiles'] == before + 1, n
+    assert isthmus.program.stats['compiles'] == before + 1, n
     assert path.read_bytes() == full or program_cache.unpack(k.program.key, path.read_bytes()) is not None
     done.append(n)
 print(json.dumps(done))
@@ -117,12 +117,12 @@ def test_entry_lacking_the_kernel_is_dropped_and_rebuilt(dev, cache):
     # a well-formed entry for fill's recipe whose binary holds only `other`
     program_cache.write(key_fill, program_cache.read(key_other))
     _forget(dev)
-    before = isthmus.kernel.stats["compiles"]
+    before = isthmus.program.stats["compiles"]
     assert _run_fill(dev, value) == [value] * 5  # no CompileError, and none in later processes either
-    assert isthmus.kernel.stats["compiles"] == before + 1
+    assert isthmus.program.stats["compiles"] == before + 1
     _forget(dev)
     assert _run_fill(dev, value) == [value] * 5
-    assert isthmus.kernel.stats["compiles"] == before + 1  # the rebuilt entry is a good one
+    assert isthmus.program.stats["compiles"] == before + 1  # the rebuilt entry is a good one
 
 
 def test_directory_at_entry_path_is_a_miss(dev, cache):
@@ -188,9 +188,9 @@ def test_memo_keeps_the_most_recently_used_programs(dev, cache, monkeypatch):
         dev.compile(FILL, "fill", {"VALUE": base})  # kept alive by use
         assert len(dev._kernels) <= 3
     assert dev.compile(FILL, "fill", {"VALUE": base}).program is first
-    before = isthmus.kernel.stats["compiles"]
+    before = isthmus.program.stats["compiles"]
     assert _run_fill(dev, base + 1) == [base + 1] * 5  # evicted long ago: compiled again, still right
-    assert isthmus.kernel.stats["compiles"] == before + 1
+    assert isthmus.program.stats["compiles"] == before + 1
 
 
 def test_disk_cache_is_evicted_beyond_its_limit(cache, monkeypatch):
@@ -222,7 +222,7 @@ k = dev.compile({src!r}, 'fill', {{'VALUE': {value}}})
 import numpy as np
 out = dev.asarray(np.zeros(2, np.int32))
 k(out, config=LaunchConfig((2,)))
-print(json.dumps([out.to_numpy().tolist(), isthmus.kernel.stats]))
+print(json.dumps([out.to_numpy().tolist(), isthmus.program.stats]))
 """
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from .. import knobs
 from ..dtypes import DType
 from ..errors import UnsupportedDtypeError
-from ..kernel import Kernel, Program
+from ..kernel import Kernel
+from ..program import Program
 
 
 @dataclass(frozen=True)
