@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import isthmus
-import isthmus.fuse_expr
+from isthmus.fuse import expr as fuse_expr
 from isthmus.fuse import Fused
 
 _TOL = {np.float16: (2e-2, 2e-2), np.float32: (2e-5, 1e-5), np.float64: (1e-12, 1e-12)}
@@ -184,7 +184,7 @@ def test_very_long_or_deep_expressions_are_typed_errors(expr):
 
 
 def test_a_long_expression_within_the_bound_runs(dev, rng):
-    terms = isthmus.fuse_expr.MAX_DEPTH - 6  # near the bound: still typed, evaluated and compiled
+    terms = fuse_expr.MAX_DEPTH - 6  # near the bound: still typed, evaluated and compiled
     f = isthmus.fuse("out = " + " + ".join(f"{(i % 7) + 1} * x" for i in range(terms)), dev)
     x = rng.standard_normal(33).astype(np.float32)
     out = f(dev.asarray(x))

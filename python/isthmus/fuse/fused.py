@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .buffer import Buffer
-from .errors import InvalidArgumentError, UnsupportedDtypeError
-from .fuse_expr import HALF_ROUNDING, Emitter, Expression, ctype, evaluate, infer, parse
-from .kernel import convert_scalar
-from .launch import LaunchConfig
+from ..buffer import Buffer
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
+from .expr import HALF_ROUNDING, Emitter, Expression, ctype, evaluate, infer, parse
+from ..kernel import convert_scalar
+from ..launch import LaunchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .device import Device
-    from .plan import Plan
+    from ..device import Device
+    from ..plan import Plan
 
 _cache: dict = {}
 _cache_lock = threading.Lock()

@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import knobs
-from .errors import InvalidArgumentError, UnsupportedDtypeError
+from .. import knobs
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
