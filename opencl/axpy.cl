@@ -5,9 +5,8 @@
  *                      __global const T* restrict x, __global T* restrict y)
  * dtypes: float double half int long uchar.  Floats compute in ACC (float for half) and
  *   round once on store; integers wrap modulo 2^bits like NumPy (computed unsigned).
- * Tunables (-D):
- *   WG   work-group size        64,128,256,512,1024   default 256   WG <= max_work_group_size
- *   VPT  elements per work-item 1,2,4,8               default 4
+ * Tunables (-D): WG (work-group size), VPT (elements per work-item); their values, defaults and
+ *   restrictions are declared once, in the op's spec (python/isthmus/ops/specs/axpy.py).
  * Launch (1-D):
  *   global = (((n + WG*VPT - 1) // (WG*VPT)) * WG,)     local = (WG,)
  *   (n == 0: launch nothing.)  Work-group g owns elements [g*WG*VPT, (g+1)*WG*VPT);

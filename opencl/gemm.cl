@@ -39,7 +39,8 @@
  * groups of 256 work-items instead of one at 183 registers; with the 16-byte loads and the second
  * buffer, 4096^3 went from 34 to 44 TFLOP/s on the H200).
  *
- * Tunables (-D), all powers of two (see library/gemm.py for values and restrictions):
+ * Tunables (-D), all powers of two (values, defaults and restrictions: the op's spec,
+ * python/isthmus/ops/specs/gemm.py):
  *   VARIANT 0 tiled, 1 split-K, 2 cpu, 3 rows
  *   TM TN TK WPTM WPTN   tile, K-step and register block of gemm
  *   VLD                  1: a quad of an operand inside the matrices is one 16-byte load (where

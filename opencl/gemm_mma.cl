@@ -34,9 +34,9 @@
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
  * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ, PIPE.  Restrictions: BM % (16*WM) == 0, BN % (16*WN) == 0,
- *   STAGES * 2 * (A_STAGE + B_STAGE) <= local memory (SWZ=0: (BM+8)*BK-ish, see A_STAGE below;
- *   static local memory everywhere but CUDA with DYN_SMEM=1, where the opt-in maximum applies).
+ *   LDSM, ASYNC, SWZ, PIPE; their values, defaults and restrictions are declared once, in the op's
+ *   spec (python/isthmus/ops/specs/gemm_mma.py). Local memory is static everywhere but on CUDA with
+ *   DYN_SMEM=1, where the opt-in maximum applies.
  * Launch (3-D): local = (32*WM*WN, 1, 1),
  *   global = (ceil(N/BN) * 32*WM*WN, ceil(M/BM), batch)   (CUDA: ceil(M/BM), batch <= 65535)
  */

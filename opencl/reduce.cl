@@ -11,12 +11,9 @@
  *   double for double); integer sums wrap modulo 2^bits of T (NumPy's x.sum(dtype=T)).
  *   Max: identity -INFINITY (floats), INT_MIN, LONG_MIN, 0 (uchar); NaN propagates.
  *   n == 0 gives the identity (0 or the lowest value).
- * Tunables (-D):
- *   WG      work-group size            64,128,256,512,1024   default 256
- *           restriction: WG <= max_work_group_size and WG*sizeof(ACC) <= local_mem_size
- *   VPT     elements per item per pass 1,2,4,8,16            default 8
- *   GROUPS  cap on stage-1 groups      64..2048 (pow2)       default 1024
- *           (GROUPS is a host-side number: the kernels do not read it)
+ * Tunables (-D): WG (work-group size), VPT (elements per item per pass), GROUPS (cap on stage-1
+ *   groups: a host-side number, the kernels do not read it), LAYOUT; their values, defaults and
+ *   restrictions are declared once, in the op's spec (python/isthmus/ops/specs/reduce.py).
  * Launch (the runtime chains the stages):
  *   G = max(1, min(GROUPS, (n + WG*VPT - 1) // (WG*VPT)))
  *   stage 1: reduce_first(n, x, partial)   global = (G*WG,) local = (WG,)   -> G partials

@@ -27,13 +27,10 @@
  * a +inf anywhere in a row makes the whole row NaN (no term of the sum is skipped, so a NaN, or
  * the NaN of inf - inf, reaches the sum and every output through 1/sum).
  * cols == 0: nothing is written.  Needs cols + WG*VPT < 2^31.
- * Tunables (-D):
- *   WG     work-group size  32,64,128,256,512,1024  default 256
- *   RPG    rows per work-group  1,2,4,...,256 (<= WG)  default 1
- *   VPT    elements per work-item per step  1,2,4,8  default 4
- *   CACHE  steps of TPR*VPT elements held in registers  0,1,2,4,8  default 0 (two-pass)
- *   The restrictions that shape the tuning space are in library/softmax.py; correctness does not
- *   depend on them.
+ * Tunables (-D): WG (work-group size), RPG (rows per work-group), VPT (elements per work-item per
+ *   step), CACHE (steps of TPR*VPT elements held in registers; 0: two-pass); their values, defaults
+ *   and the restrictions that shape the tuning space are declared once, in the op's spec
+ *   (python/isthmus/ops/specs/softmax.py); correctness does not depend on them.
  * Launch (1-D):  global = (ceil(rows / RPG) * WG,)   local = (WG,)
  */
 #ifndef WG

@@ -16,12 +16,8 @@
  * A single row or column (rows == 1 or cols == 1) is a copy: transpose_vector (same arguments,
  * same launch shape) copies TILE*TILE consecutive elements per group, instead of a tile that is
  * almost all padding.
- * Tunables (-D):
- *   TILE        8,16,32,64      default 32
- *   BLOCK_ROWS  1,2,4,8,16,32   default 8
- *   ORDER       0,1             default 1
- *   restrictions: TILE % BLOCK_ROWS == 0, TILE*BLOCK_ROWS <= max_work_group_size,
- *                 TILE*(TILE+1)*sizeof(T) <= local_mem_size
+ * Tunables (-D): TILE, BLOCK_ROWS, ORDER; their values, defaults and restrictions are declared
+ *   once, in the op's spec (python/isthmus/ops/specs/transpose.py).
  * Launch (2-D, local = (TILE, BLOCK_ROWS)):
  *   global = (tiles * TILE, BLOCK_ROWS), tiles = ceil(rows/TILE) * ceil(cols/TILE)
  *            (rows == 1 or cols == 1: tiles = ceil(rows*cols / (TILE*TILE)))

@@ -20,6 +20,15 @@ from .launch import LaunchConfig
 from .fuse import fuse
 from . import ops
 from . import tune  # callable: isthmus.tune(kernel, ...); isthmus.tune.db is the tuning database
+from .backends import cuda as _cuda, opencl as _opencl
+from .device import plugins as _plugins
+from .ops import registry as _registry, resolve as _resolve
+
+# the layers above core plugged into it (core imports none of them; see device.plugins)
+_plugins.backends = (_cuda, _opencl)  # CUDA first: device() prefers it
+_plugins.library_kernel = _registry.library_kernel
+_plugins.fuse = fuse
+_resolve.config_source.append(tune.tuned_config)  # the tuning database, opened on first use
 
 __all__ = [
     "__version__", "Buffer", "Device", "Kernel", "LaunchConfig", "asarray", "device", "devices", "live_buffers",

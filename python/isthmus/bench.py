@@ -20,45 +20,56 @@ import numpy as np
 from . import measure
 from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
+from .device import Recorder
+from .dtypes import lookup
 from .measure import device_ms, host_ms, per_call_us
 from .workloads import sizes_for, standard, tolerance
 
 
-class Recording:
-    """What :func:`recording` saw: ``launches`` as (kernel, global, local, packed args), and the
-    buffers the calls closed meanwhile (``kept``), which stay open as long as this object so
-    that replaying the launches never writes memory that was handed to another buffer."""
+class Recording(Recorder):
+    """What :func:`recording` saw: ``launches`` as (kernel, global, local, packed args). The packed
+    arguments hold their buffers' memory, so replaying the launches never writes memory that was
+    handed to another buffer, even where the calls closed the buffers meanwhile."""
 
     def __init__(self):
+        super().__init__()
         self.launches: list = []
-        self.kept: list = []
+        self.kept: list = []  # the memory the recorded calls asked for their intermediate results
 
     def __len__(self) -> int:
         return len(self.launches)
 
+    def launch(self, device, kernel, gsize, lsize, args) -> None:
+        packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in args]
+        device._pack(kernel, packed)  # (numbers converted)
+        self.launches.append((kernel, gsize, lsize, list(packed)))
+        device._launch(kernel, gsize, lsize, packed)
+
+    def plan(self, plan) -> None:
+        plan._go()
+
+    def copy(self, device, dst, src, nbytes) -> None:
+        device._copy(dst, src, nbytes)
+
+    def zero(self, device, mem, nbytes) -> None:
+        device._zero(mem, nbytes)
+
+    def temporary(self, device, nbytes: int):
+        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
+        self.kept.append(buf)
+        return buf
+
 
 @contextlib.contextmanager
 def recording(dev):
-    """Record every launch on ``dev`` (at the device's launch hook, so every library op's launches
-    are seen however the op packs them), running each as usual."""
+    """Record every launch the calling thread makes on ``dev`` (at the one launch path, so every
+    library op's launches are seen), running each as usual."""
     rec = Recording()
-    saved = dev.__dict__.get("_launch")
-    launch, close = dev._launch, Buffer.close
-
-    def record(kernel, g, loc, packed):
-        rec.launches.append((kernel, g, loc, list(packed)))
-        launch(kernel, g, loc, packed)
-
-    dev._launch = record
-    Buffer.close = lambda self: rec.kept.append(self)
+    dev._install(rec, f"{dev.id} is already recording (a graph capture or another bench recording)")
     try:
         yield rec
     finally:
-        Buffer.close = close
-        if saved is None:
-            del dev._launch
-        else:
-            dev._launch = saved
+        dev._uninstall(rec)
 
 
 class DirectCalls:
@@ -81,7 +92,7 @@ class DirectCalls:
             import cupy
 
             from .backends.cuda import defines_as_source
-            from .kernel import _options
+            from .program import _options
 
             for k, g, loc, packed in launches:
                 src = defines_as_source(_options(k.program.defines)) + dev._prepare_source(k.program.source)
@@ -211,13 +222,10 @@ def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
 
 
 def _into(op: str, args, result):
-    from . import ops
+    from .ops.registry import FAMILIES
 
-    if op in ("sum", "max", "softmax", "transpose"):
-        return lambda: getattr(ops, op)(*args, out=result)
-    if op == "gemm":
-        return lambda: ops.gemm(args[0], args[1], result)
-    return None
+    into = FAMILIES[op].into
+    return None if into is None else lambda: into(result, *args)
 
 
 def report(result: dict) -> "measure.Report":

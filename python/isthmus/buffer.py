@@ -155,7 +155,7 @@ class Buffer:
             self._check_host(out, "out")
         mem = self._handle()
         if self.nbytes:
-            self.device._download(mem, out)
+            self.device._host_download(mem, out)
         return out
 
     def copy_from(self, array) -> "Buffer":
@@ -165,7 +165,7 @@ class Buffer:
         self._check_host(host, "array")
         mem = self._handle()
         if self.nbytes:
-            self.device._upload(mem, host)
+            self.device._host_upload(mem, host)
         return self
 
     def _check_host(self, host: np.ndarray, what: str) -> None:
@@ -192,12 +192,10 @@ class Buffer:
         out = target.empty(self.shape, self.dtype)
         if self.nbytes:
             if target is self.device:
-                target._copy(out._mem, mem, self.nbytes)
-            elif target.backend == self.device.backend and hasattr(target, "_peer_copy"):
-                target._peer_copy(out._mem, mem, self.device, self.nbytes)
-            else:
+                target._device_copy(out._mem, mem, self.nbytes)
+            elif not target._peer_copy(out._mem, mem, self.device, self.nbytes):
                 host = np.empty(self.shape, self.dtype)
-                self.device._download(mem, host)
+                self.device._host_download(mem, host)
                 out.copy_from(host)
         return out
 
@@ -217,19 +215,12 @@ class Buffer:
     @property
     def __cuda_array_interface__(self) -> dict:
         self._check()
-        if self.device.backend != "cuda":
-            raise AttributeError("__cuda_array_interface__ exists only for CUDA buffers")
         return self.device._array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         self._check()
-        if self.device.backend != "cuda":
-            raise BufferError(f"DLPack export needs a CUDA buffer; {self.device.id} is {self.device.backend} "
-                              "(use to_numpy() for host data)")
-        return self.device._cupy_view(self).__dlpack__(stream=stream)
+        return self.device._dlpack(self, stream)
 
     def __dlpack_device__(self):
         self._check()
-        if self.device.backend != "cuda":
-            raise BufferError("DLPack export needs a CUDA buffer")
-        return (2, self.device.index)  # kDLCUDA
+        return self.device._dlpack_device()

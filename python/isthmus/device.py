@@ -36,7 +36,7 @@ class Device:
     """
 
     backend: str = ""
-    _capture = None  # the Graph being captured on this device (graph.py), else None
+    _recorder = None  # the Recorder installed on this device (graph capture, bench), else None
     # the largest grid a launch may ask for (launch.check_grid); backends set their own
     grid_limits = GridLimits(index_bits=64, max_groups=(2**32 - 1,) * 3, max_total_groups=2**32 - 1,
                              runtime_picks_local=True)
@@ -107,7 +107,7 @@ class Device:
     def zeros(self, shape, dtype=np.float32) -> "Buffer":
         buf = self.empty(shape, dtype)
         if buf.nbytes:
-            self._zero(buf._handle(), buf.nbytes)
+            self._device_zero(buf._handle(), buf.nbytes)
         return buf
 
     def asarray(self, array) -> "Buffer":
@@ -119,7 +119,7 @@ class Device:
                                        f"this {type(array).__name__}: {exc}") from None
         buf = self.empty(host.shape, host.dtype)
         if buf.nbytes:
-            self._upload(buf._handle(), host)
+            self._host_upload(buf._handle(), host)
         return buf
 
     def empty_host(self, shape, dtype=np.float32) -> np.ndarray:
@@ -151,16 +151,14 @@ class Device:
         >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
         >>> k(x, config=isthmus.LaunchConfig((8,)))
         """
-        from .kernel import Program
+        from .program import Program
 
         return Program.build(self, source, defines or {}, name).kernel(name)
 
     def kernel(self, name: str) -> "Kernel":
         """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
         bound to this device; calling it runs the op with the same arguments as ``isthmus.ops``."""
-        from .library import library_kernel
-
-        return library_kernel(self, name)
+        return plugins.library_kernel(self, name)
 
     def capture(self) -> "Graph":
         """Record launches and device copies into a graph replayed with one call:
@@ -171,12 +169,11 @@ class Device:
 
     def fuse(self, expression: str) -> "Fused":
         """An elementwise expression compiled into one kernel for this device (see :func:`isthmus.fuse`)."""
-        from .fuse import fuse
-
-        return fuse(expression, device=self)
+        return plugins.fuse(expression, device=self)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this device has finished."""
+        self._host_work("synchronize()")
         self._synchronize()
 
     @contextmanager
@@ -188,14 +185,91 @@ class Device:
         end = self._record()
         timing.ms = self._elapsed_ms(start, end)
 
+    # ---- the one launch path ---------------------------------------------------------------------
+    def launch(self, kernel: "Kernel", global_size: tuple, local_size: tuple | None, args: list) -> None:
+        """Enqueue ``kernel`` (of this device) on a checked grid with ``args``: Buffers the caller
+        checked (device, dtype, open) and numbers, which are converted to the declared scalar types
+        here (an out-of-range value raises). ``args`` is the call's own list: it is packed in place.
+        Every launch of the op layer, of eager kernel calls and of fused expressions comes here; a
+        Recorder installed on the calling thread (graph capture, bench) sees it instead."""
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
+            rec.launch(self, kernel, global_size, local_size, args)
+            return
+        self._launch(kernel, global_size, local_size, args)
+
+    def _pack(self, kernel: "Kernel", args: list) -> list:
+        """``args`` as the backend takes them, in place: each Buffer as its kept packed argument
+        (which holds its memory), each number as the declared scalar type."""
+        types = kernel._types
+        for i, v in enumerate(args):
+            c = v.__class__
+            if c is Buffer:
+                args[i] = v._arg or v._launch_arg()
+            elif c is not types[i] and types[i] is not None:
+                args[i] = kernel._convert(i, v)
+        return args
+
+    def _recording(self) -> "Recorder | None":
+        rec = self._recorder
+        return rec if rec is not None and rec.thread == threading.get_ident() else None
+
+    def _install(self, recorder: "Recorder", busy: str) -> None:
+        """Install ``recorder`` for its thread (``busy``: the error when another one is installed)."""
+        with self._lock:
+            if self._recorder is not None:
+                raise InvalidArgumentError(busy)
+            self._recorder = recorder
+
+    def _uninstall(self, recorder: "Recorder") -> None:
+        with self._lock:
+            if self._recorder is recorder:
+                self._recorder = None
+
+    def _temporary(self, nbytes: int):
+        """Device memory for one call's intermediate results, as a launch argument: the calling
+        thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
+        replayed later, from any thread, must not share the thread's scratch)."""
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
+            return rec.temporary(self, nbytes)
+        return self._scratch(nbytes).arg
+
+    # device copies and host transfers: through the recorder when one is installed
+    def _device_copy(self, dst, src, nbytes: int) -> None:
+        rec = self._recording()
+        if rec is not None:
+            return rec.copy(self, dst, src, nbytes)
+        self._copy(dst, src, nbytes)
+
+    def _device_zero(self, mem, nbytes: int) -> None:
+        rec = self._recording()
+        if rec is not None:
+            return rec.zero(self, mem, nbytes)
+        self._zero(mem, nbytes)
+
+    def _host_upload(self, mem, host) -> None:
+        self._host_work("a host->device copy")
+        self._upload(mem, host)
+
+    def _host_download(self, mem, host) -> None:
+        self._host_work("a device->host copy (to_numpy)")
+        self._download(mem, host)
+
+    def _host_work(self, what: str) -> None:
+        """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
+            rec.host(self, what)
+
     def _scratch(self, nbytes: int) -> "_Scratch":
         """Device memory private to the calling thread, at least ``nbytes``, kept and handed to
         every call on this thread that asks (a reduction's partial results), so such a call
         allocates nothing. No wait is needed before reuse: all work on a device goes to its one
         in-order queue (OpenCL) or stream (CUDA), so the kernels of one call that use it run after
         those of the previous call on this thread; other threads have their own. Graph capture
-        must not use it (a graph replayed later, from any thread, would share it): ops allocate
-        their scratch space while capturing."""
+        must not use it (a graph replayed later, from any thread, would share it): ops ask
+        :meth:`_temporary`, which gives the recorder's memory while one is installed."""
         found = getattr(self._local, "scratch", None)
         if found is None or found.nbytes < nbytes:
             found = self._local.scratch = _Scratch(self, nbytes)
@@ -214,8 +288,43 @@ class Device:
         return found
 
     # ---- hooks a backend fills in ------------------------------------------------------------
-    # _prepare_source, _compiler_id, _build, _binary, _load_binary, _function, _launch, _buffer_arg,
-    # _memory_of, _native_arg, _kernel_limits: compiling and launching (see backends/).
+    # compiling
+    def _prepare_source(self, source: str) -> str: raise NotImplementedError
+    def _compiler_id(self) -> dict: raise NotImplementedError
+    def _build(self, source: str, options: list[str], name: str): raise NotImplementedError
+    def _binary(self, native) -> bytes | None: raise NotImplementedError
+    def _load_binary(self, binary: bytes, options: list[str]): raise NotImplementedError
+    def _function(self, native, name: str): raise NotImplementedError
+    def _kernel_limits(self, kernel): raise NotImplementedError
+    # launching: ``args`` as Device.launch takes them (packs them in place, see _pack)
+    def _launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
+    def _prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError
+    def _buffer_arg(self, buf): raise NotImplementedError
+    def _memory_of(self, packed): raise NotImplementedError
+    def _native_arg(self, packed): raise NotImplementedError
+
+    def _graph(self, steps: tuple):
+        """A captured Graph's steps (callables that queue work) as an object whose ``launch()``
+        replays them all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA
+        backend captures them into one CUDA graph."""
+        return _Steps(steps)
+
+    # memory
+    def _peer_copy(self, dst, src, src_device: "Device", nbytes: int) -> bool:
+        """Copy from another device's memory without the host where the backend can (then True)."""
+        return False
+
+    # foreign interop: only the CUDA backend exports device memory
+    def _array_interface(self, buf) -> dict:
+        raise AttributeError("__cuda_array_interface__ exists only for CUDA buffers")
+
+    def _dlpack(self, buf, stream):
+        raise BufferError(f"DLPack export needs a CUDA buffer; {self.id} is {self.backend} (use to_numpy() for "
+                          f"host data)")
+
+    def _dlpack_device(self) -> tuple:
+        raise BufferError("DLPack export needs a CUDA buffer")
+
     def _alloc(self, nbytes: int): raise NotImplementedError
     def _free_pool(self) -> None: raise NotImplementedError
     def _memory_in_use(self) -> int: raise NotImplementedError
@@ -228,6 +337,38 @@ class Device:
     def _record(self): raise NotImplementedError
     def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
     def _pointer(self, mem) -> int: raise NotImplementedError
+
+
+class _Steps:
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: tuple):
+        self.steps = steps
+
+    def launch(self) -> None:
+        for go in self.steps:
+            go()
+
+
+class Recorder:
+    """What sees the device work one thread queues on a device while installed there (graph
+    capture keeps it, bench records and runs it), instead of patching the device's methods.
+    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers)."""
+
+    def __init__(self):
+        self.thread = threading.get_ident()
+
+    def launch(self, device: Device, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
+    def plan(self, plan) -> None: raise NotImplementedError  # a Plan launched on the recording thread
+    def copy(self, device: Device, dst, src, nbytes: int) -> None: raise NotImplementedError
+    def zero(self, device: Device, mem, nbytes: int) -> None: raise NotImplementedError
+
+    def host(self, device: Device, what: str) -> None:
+        """A host transfer or synchronization on the recording thread (allowed unless overridden)."""
+
+    def temporary(self, device: Device, nbytes: int) -> Buffer:
+        """Memory for one recorded call's intermediate results, kept as long as the recording."""
+        raise NotImplementedError
 
 
 class _Scratch:
@@ -275,6 +416,21 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(s) for s in items)
 
 
+# ---- the layers above core ---------------------------------------------------------------------
+class _Plugins:
+    """What core calls in the layers above it, which ``isthmus/__init__`` connects at import (it
+    loads no backend library and probes nothing): the backend modules discovery asks (each with
+    ``NAME`` and ``discover()``), the op library behind :meth:`Device.kernel`, the fuser behind
+    :meth:`Device.fuse`. Core imports none of them, so core, backends and ops form no import circle."""
+
+    backends: tuple = ()
+    library_kernel = None  # (device, name) -> a library kernel bound to the device
+    fuse = None  # (expression, device=...) -> a Fused expression
+
+
+plugins = _Plugins()
+
+
 # ---- discovery --------------------------------------------------------------------------------
 _registry_lock = threading.Lock()
 _registry: list[Device] | None = None
@@ -286,10 +442,8 @@ def _discover() -> list[Device]:
     global _registry
     with _registry_lock:
         if _registry is None:
-            from .backends import cuda, opencl
-
             found: list[Device] = []
-            for backend in (cuda, opencl):
+            for backend in plugins.backends:
                 try:
                     found.extend(backend.discover())
                 except BackendUnavailableError as exc:
@@ -318,7 +472,8 @@ def device(id: str | None = None) -> Device:
     if wanted is None:
         if not found:
             raise BackendUnavailableError(_install_hint())
-        return min(found, key=lambda d: (d.backend != "cuda", _ORDER.get(d.kind, 3)))
+        rank = {b.NAME: i for i, b in enumerate(plugins.backends)}  # the backends' order: CUDA first
+        return min(found, key=lambda d: (rank.get(d.backend, len(rank)), _ORDER.get(d.kind, 3)))
     if isinstance(wanted, Device):
         return wanted
     for d in found:

@@ -25,18 +25,17 @@ Host transfers and synchronization cannot be captured: they raise inside the blo
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Callable
 
 from .buffer import Buffer
 from .dtypes import lookup
 from .errors import ClosedBufferError, DeviceError, InvalidArgumentError
+from .device import Recorder
 from .plan import Plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
-_HOOKS = ("_launch", "_buffer_arg", "_copy", "_zero", "_upload", "_download", "_synchronize")
 
 
 class _Copy:
@@ -48,15 +47,45 @@ class _Copy:
         self.go, self.mems, self.what = go, mems, what
 
 
-class _Empty:
-    """The CUDA graph of a capture that recorded nothing."""
+class _Capture(Recorder):
+    """The recorder a Graph installs on its device while capturing: it keeps each launch as a Plan
+    and each device copy or fill as a _Copy, in order, and refuses host transfers."""
 
-    @staticmethod
-    def launch(stream) -> None:
-        pass
+    def __init__(self, graph: "Graph"):
+        super().__init__()
+        self.graph = graph
 
+    def launch(self, device, kernel, gsize, lsize, args) -> None:
+        values = list(args)
+        for i, p in enumerate(kernel.params):
+            if p.kind == "buffer" and values[i] is not None and not isinstance(values[i], Buffer):
+                raise InvalidArgumentError(f"graph capture: launch of {kernel.name!r} passed a buffer argument "
+                                           f"({p.name}) that is not an isthmus Buffer; it cannot be captured")
+        packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in values]
+        for i, t in enumerate(kernel._types):
+            if t is not None and packed[i].__class__ is not t:
+                packed[i] = values[i] = kernel._convert(i, packed[i])
+        self.graph.steps.append(Plan._from_packed(kernel, gsize, lsize, packed, values))
 
-_EMPTY = _Empty()
+    def plan(self, plan: Plan) -> None:
+        self.graph.steps.append(plan._snapshot())
+
+    def copy(self, device, dst, src, nbytes) -> None:
+        self.graph.steps.append(_Copy(lambda *stream: device._copy(dst, src, nbytes, *stream), (dst, src),
+                                      f"device copy of {nbytes} bytes"))
+
+    def zero(self, device, mem, nbytes) -> None:
+        self.graph.steps.append(_Copy(lambda *stream: device._zero(mem, nbytes, *stream), (mem,),
+                                      f"fill of {nbytes} bytes"))
+
+    def host(self, device, what: str) -> None:
+        raise InvalidArgumentError(f"{what} cannot be captured into a graph on {device.id}: graphs hold device "
+                                   f"work only; copy to or from the host before or after the capture block")
+
+    def temporary(self, device, nbytes: int) -> Buffer:
+        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
+        self.graph._owned.append(buf)  # the graph's launches use it at every replay
+        return buf
 
 
 class Graph:
@@ -65,16 +94,13 @@ class Graph:
     def __init__(self, device: "Device"):
         self.device = device
         self.steps: list = []  # Plan (a kernel launch) or _Copy, in capture order
-        self._thread: int | None = None
         self._state = "new"  # new -> capturing -> ready | failed; closed
-        self._pending: dict[int, tuple] = {}  # id(packed buffer arg) -> (packed, Buffer) during capture
-        self._saved: dict = {}
-        self._cuda = device.backend == "cuda"
-        self._native = None  # CUDA: the instantiated cupy.cuda.graph.Graph
+        self._recorder: _Capture | None = None
+        self._native = None  # what the device made of the steps (Device._graph): .launch() replays them
         self._dirty = True
         self._bufs: tuple = ()
         self._gos: tuple = ()
-        self._owned: list[Buffer] = []  # scratch buffers the captured ops closed: the graph keeps them
+        self._owned: list[Buffer] = []  # scratch buffers of the captured ops: the graph keeps them
 
     # ---- capture -----------------------------------------------------------------------------
     def __enter__(self) -> "Graph":
@@ -82,21 +108,14 @@ class Graph:
         if self._state != "new":
             raise InvalidArgumentError(f"this graph was already captured ({self._state}); "
                                        f"start a new one with dev.capture()")
-        with dev._lock:
-            if dev._capture is not None:
-                raise InvalidArgumentError(f"{dev.id} is already capturing a graph; captures do not nest")
-            self._thread = threading.get_ident()
-            self._install()
-            dev._capture = self
+        self._recorder = _Capture(self)
+        dev._install(self._recorder, f"{dev.id} is already capturing a graph; captures do not nest")
         self._state = "capturing"
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        dev = self.device
-        with dev._lock:
-            dev._capture = None
-            self._uninstall()
-        self._pending.clear()
+        self.device._uninstall(self._recorder)
+        self._recorder = None  # (it refers back to this graph)
         if exc_type is not None:
             self._state = "failed"
             for s in self.steps:
@@ -106,76 +125,12 @@ class Graph:
             return
         self._adopt_temporaries()
         self._refresh()
-        if self._cuda:
-            try:
-                self._instantiate()
-            except Exception:
-                self._state = "failed"
-                raise
+        try:
+            self._instantiate()
+        except Exception:
+            self._state = "failed"
+            raise
         self._state = "ready"
-
-    def _install(self) -> None:
-        """Route this device's launch and copy hooks through the graph for the capturing thread."""
-        dev = self.device
-        for name in _HOOKS:
-            real = getattr(dev, name)
-            self._saved[name] = real
-            setattr(dev, name, self._hook(name, real))
-
-    def _uninstall(self) -> None:
-        for name in _HOOKS:
-            self.device.__dict__.pop(name, None)
-        self._saved.clear()
-
-    def _hook(self, name: str, real):
-        record = getattr(self, "_rec" + name)
-        me = self._thread
-
-        def hook(*args):
-            if threading.get_ident() != me:
-                return real(*args)
-            return record(real, *args)
-        return hook
-
-    def _rec_launch(self, real, kernel, gsize, lsize, packed) -> None:
-        values = []
-        for p, v in zip(kernel.params, packed):
-            found = self._pending.get(id(v)) if p.kind == "buffer" else None
-            values.append(found[1] if found is not None else v)
-        for p, v in zip(kernel.params, values):
-            if p.kind == "buffer" and not isinstance(v, Buffer):
-                raise InvalidArgumentError(f"graph capture: launch of {kernel.name!r} passed a buffer argument "
-                                           f"({p.name}) that isthmus did not pack; it cannot be captured")
-        self.steps.append(Plan._from_packed(kernel, gsize, lsize, packed, values))
-        self._pending.clear()
-
-    def _rec_buffer_arg(self, real, buf):
-        packed = real(buf)
-        self._pending[id(packed)] = (packed, buf)  # keeps `packed` alive, so its id stays unique
-        return packed
-
-    def _rec_copy(self, real, dst, src, nbytes) -> None:
-        self.steps.append(_Copy(lambda *stream: real(dst, src, nbytes, *stream), (dst, src),
-                                f"device copy of {nbytes} bytes"))
-
-    def _rec_zero(self, real, mem, nbytes) -> None:
-        self.steps.append(_Copy(lambda *stream: real(mem, nbytes, *stream), (mem,), f"fill of {nbytes} bytes"))
-
-    def _refuse(self, what: str):
-        raise InvalidArgumentError(f"{what} cannot be captured into a graph on {self.device.id}: graphs hold device "
-                                   f"work only; copy to or from the host before or after the capture block")
-
-    def _rec_upload(self, real, mem, host) -> None:
-        self._refuse("a host->device copy")
-
-    def _rec_download(self, real, mem, host) -> None:
-        self._refuse("a device->host copy (to_numpy)")
-
-    def _rec_synchronize(self, real) -> None:
-        self._refuse("synchronize()")
-
-    def _add_plan(self, plan: Plan) -> None:
-        self.steps.append(plan._snapshot())
 
     # ---- replay ------------------------------------------------------------------------------
     @property
@@ -190,21 +145,9 @@ class Graph:
         for b in self._bufs:
             if b._dt is None:
                 self._closed_error(b)
-        if not self._cuda:
-            for go in self._gos:
-                go()
-            return
         if self._dirty:
             self._instantiate()
-        dev = self.device
-        try:
-            if dev._cp.cuda.runtime.getDevice() != dev.index:
-                with dev._cp_device:
-                    self._native.launch(dev.stream)
-            else:
-                self._native.launch(dev.stream)
-        except Exception as exc:  # CUDARuntimeError
-            raise DeviceError(f"graph launch on {dev.id} failed: {exc}") from exc
+        self._native.launch()
 
     def bind(self, step: int, key, value) -> "Graph":
         """Update argument ``key`` (name or index) of the ``step``-th captured launch: a scalar, or a
@@ -267,21 +210,17 @@ class Graph:
                 for b in s._live:
                     seen[id(b)] = b
         self._bufs = tuple(seen.values())
-        # CUDA: the plain driver call of each plan (a plan's own launch may replay a one-kernel graph,
+        # the plain enqueue of each plan (on CUDA a plan's own launch may replay a one-kernel graph,
         # which a stream capture must not record)
-        self._gos = tuple((s._native.enqueue if self._cuda else s._go) if isinstance(s, Plan) else s.go
-                          for s in self.steps)
+        self._gos = tuple(s._native.enqueue if isinstance(s, Plan) else s.go for s in self.steps)
 
     def _instantiate(self) -> None:
-        """CUDA: replay the steps into a stream capture (CudaDevice._capture_graph) and instantiate it."""
+        """What the device makes of the steps (CUDA: one graph captured from them)."""
         dev = self.device
-        if not self._gos:
-            self._native, self._dirty = _EMPTY, False
-            return
         try:
-            self._native = dev._capture_graph(self._gos)
+            self._native = dev._graph(self._gos)
         except Exception as exc:
-            raise DeviceError(f"CUDA graph capture on {dev.id} failed: {exc}") from exc
+            raise DeviceError(f"graph capture on {dev.id} failed: {exc}") from exc
         self._dirty = False
 
     def _not_ready(self) -> None:

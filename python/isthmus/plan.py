@@ -82,9 +82,9 @@ class Plan:
         for b in self._live:
             if b._dt is None:
                 self._closed_error(b)
-        capture = self.device._capture
-        if capture is not None and capture._thread == threading.get_ident():
-            capture._add_plan(self)
+        rec = self.device._recorder
+        if rec is not None and rec.thread == threading.get_ident():
+            rec.plan(self)
             return
         self._go()
         del held

@@ -7,8 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import ops
-from .library import REFERENCES
+from .ops.registry import FAMILIES
 
 
 @dataclass
@@ -38,41 +37,44 @@ class Workload:
         return self.bytes / ms / 1e6, "GB/s"
 
 
-def _rand(rng, shape, dtype):
-    return rng.standard_normal(shape).astype(dtype)
+def problem(spec, sizes: dict) -> dict:
+    """The spec's problem at the standard sizes: n (1-D ops), rows/cols (2-D ops), mnk (gemm)."""
+    if spec.problem == ("m", "n", "k"):
+        return dict.fromkeys("mnk", sizes["mnk"])
+    return {p: sizes[p] for p in spec.problem}
+
+
+def _label(name: str, p: dict) -> str:
+    if len(p) == 1:
+        return f"{name} {next(iter(p))}={next(iter(p.values()))}"
+    values = set(p.values())
+    return f"{name} {values.pop()}^{len(p)}" if len(values) == 1 and len(p) > 2 else f"{name} " + "x".join(
+        str(v) for v in p.values())
 
 
 def standard(sizes: dict, dtype=np.float32, seed: int = 0) -> list[Workload]:
-    """Workloads at the given sizes: n (axpy, sum, max), rows/cols (softmax, transpose), mnk (gemm)."""
+    """A workload of every library op (its spec's sample inputs, call, reference) at the given
+    sizes: n (1-D ops), rows/cols (2-D ops), mnk (gemm)."""
     rng = np.random.default_rng(seed)
     it = np.dtype(dtype).itemsize
-    n, rows, cols, mnk = sizes["n"], sizes["rows"], sizes["cols"], sizes["mnk"]
-    x, y = _rand(rng, n, dtype), _rand(rng, n, dtype)
-    s = _rand(rng, (rows, cols), dtype)
-    a, b = _rand(rng, (mnk, mnk), dtype), _rand(rng, (mnk, mnk), dtype)
-    out = [
-        Workload("axpy", f"axpy n={n}", (x, y), lambda d: (d.asarray(x), d.asarray(y)),
-                 lambda dx, dy: ops.axpy(2.0, dx, dy), lambda: REFERENCES["axpy"](2.0, x, y), 3 * n * it, 0,
-                 lambda: np.add(2.0 * x, y)),
-        Workload("sum", f"sum n={n}", (x,), lambda d: (d.asarray(x),), ops.sum, lambda: REFERENCES["sum"](x),
-                 n * it, 0, lambda: x.sum()),
-        Workload("max", f"max n={n}", (x,), lambda d: (d.asarray(x),), ops.max, lambda: REFERENCES["max"](x),
-                 n * it, 0, lambda: x.max()),
-        Workload("softmax", f"softmax {rows}x{cols}", (s,), lambda d: (d.asarray(s),), ops.softmax,
-                 lambda: REFERENCES["softmax"](s), 2 * rows * cols * it, 0,
-                 lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(s - s.max(axis=1, keepdims=True)))),
-        Workload("transpose", f"transpose {rows}x{cols}", (s,), lambda d: (d.asarray(s),), ops.transpose,
-                 lambda: REFERENCES["transpose"](s), 2 * rows * cols * it, 0, lambda: np.ascontiguousarray(s.T)),
-        Workload("gemm", f"gemm {mnk}^3", (a, b), lambda d: (d.asarray(a), d.asarray(b)), ops.gemm,
-                 lambda: REFERENCES["gemm"](a, b), 3 * mnk * mnk * it, 2 * mnk ** 3, lambda: a @ b),
-    ]
+    out = []
+    for spec in FAMILIES.values():
+        p = problem(spec, sizes)
+        host = tuple(spec.inputs(p, dtype, rng))
+        out.append(Workload(
+            spec.name, _label(spec.name, p), host, lambda d, host=host: tuple(d.asarray(h) for h in host),
+            spec.sample_call, lambda spec=spec, host=host: spec.sample_expect(*host), spec.moved(p, it),
+            spec.flops(p) if spec.flops else 0, lambda spec=spec, host=host: spec.numpy(*host)))
     return out
 
 
 def tolerance(op: str, dtype, k: int = 1) -> float:
-    """Relative-error bound (||out-ref|| / ||ref||) fitted to the dtype."""
+    """Relative-error bound (||out-ref|| / ||ref||) fitted to the dtype: the spec's tolerance in
+    units of the dtype's, growing with the length k of a contraction's sums."""
+    spec = FAMILIES.get(op)
     base = {np.dtype(np.float16): 3e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}.get(np.dtype(dtype), 0.0)
-    return base * (max(1.0, np.sqrt(k)) if op == "gemm" else 4.0)
+    scale = 4.0 if spec is None else spec.tolerance
+    return base * scale * (max(1.0, np.sqrt(k)) if spec is not None and spec.flops else 1.0)
 
 
 def rel_error(out: np.ndarray, ref: np.ndarray) -> float:

@@ -79,7 +79,7 @@ def test_python_errors_reach_java_with_message_and_traceback(jvm, J, dev):
     assert "not a C identifier" in str(e.getMessage())
     assert str(e.pythonType()) == "isthmus.errors.InvalidArgumentError"
     assert "Traceback (most recent call last)" in str(e.pythonTraceback())
-    assert "kernel.py" in str(e.pythonTraceback())
+    assert "program.py" in str(e.pythonTraceback())  # where the defines are checked
 
 
 def test_java_exceptions_keep_their_class_in_python(jvm, J):

@@ -143,6 +143,10 @@ class CudaDevice(Device):
                 upload(self.stream)  # instantiate now, not on the first replay
         return graph
 
+    def _graph(self, steps: tuple) -> "_Graph":
+        """A captured isthmus Graph's steps as one instantiated CUDA graph (see _capture_graph)."""
+        return _Graph(self, self._capture_graph(steps) if steps else None)
+
     def _one_kernel_graph(self, prepared: "_PreparedLaunch"):
         """The CUDA graph of one prepared launch, or None (with a warning, once) where capture fails."""
         if not self._launch_graphs:  # failed before (or turned off): do not try again
@@ -209,13 +213,17 @@ class CudaDevice(Device):
     def _copy(self, dst, src, nbytes, stream=None):
         self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")
 
-    def _peer_copy(self, dst, src, src_dev: "CudaDevice", nbytes):
+    def _peer_copy(self, dst, src, src_dev, nbytes) -> bool:
         """Copy from memory on another CUDA device: a peer copy where the GPUs allow it."""
+        if not isinstance(src_dev, CudaDevice):
+            return False
+
         def run():
             src_dev.stream.synchronize()  # the source's producer must be done
             self._cp.cuda.runtime.memcpyPeerAsync(dst.ptr, self.index, src.ptr, src_dev.index, nbytes,
                                                   self.stream.ptr)
         self._guard(run, "peer copy")
+        return True
 
     def _zero(self, mem, nbytes, stream=None):
         self._guard(lambda: mem.memset_async(0, nbytes, stream or self.stream), "fill")
@@ -242,6 +250,12 @@ class CudaDevice(Device):
     def _cupy_view(self, buf):
         with self._cp_device:
             return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._handle())
+
+    def _dlpack(self, buf, stream):
+        return self._cupy_view(buf).__dlpack__(stream=stream)
+
+    def _dlpack_device(self) -> tuple:
+        return (2, self.index)  # kDLCUDA
 
     def _array_interface(self, buf) -> dict:
         return {"shape": buf.shape, "typestr": buf.dtype.str, "descr": [("", buf.dtype.str)],
@@ -371,7 +385,8 @@ class CudaDevice(Device):
         """A prepared launch (plan.py): the driver's parameter block packed once."""
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
 
-    def _launch(self, kernel, gsize, lsize, packed):
+    def _launch(self, kernel, gsize, lsize, args):
+        packed = self._pack(kernel, args)
         # A launch seen again (same grid, same argument values) replays its own prepared launch
         # (driver parameter block packed once; after three replays a one-kernel graph). A launch
         # not seen recently refills the grid's scratch parameter block in place, which costs far
@@ -402,6 +417,28 @@ class CudaDevice(Device):
             scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
             scratch._calm = _PreparedLaunch.NEVER  # refilled at every use: never a graph
         scratch.refill(packed)
+
+
+class _Graph:
+    """An instantiated CUDA graph replayed on the device's stream with one call."""
+
+    __slots__ = ("_dev", "_native")
+
+    def __init__(self, dev: CudaDevice, native):
+        self._dev, self._native = dev, native
+
+    def launch(self) -> None:
+        dev, native = self._dev, self._native
+        if native is None:  # a capture that recorded nothing
+            return
+        try:
+            if dev._get_device() != dev.index:
+                with dev._cp_device:
+                    native.launch(dev.stream)
+            else:
+                native.launch(dev.stream)
+        except Exception as exc:  # CUDARuntimeError
+            raise DeviceError(f"graph launch on {dev.id} failed: {exc}") from exc
 
 
 class _DevicePointer(np.uint64):

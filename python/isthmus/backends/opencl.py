@@ -10,6 +10,7 @@ import threading
 import numpy as np
 
 from .. import knobs
+from ..buffer import Buffer
 from ..device import Device
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
@@ -329,17 +330,30 @@ class OpenCLDevice(Device):
         """A packed argument as PyOpenCL takes it (for calls that bypass isthmus: benchmarks)."""
         return packed.cl if isinstance(packed, _Mem) else packed
 
-    def _launch(self, kernel, gsize, lsize, packed):
+    def _launch(self, kernel, gsize, lsize, args):
         cl = self._cl
         native = kernel.native
+        types = kernel._types
         try:
-            # Arguments set one by one, then one enqueue: a scalar as its raw bytes in the declared
-            # type, a buffer (or None) through set_arg. PyOpenCL's generated invoker (native(queue,
-            # ...)) does the same work with ~18 us more Python per call (PoCL; benchmarks/
+            # Arguments packed (in place: the list holds each buffer's memory until the enqueue)
+            # and set one by one, then one enqueue: a scalar as its raw bytes in the declared type,
+            # a buffer (or None) through set_arg. PyOpenCL's generated invoker (native(queue, ...))
+            # does the same work with ~18 us more Python per call (PoCL; benchmarks/
             # launch_overhead.py). The kernel object holds its arguments: set+enqueue is one step.
             with kernel._lock:
-                for i, v in enumerate(packed):
-                    _set_arg(native, i, v)
+                for i, v in enumerate(args):
+                    c = v.__class__
+                    if c is Buffer:
+                        v = args[i] = v._arg or v._launch_arg()
+                        native.set_arg(i, None if v is None else v.cl)
+                    elif c is _Mem:
+                        native.set_arg(i, v.cl)
+                    elif v is None:
+                        native.set_arg(i, None)
+                    else:
+                        if c is not types[i]:
+                            v = args[i] = kernel._convert(i, v)
+                        native._set_arg_buf(i, v)
                 cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
         except cl.Error as exc:
             raise self._launch_error(kernel, gsize, lsize, exc) from exc
@@ -381,6 +395,8 @@ class _PreparedLaunch:
             self._enqueue(*self._args)
         except self._dev._cl.Error as exc:
             raise self._dev._launch_error(self._kernel, self._args[2], self._args[3], exc) from exc
+
+    enqueue = launch  # what a graph replays (the same call here; CUDA's plan launch may differ)
 
     def set(self, index: int, value) -> None:
         _set_arg(self._native, index, value)

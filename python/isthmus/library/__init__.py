@@ -1,68 +1,21 @@
-"""The kernel library: one module per family (source, tunables, grid rule, NumPy reference)."""
+"""The old name of the op layer (``isthmus.ops``), kept so that code written against it (scripts,
+the Java provider) keeps importing: ``isthmus.library.family`` holds what ``isthmus.ops.spec`` and
+``isthmus.ops.resolve`` hold, ``isthmus.library.<op>`` is ``isthmus.ops.specs.<op>``. New code
+imports ``isthmus.ops``; this module goes once nothing imports it.
+"""
 from __future__ import annotations
 
-from ..buffer import Buffer
-from ..errors import InvalidArgumentError
-from . import axpy, gemm, reduce, softmax, transpose
-from .family import Family, Tunable, bucket, resolve
+import sys
+import types
 
-# Op name -> (module, family). `sum` and `max` share reduce.cl with a different OP macro.
-FAMILIES: dict[str, Family] = {
-    "axpy": axpy.FAMILY, "sum": reduce.SUM, "max": reduce.MAX, "softmax": softmax.FAMILY,
-    "transpose": transpose.FAMILY, "gemm": gemm.FAMILY,
-}
-_RUN = {"axpy": axpy.run, "sum": reduce.run_sum, "max": reduce.run_max, "softmax": softmax.run,
-        "transpose": transpose.run, "gemm": gemm.run}
-REFERENCES = {"axpy": axpy.reference, "sum": reduce.reference_sum, "max": reduce.reference_max,
-              "softmax": softmax.reference, "transpose": transpose.reference, "gemm": gemm.reference}
+from ..ops import checks, resolve, spec
+from ..ops.registry import FAMILIES, REFERENCES, LibraryKernel, family, library_kernel  # noqa: F401
+from ..ops.specs import axpy, gemm, gemm_mma, reduce, softmax, transpose
 
-
-def family(name: str) -> Family:
-    try:
-        return FAMILIES[name]
-    except KeyError:
-        raise InvalidArgumentError(f"no library kernel {name!r}; the library has {', '.join(FAMILIES)}") from None
-
-
-class LibraryKernel:
-    """A library kernel bound to a device: ``dev.kernel("softmax")(x)`` is ``isthmus.ops.softmax(x)``
-    with the check that the buffers live on that device."""
-
-    def __init__(self, device, name: str):
-        self.device = device
-        self.name = name
-        self.family = family(name)
-        self._run = _RUN[name]
-
-    def __call__(self, *args, **kwargs):
-        dev = self.device
-        for a in args:
-            if isinstance(a, Buffer) and a.device is not dev:
-                self._wrong_device(args, kwargs)
-        for a in kwargs.values():
-            if isinstance(a, Buffer) and a.device is not dev:
-                self._wrong_device(args, kwargs)
-        return self._run(*args, **kwargs)
-
-    def _wrong_device(self, args, kwargs):
-        for i, a in enumerate((*args, *kwargs.values())):
-            if isinstance(a, Buffer) and not a.closed and a.device is not self.device:
-                raise InvalidArgumentError(f"{self.name} on {self.device.id}: argument {i} lives on {a.device.id}")
-
-    def prepare(self, *args, **kwargs):
-        """The op with these arguments, checked and recorded once: a Plan (one launch) or a Graph;
-        ``.launch()`` replays it, ``.result`` is the op's return value."""
-        from ..graph import prepare_call
-
-        return prepare_call(self.device, lambda: self(*args, **kwargs), self.name)
-
-    def __repr__(self) -> str:
-        return f"<isthmus library kernel {self.name} on {self.device.id}>"
-
-
-def library_kernel(device, name: str) -> LibraryKernel:
-    return LibraryKernel(device, name)
-
-
-__all__ = ["FAMILIES", "REFERENCES", "Family", "LibraryKernel", "Tunable", "bucket", "family", "library_kernel",
-           "resolve"]
+_family = types.ModuleType(f"{__name__}.family")
+_family.__dict__.update({k: v for m in (spec, resolve) for k, v in vars(m).items() if not k.startswith("__")})
+for _name, _module in (("family", _family), ("axpy", axpy), ("checks", checks), ("gemm", gemm),
+                       ("gemm_mma", gemm_mma), ("reduce", reduce), ("softmax", softmax), ("transpose", transpose)):
+    sys.modules[f"{__name__}.{_name}"] = _module
+    globals()[_name] = _module
+Family, Tunable, bucket = spec.Family, spec.Tunable, spec.bucket

@@ -140,6 +140,15 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
                       default_ms, history, time.monotonic() - t0)
 
 
+def tuned_config(spec, device, dt, problem: dict) -> dict | None:
+    """The tuning database's params for an op's launch, or None: what the ops ask (through
+    ``isthmus.ops.resolve.config_source``) when they first see a call shape. The database module
+    is imported on the first such call, never at import time."""
+    from . import db
+
+    return db.lookup(spec, device, dt, problem)
+
+
 def declare(*args, **kwargs):
     from .targets import declare as _declare
 

@@ -19,10 +19,15 @@ def parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="isthmus tune", description="tune a kernel's launch parameters on a device "
                                 "and store the best in the tuning database")
-    p.add_argument("kernel", help="library kernel: axpy, sum, max, softmax, transpose, gemm")
+    from ..ops.registry import FAMILIES
+
+    by_problem: dict = {}
+    for spec in FAMILIES.values():
+        by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
+    p.add_argument("kernel", help=f"library kernel: {', '.join(FAMILIES)} (or a kernel declared tunable)")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--size", type=_size, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
-                   help="problem sizes: n (axpy, sum, max); rows, cols (softmax, transpose); m, n, k (gemm)")
+                   help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))
     p.add_argument("--dtype", default="float32")
     p.add_argument("--strategy", default="anneal", choices=sorted(NAMES))
     p.add_argument("--budget", type=int, default=None, help="configs to evaluate (default: a fifth of the space)")

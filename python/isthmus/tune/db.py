@@ -107,7 +107,7 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def bucket_of(family, problem: dict) -> tuple[int, ...]:
-    from ..library.family import problem_bucket
+    from ..ops.spec import problem_bucket
 
     return problem_bucket(family, problem)
 
@@ -245,7 +245,7 @@ class Database:
         """(level, params) in fallback order: exact, nearest bucket same device, same model other driver;
         only buckets of the key's shape class (a config tuned for square problems never runs a
         tall or narrow one)."""
-        from ..library.family import shape_class
+        from ..ops.spec import shape_class
 
         with self._lock:
             rows = self._conn.execute(
@@ -401,7 +401,6 @@ def _file_lock(path: Path):
 _state_lock = threading.Lock()
 _user: Database | None = None
 _bundled: Database | None = None
-_memo: dict = {}
 
 
 def user() -> Database:
@@ -413,7 +412,6 @@ def user() -> Database:
             if _user is not None:
                 _user.close()
             _user = Database(path)
-            _memo.clear()
         return _user
 
 
@@ -435,16 +433,10 @@ def bundled() -> Database:
 
 
 def lookup(family, device, dt, problem: dict) -> dict | None:
-    """The tuned params for this launch, or None (use the defaults). Memoized per bucket."""
-    memo = (family.name, device.id, dt.name, bucket_of(family, problem))
-    try:
-        return _memo[memo]
-    except KeyError:
-        pass
+    """The tuned params for this launch, or None (use the defaults). Not memoized here: the ops
+    remember what they resolved (isthmus.ops.resolve), so this runs once per op call shape."""
     found = explain(family, device, dt, problem)
-    params = None if found is None else found[1]
-    _memo[memo] = params
-    return params
+    return None if found is None else found[1]
 
 
 def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
@@ -456,10 +448,9 @@ def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
 
 
 def forget() -> None:
-    """Drop memoized lookups here and in the library (after this process changed a database)."""
-    from ..library.family import forget_resolved
+    """Drop what the ops resolved (after this process changed a database)."""
+    from ..ops.resolve import forget_resolved
 
-    _memo.clear()
     forget_resolved()
 
 

@@ -142,7 +142,7 @@ def _fits_here(family, device, problem: dict, dt):
 
 def _same_arch(store, key, arch: str) -> Iterator[dict]:
     """Params tuned on other devices of architecture ``arch``: same vendor first, then nearest bucket."""
-    from ..library.family import shape_class
+    from ..ops.spec import shape_class
     from .db import _distance, _parse_best
 
     ranked = []

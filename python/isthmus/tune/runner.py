@@ -21,7 +21,7 @@ import numpy as np
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
 from ..errors import CompileError
-from ..library.family import _first_valid
+from ..ops.resolve import _first_valid
 from . import strategies
 from .space import Config, Space
 from .strategies import BudgetExhausted

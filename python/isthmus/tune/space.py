@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..library.family import Family
+from ..ops.spec import Family
 
 class Config(dict):
     """One point of a search space (tunable name -> value): a frozen, hashable, JSON-able value,
@@ -30,28 +30,23 @@ class Config(dict):
         return f"Config({dict.__repr__(self)})"
 
 
-# Kernels users declared (isthmus.tune.declare): tunable and importable like the library's.
-_user_families: dict[str, Family] = {}
-
-
+# Kernels users declared (isthmus.tune.declare) are in the op registry with the library's.
 def register(family: Family) -> None:
-    from ..library import FAMILIES
+    from ..ops import registry
 
-    if family.name in FAMILIES:
-        raise ValueError(f"{family.name!r} is a library kernel; give your kernel another name")
-    _user_families[family.name] = family
+    registry.register(family)
 
 
 def kernel_family(name: str) -> Family | None:
-    from ..library import FAMILIES
+    from ..ops import registry
 
-    return FAMILIES.get(name) or _user_families.get(name)
+    return registry.get(name)
 
 
 def known_kernels() -> list[str]:
-    from ..library import FAMILIES
+    from ..ops import registry
 
-    return list(FAMILIES) + sorted(_user_families)
+    return registry.names()
 
 
 class MemoCost:

@@ -12,8 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..library import FAMILIES, REFERENCES, family as library_family
-from ..library.family import Family, Tunable, forced, resolve
+from ..ops import registry
+from ..ops.registry import FAMILIES
+from ..ops.resolve import forced, plan, resolve
+from ..ops.spec import Family, Tunable
 from ..workloads import rel_error, tolerance
 from .space import register
 
@@ -47,31 +49,10 @@ class Target:
         return rel_error(out, expected) <= tolerance(self.name, dtype, k) * 4
 
 
-def _rand(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(0, 100, size=shape, dtype=dtype)
-    if dtype in (np.float32, np.float64):  # drawn in the dtype: large GPU inputs are made in a fraction of the time
-        return rng.standard_normal(shape, dtype=dtype)
-    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
-
-
 def _library(name: str) -> Target:
-    from .. import ops
-
-    fam = library_family(name)
-    ref = REFERENCES[name]
-    if name == "axpy":
-        return Target(fam, lambda p, dt, rng: (_rand(rng, p["n"], dt), _rand(rng, p["n"], dt)),
-                      lambda x, y: ops.axpy(2.0, x, y), lambda x, y: ref(2.0, x, y), in_place=(1,))
-    if name in ("sum", "max"):
-        return Target(fam, lambda p, dt, rng: (_rand(rng, p["n"], dt),), getattr(ops, name), ref)
-    if name in ("softmax", "transpose"):
-        return Target(fam, lambda p, dt, rng: (_rand(rng, (p["rows"], p["cols"]), dt),), getattr(ops, name), ref)
-    if name == "gemm":
-        return Target(fam, lambda p, dt, rng: (_rand(rng, (p["m"], p["k"]), dt), _rand(rng, (p["k"], p["n"]), dt)),
-                      ops.gemm, ref)
-    raise KeyError(name)
+    """A library op's target: its spec's sample inputs, call and reference."""
+    spec = registry.family(name)
+    return Target(spec, spec.inputs, spec.sample_call, spec.sample_expect, in_place=spec.in_place)
 
 
 _user_targets: dict[str, Target] = {}
@@ -85,7 +66,7 @@ def target(kernel) -> Target:
         return kernel.target
     if kernel in _user_targets:
         return _user_targets[kernel]
-    return _library(library_family(kernel).name)
+    return _library(kernel)
 
 
 # ---- users' own kernels -------------------------------------------------------------------------
@@ -116,11 +97,18 @@ class UserKernel:
 
     def launch(self, device, problem: dict, *args, dtype=np.float32):
         from ..dtypes import lookup
+
+        dt = lookup(dtype)
+        key = (device, dt.name, tuple(problem[p] for p in self.family.problem))
+        kernel, config = plan(self.family, key, lambda: self._steps(device, dt, problem))
+        kernel(*args, config=config)
+
+    def _steps(self, device, dt, problem: dict) -> tuple:
         from ..launch import LaunchConfig
 
-        params, kernels = resolve(self.family, device, lookup(dtype), problem)
+        params, kernels = resolve(self.family, device, dt, problem)
         g, loc = self.grid(problem, params)
-        kernels[self.entry](*args, config=LaunchConfig(tuple(g), tuple(loc) if loc else None))
+        return kernels[self.entry], LaunchConfig(tuple(g), tuple(loc) if loc else None)
 
 
 def declare(name: str, source: str, *, entry: str | None = None, tunables: dict, problem: tuple[str, ...],
@@ -141,7 +129,7 @@ def declare(name: str, source: str, *, entry: str | None = None, tunables: dict,
     ...     scalars=lambda p: (p["n"],), output=1, reference=lambda x, y: 2 * x)
     >>> isthmus.tune(k, problem={"n": 4096}, budget=3)
     """
-    family = UserFamily(name=name, source=f"<{name}>", entries=(entry or name,), dtypes=tuple(dtypes),
+    family = UserFamily(name=name, source=f"<{name}>", entries=(entry or name,), dtypes=tuple(dtypes), library=False,
                         tunables=tuple(Tunable(k, tuple(v), d) for k, (v, d) in tunables.items()),
                         problem=tuple(problem), restrictions=tuple(restrictions), text=source)
     holder: dict = {}

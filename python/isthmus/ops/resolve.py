@@ -1,0 +1,107 @@
+"""What a call launches: the config (tuning database, else the spec's rule and defaults), the
+compiled kernels, and the op's launch steps made from them, in one memo.
+
+``plan(spec, key, make)`` is the hot path of every op: ``key`` is what the launches depend on
+(device, dtype, shapes, flags), ``make()`` resolves the config and builds the steps (grid, kernels,
+scalar arguments) once per key. ``resolve`` gives the config and kernels for a problem; the tuner
+forces a candidate config for one context (:func:`forced`); ``forget_resolved`` (a tuning database
+changed) empties every memo.
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable
+
+from ..dtypes import DType
+from ..errors import InvalidArgumentError
+from ..kernel import Kernel
+from .spec import OpSpec, _memos
+
+_lock = threading.Lock()
+_generation = 0  # bumped by forget_resolved(): what was made before it must not be stored after it
+_MEMO_MAX = 4096  # distinct keys per spec kept; past that the memo starts over
+# (spec, device, dtype, problem) -> tuned params or None: the tuning database (isthmus/__init__
+# plugs isthmus.tune in; ops import nothing of the tuner)
+config_source: list[Callable] = []
+# (spec, params) that resolve() returns in this context: how the tuner launches a candidate config
+# through the op's own run() without touching what other threads resolve
+_forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
+forcing = _forced.get  # () -> the forced (spec, params) of this context, or None
+
+
+def plan(spec: OpSpec, key, make: Callable[[], Any]):
+    """The op's launch steps for ``key``: ``make()``'s result, remembered in the spec's memo unless
+    the tuner forces a config in this context (then made afresh, and not kept)."""
+    found = spec._memo.get(key)
+    if found is not None and _forced.get() is None:
+        return found
+    generation = _generation
+    found = make()
+    if _forced.get() is None:
+        with _lock:
+            if generation == _generation:
+                if len(spec._memo) >= _MEMO_MAX:
+                    spec._memo.clear()
+                spec._memo[key] = found
+    return found
+
+
+def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ()) -> tuple[dict, dict[str, Kernel]]:
+    """The launch parameters and compiled kernels for this problem (the kernels are memoized per
+    device; call through :func:`plan` to remember the result).
+
+    ``variant``: (name, value) pairs of fixed ``-D`` macros that the call itself decides (operand
+    layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
+    forced_now = _forced.get()
+    if forced_now is not None and forced_now[0] is spec:
+        spec.check_dtype(device, dt)
+        return forced_now[1], spec.kernels(device, dt, {**forced_now[1], **dict(variant)})
+    spec.check_dtype(device, dt)
+    params = None
+    for source in config_source:
+        params = source(spec, device, dt, problem)
+        if params is not None and spec.is_valid(params, device, problem, dt):
+            break
+        params = None
+    if params is None:
+        params = spec.defaults(device, problem, dt)
+        if not spec.is_valid(params, device, problem, dt):
+            params = _first_valid(spec, device, problem, dt)
+    return params, spec.kernels(device, dt, {**params, **dict(variant)})
+
+
+@contextmanager
+def forced(spec: OpSpec, params: dict):
+    token = _forced.set((spec, dict(params)))
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def _first_valid(spec: OpSpec, device, problem: dict, dt: DType) -> dict:
+    """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
+    default = spec.defaults(device, problem, dt)
+    best = None
+    for params in spec.space(device, problem, dt):
+        dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)
+                   else params[k] != default[k] for k in params)
+        if best is None or dist < best[0]:
+            best = (dist, params)
+    if best is None:
+        raise InvalidArgumentError(f"{spec.name}: no configuration fits {device.id} (limits: work-group "
+                                   f"{device.max_work_group_size}, local memory {device.local_mem_size} bytes)")
+    return best[1]
+
+
+def forget_resolved() -> None:
+    """Drop every op's remembered launch steps (after the tuning database changed)."""
+    global _generation
+    with _lock:
+        _generation += 1
+        for memo in _memos:
+            memo.clear()
+

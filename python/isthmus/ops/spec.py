@@ -1,0 +1,214 @@
+"""An op is a value: one frozen spec per op (per kernel family) says everything the runtime,
+the tuner, the benchmarks, the tests, the docs and the Java SPI need to know about it.
+
+- the kernel: its OpenCL source, entry points, dtypes, fixed ``-D`` macros, storage types;
+- its tunable parameters (compile-time ``-D`` macros with values, a default, restrictions, the
+  variant they belong to) and the rule that picks them for a problem before any tuning;
+- the problem sizes a call's inputs give (names; the op computes them from its inputs);
+- how it runs: ``run``, the public function (``isthmus.ops.<name>``): its argument checks, its
+  output rule, its grid rule and its launch steps, through one memo (:mod:`.resolve`) and
+  ``Device.launch``;
+- how it is checked and measured: the NumPy reference and its tolerance, sample inputs for a
+  problem, the op called on them, the bytes it moves and the flops it does.
+
+Every spec is in one registry (:mod:`.registry`): the library's, one file each in ``ops/specs``,
+and the tunable kernels users declare (``isthmus.tune.declare``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .. import knobs
+from ..dtypes import DType
+from ..errors import UnsupportedDtypeError
+from ..kernel import Kernel
+from ..program import Program
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str
+    values: tuple
+    default: Any
+    # (name, values): the tunable matters only while the tunable `name` (listed before it) holds
+    # one of `values` (a variant's own parameters); otherwise it stays at its default, so the
+    # search space holds each variant once instead of the product of all variants' parameters.
+    when: tuple | None = None
+
+    def applies(self, params: dict) -> bool:
+        return self.when is None or params.get(self.when[0]) in self.when[1]
+
+
+# every spec's launch memo (see resolve.plan), so that forgetting configs reaches them all
+_memos: list[dict] = []
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    source: str  # file in opencl/
+    entries: tuple[str, ...]  # kernel functions the op launches
+    dtypes: tuple[str, ...]
+    tunables: tuple[Tunable, ...]
+    problem: tuple[str, ...]  # names of the problem sizes (n; rows, cols; m, n, k)
+    restrictions: tuple[str, ...] = ()  # Python expressions over tunables, problem sizes and device limits
+    defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
+    storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
+    cpu_defaults: tuple[tuple[str, Any], ...] = ()  # defaults that suit CPU devices better
+    # (problem buckets, device, dtype, params) -> the tunables the problem's shape calls for (a
+    # variant, a tile), merged over the defaults ``params``; it depends only on the buckets, since
+    # a tuned config applies per bucket. Used where no tuned config is found.
+    rule: Callable[[dict, Any, Any, dict], dict] | None = field(default=None, compare=False)
+    # ---- how it runs, is checked and is measured (None for a kernel family that is not an op)
+    run: Callable | None = field(default=None, compare=False)  # the public function, isthmus.ops.<name>
+    reference: Callable | None = field(default=None, compare=False)  # NumPy: same arguments, host arrays
+    inputs: Callable | None = field(default=None, compare=False)  # (problem, dtype, rng) -> host arrays
+    call: Callable | None = field(default=None, compare=False)  # the op on device inputs (default: run)
+    expect: Callable | None = field(default=None, compare=False)  # reference on host inputs (default: reference)
+    in_place: tuple[int, ...] = ()  # inputs the call overwrites
+    into: Callable | None = field(default=None, compare=False)  # (out, *device inputs): the call into out
+    numpy: Callable | None = field(default=None, compare=False)  # the NumPy call a user would make instead
+    moved: Callable | None = field(default=None, compare=False)  # (problem, itemsize) -> bytes moved
+    flops: Callable | None = field(default=None, compare=False)  # problem -> floating-point operations
+    tolerance: float = 4.0  # relative error allowed, in units of the dtype's (workloads.tolerance)
+    summary: str = ""  # one line, for listings and opencl/README.md
+    library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
+    _compiled: list = field(default_factory=list, compare=False, repr=False)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        _memos.append(self._memo)
+
+    def completed(self, **fields) -> "OpSpec":
+        """This spec with more fields (how a spec file adds the op's functions below its declaration)."""
+        return dataclasses.replace(self, **fields)
+
+    @property
+    def sample_call(self) -> Callable:
+        return self.call or self.run
+
+    @property
+    def sample_expect(self) -> Callable:
+        return self.expect or self.reference
+
+    # ---- parameters --------------------------------------------------------------------------
+    def defaults(self, device, problem: dict | None = None, dtype: DType | None = None) -> dict:
+        """The config used where no tuned one applies: the tunables' defaults (CPU ones on CPU
+        devices), then what the family's rule picks for ``problem`` when one is given."""
+        params = {t.name: t.default for t in self.tunables}
+        if device.kind == "cpu":
+            params.update(dict(self.cpu_defaults))
+        if self.rule is not None and problem is not None:
+            buckets = dict(zip(self.problem, problem_bucket(self, problem)))
+            params.update(self.rule(buckets, device, dtype, dict(params)))
+        return params
+
+    def _restriction_code(self):
+        if not self._compiled:
+            self._compiled.extend(compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions)
+        return self._compiled
+
+    def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
+        for t in self.tunables:
+            if params.get(t.name) not in t.values or (params[t.name] != t.default and not t.applies(params)):
+                return False
+        ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
+        ns.update(problem or {})
+        ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
+                   # what a kernel that takes its local memory at launch may use (CUDA's opt-in
+                   # dynamic shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
+                   "local_mem_optin": getattr(device, "local_mem_optin", None) or device.local_mem_size,
+                   "is_cpu": getattr(device, "kind", None) == "cpu",
+                   "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+                   "min": min, "max": max})
+        ns.update(params)
+        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code())
+
+    def space(self, device, problem: dict | None = None, dtype: DType | None = None) -> Iterator[dict]:
+        """Every valid combination of tunable values (the search space)."""
+        names = [t.name for t in self.tunables]
+
+        def walk(i, acc):
+            if i == len(names):
+                if self.is_valid(acc, device, problem, dtype):
+                    yield dict(acc)
+                return
+            t = self.tunables[i]
+            for v in t.values if t.applies(acc) else (t.default,):
+                acc[names[i]] = v
+                yield from walk(i + 1, acc)
+        yield from walk(0, {})
+
+    # ---- compiled kernels --------------------------------------------------------------------
+    def check_dtype(self, device, dt: DType) -> None:
+        if dt.name not in self.dtypes:
+            raise UnsupportedDtypeError(f"{self.name} does not support {dt.name}; it supports {', '.join(self.dtypes)}")
+        device.check_dtype(dt)
+
+    def source_text(self) -> str:
+        kdir = knobs.kernel_dir()
+        return (kdir / "dtype.h").read_text() + "\n" + (kdir / self.source).read_text()
+
+    def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
+        """The family's entry points compiled for ``dt`` with ``params`` (memoized per device)."""
+        key = ("family", self.name, self.defines, dt.name, tuple(sorted(params.items())))
+        found = device._kernels.get(key)
+        if found is None:
+            ctype = dict(self.storage).get(dt.name, dt.ctype)
+            acc = dt.acc if ctype == dt.ctype else ctype
+            defines = {"T": ctype, "ACC": acc, "IS_HALF": int(ctype == "half"), **dict(self.defines), **params}
+            if dt.name == "bfloat16" and acc == "float":  # ushort bits that LOAD/STORE convert
+                defines["IS_BF16"] = 1
+            program = Program.build(device, self.source_text(), defines, self.entries[0])
+            found = {name: program.kernel(name) for name in self.entries}
+            device._kernels[key] = found
+        return found
+
+
+def bucket(value: int) -> int:
+    """Problem sizes are looked up by bucket: the next power of two."""
+    return 1 if value <= 1 else 1 << (int(value) - 1).bit_length()
+
+
+def problem_bucket(family: OpSpec, problem: dict) -> tuple[int, ...]:
+    """The problem's bucket: each size (in the family's order) rounded up to a power of two."""
+    return tuple(bucket(int(problem[p])) for p in family.problem)
+
+
+# Shape classes: a dimension is tiny (<= 16: a batch, a vector, a tall or wide matrix), small
+# (<= 512: attention-width rows, skinny gemm) or big; a problem whose big dimensions differ by
+# 8x or more is elongated (vocabulary-width rows).  Thresholds are on buckets, so a class is a
+# function of the bucket and old tuning records map to their class unchanged.
+_TINY, _SMALL, _ELONGATED = 16, 512, 8
+
+
+def shape_class(buckets: tuple[int, ...]) -> str:
+    """The shape class of a problem bucket, e.g. ``"bb"`` for 8192x8192, ``"bs"`` for 262144x128,
+    ``"bb/e"`` for 4096x32000, ``"tbb"`` for gemm 16x4096x4096; ``""`` for a 1-D problem (a
+    length has no shape). A tuned config is applied across buckets only within its class, so one
+    tuned at 8192^2 never runs 262144x128."""
+    if len(buckets) < 2:
+        return ""
+    tags = "".join("t" if b <= _TINY else "s" if b <= _SMALL else "b" for b in buckets)
+    big = [b for b in buckets if b > _SMALL]
+    return tags + ("/e" if len(big) >= 2 and max(big) >= _ELONGATED * min(big) else "")
+
+
+
+
+Family = OpSpec  # the name of a spec before ops were values (users' code and the tuner use it)
+
+
+def sample(rng, shape, dtype) -> np.ndarray:
+    """A random host array for a spec's sample inputs: normal values for floats (drawn in the
+    dtype where NumPy can, so large inputs are made fast), 0..99 for integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, 100, size=shape, dtype=dtype)
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal(shape, dtype=dtype)
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)

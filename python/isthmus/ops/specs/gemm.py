@@ -1,0 +1,352 @@
+"""gemm: row-major C = alpha*op(A)@op(B) + beta*C for any M, N, K, optionally batched.
+
+op(A) is A or A.T (``trans_a``: A stored K x M), op(B) is B or B.T (``trans_b``: B stored N x K,
+so ``x @ W.T`` with row-major weights needs no transpose). A leading batch dimension on a, b and
+c runs every entry in one launch; a 2-D operand next to a 3-D one is shared by every entry
+(weights). When beta == 0, C is not read (it may hold garbage, NaN included), as in BLAS.
+
+Variants (the tunable VARIANT; the rule below picks one when no tuned config is found):
+0 tiled (local memory; GPUs), 1 split-K (the tiled kernel over K chunks plus a combine kernel:
+M or N small, as in batch-1..64 inference, leaves too few tiles to fill a GPU), 2 cpu (explicit
+vectors, no local memory: CPU OpenCL such as PoCL), 3 rows (GEMV-like: a warp per few columns of
+C, K split across its lanes, every row at once: ``x @ W.T`` with a few rows reads W once).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from ...buffer import Buffer
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError, UnsupportedDtypeError
+from .. import checks
+from ..resolve import plan, resolve
+from ..spec import Family, Tunable, bucket, sample
+from . import gemm_mma
+
+_TILED = ("VARIANT", (0, 1))
+_CPU = ("VARIANT", (2,))
+_ROWS = ("VARIANT", (3,))
+# x @ W.T with at most this many rows (and W at least 8x wider than that, so reading W is the work)
+# takes the rows variant on a GPU: at 1 row it runs at 1.11-1.18x cuBLAS on the H200; at 16 rows its
+# lanes re-read 16 rows of x per row of W and the split-K tiles are faster (0.026 against 0.051 ms,
+# benchmarks/results/gemm_variants-cuda-nvidia-h200*.md)
+_ROWS_MAX = 4
+
+
+def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (False, False)) -> dict:
+    """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; on GPUs a few
+    rows times transposed weights take the rows variant, other shapes the tiled one (split over K
+    where the tiles alone leave the device idle). Every choice below was measured on the H200
+    (benchmarks/results/gemm_variants-*)."""
+    m, n, k = buckets["m"], buckets["n"], buckets["k"]
+    if params.get("VARIANT") == 2:
+        if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there
+            return dict(params, CM=bucket(m), CR=1)
+        return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
+    units = max(1, int(getattr(device, "compute_units", 1) or 1))
+    if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
+        return _rows_rule(m, n, units, params)
+    tm, tn, wptm, wptn, ks = _skinny_tiles(m, n, k, units) if min(m, n) <= 64 else _big_tiles(m, n, k, units)
+    # double-buffered tiles: 8-byte accumulators take the short K-step to fit CUDA's 48 KB
+    tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
+    return dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn, TK=tk,
+                KS=ks if ks > 1 else params["KS"])
+
+
+def _splits(groups: int, k: int, want: float, cap: int, least: int) -> int:
+    """K splits: doubled while the work-groups stay under ``want``, up to ``cap``, each split
+    keeping at least ``least`` of K."""
+    ks = 1
+    while groups * ks < want and ks < cap and k // (2 * ks) >= least:
+        ks *= 2
+    return ks
+
+
+def _tiles(m: int, n: int, tm: int, tn: int) -> int:
+    return -(-m // tm) * -(-n // tn)
+
+
+def _skinny_tiles(m: int, n: int, k: int, units: int) -> tuple[int, int, int, int, int]:
+    """(TM, TN, WPTM, WPTN, KS) when M or N is at most 64 (the small side first): 16 x 32 tiles of
+    2 x 4 with 8 splits for 16 or fewer (about 1.0x cuBLAS at 16 rows), 32 x 64 of 4 x 4 with 4
+    splits up to 32, 64 x 128 of 8 x 8 up to 64 with the splits that make 2 groups a compute unit
+    (0.8x cuBLAS at 64 rows, where 64 x 64 tiles reach 0.6-0.75x). The sizes are buckets: N = 11008
+    counts as 16384, so 4 splits there, 8 at N = 4096."""
+    small = min(m, n)
+    if small <= 32:
+        a, b, wa, wb = (16, 32, 2, 4) if small <= 16 else (32, 64, 4, 4)
+        cap, least, want = (8, 256, math.inf) if small <= 16 else (4, 512, math.inf)
+    else:
+        a, b, wa, wb = 64, 128, 8, 8
+        cap, least, want = 8, 512, 2 * units
+    tm, tn, wptm, wptn = (a, b, wa, wb) if m <= n else (b, a, wb, wa)
+    return tm, tn, wptm, wptn, _splits(_tiles(m, n, tm, tn), k, want, cap, least)
+
+
+def _big_tiles(m: int, n: int, k: int, units: int) -> tuple[int, int, int, int, int]:
+    """(TM, TN, WPTM, WPTN, KS) when M and N exceed 64: 128 x 128 tiles of 8 x 8 (0.87x cuBLAS at
+    2048^3-8192^3), split over K up to 1.5 groups a compute unit where K allows (1024^3: 4 splits,
+    +14% over smaller tiles); else halved until the tiles come within 7/8 of the compute units
+    (512^3: 32 x 64, +30% over 32 x 32 on NVIDIA's OpenCL), then split if they still do not."""
+    close = units * 7 / 8
+    tm, tn = min(128, bucket(m)), min(128, bucket(n))
+    ks = _splits(_tiles(m, n, tm, tn), k, 1.5 * units, 8, 256)
+    if _tiles(m, n, tm, tn) * ks < units:
+        while _tiles(m, n, tm, tn) < close and max(tm, tn) > 32:
+            if tm >= tn:
+                tm //= 2
+            else:
+                tn //= 2
+        ks = _splits(_tiles(m, n, tm, tn), k, close, 32, 256)
+    wptm, wptn = (8 if tm >= 128 else max(1, min(4, tm // 8))), (8 if tn >= 128 else max(1, min(4, tn // 8)))
+    return tm, tn, wptm, wptn, ks
+
+
+def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
+    """The rows variant for m rows (a bucket, <= 4): every row in one pass (RM = m), as many columns
+    per warp (RN) as keep the work-groups at two or more per compute unit, at most 32 sums a lane."""
+    rn = 4
+    while rn > 1 and (rn * m > 32 or -(-n // (params["RW"] * rn)) < 2 * units):
+        rn //= 2
+    return dict(params, VARIANT=3, RM=m, RN=rn)
+
+
+FAMILY = Family(
+    name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu", "gemm_rows"),
+    dtypes=("float32", "float64", "float16"),
+    tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
+              Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
+              Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
+              Tunable("WPTN", (1, 2, 4, 8), 8, _TILED), Tunable("VLD", (0, 1), 1, _TILED),
+              Tunable("KS", (2, 4, 8, 16, 32), 4, ("VARIANT", (1,))),
+              Tunable("CM", (1, 2, 4, 8), 4, _CPU), Tunable("CN", (1, 2, 4, 8), 2, _CPU),
+              Tunable("CV", (4, 8, 16), 8, _CPU), Tunable("CR", (1, 2, 4, 8, 16), 1, _CPU),
+              Tunable("RM", (1, 2, 4, 8, 16), 4, _ROWS), Tunable("RN", (1, 2, 4, 8), 2, _ROWS),
+              Tunable("RW", (4, 8), 8, _ROWS)),
+    problem=("m", "n", "k"),
+    restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
+                  "TM % WPTM == 0 and TN % WPTN == 0",
+                  "VARIANT > 1 or 2 * (TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",  # 2 buffers
+                  "VARIANT != 3 or (RM * RN <= 32 and 32 * RW <= max_work_group_size"
+                  " and RW * 32 * (RM * RN + 1) * acc_size <= local_mem_size)",
+                  "VARIANT != 2 or is_cpu"),  # a work-item per block: a GPU would idle (tests still force it)
+    # measured on PoCL (Xeon, AVX-512): 8 rows x 2 vectors of 16 = 16 zmm accumulators; 16 row
+    # blocks share each packed panel of B
+    cpu_defaults=(("VARIANT", 2), ("CM", 8), ("CN", 2), ("CV", 16), ("CR", 16)),
+    rule=_rule,
+)
+_FAMILIES = {}
+# CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
+# batch entries in a loop over the group id, so every backend launches at most this many there.
+GRID_YZ_MAX = 65535
+_SCRATCH_MAX = 16 << 20  # split-K partials up to this size live in the thread's scratch memory
+
+
+def family_for(trans_a: bool, trans_b: bool) -> Family:
+    """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
+    key = (int(trans_a), int(trans_b))
+    found = _FAMILIES.get(key)
+    if found is None:
+        found = _FAMILIES[key] = FAMILY if key == (0, 0) else dataclasses.replace(
+            FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])),
+            rule=functools.partial(_rule, trans=(bool(key[0]), bool(key[1]))))
+    return found
+
+
+def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
+    """(global, local) of the kernel that VARIANT launches."""
+    if p["VARIANT"] == 2:
+        rows, cols = p["CM"] * p["CR"], p["CN"] * p["CV"]
+        return (-(-n // cols), min(-(-m // rows), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)), (1, 1, 1)
+    if p["VARIANT"] == 3:
+        lanes = 32 * p["RW"]
+        return ((-(-n // (p["RW"] * p["RN"])) * lanes, min(-(-m // p["RM"]), GRID_YZ_MAX), min(batch, GRID_YZ_MAX)),
+                (lanes, 1, 1))
+    lx, ly = p["TN"] // p["WPTN"], p["TM"] // p["WPTM"]
+    ks = p["KS"] if p["VARIANT"] == 1 else 1
+    return ((-(-n // p["TN"]) * lx, min(-(-m // p["TM"]), GRID_YZ_MAX) * ly, min(batch * ks, GRID_YZ_MAX)),
+            (lx, ly, 1))
+
+
+def _needs_grid_loop(params: dict, m: int, batch: int) -> bool:
+    """Whether the tiled or rows kernel must walk M tiles (row passes) or batch x split entries past
+    its grid (a build of its own, GRID_LOOP=1, so that the common launch carries no loop)."""
+    if params["VARIANT"] == 3:
+        return -(-m // params["RM"]) > GRID_YZ_MAX or batch > GRID_YZ_MAX
+    ks = params["KS"] if params["VARIANT"] == 1 else 1
+    return params["VARIANT"] in (0, 1) and (-(-m // params["TM"]) > GRID_YZ_MAX or batch * ks > GRID_YZ_MAX)
+
+
+def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: int, sb: int, sc: int,
+           c_shape: tuple) -> tuple:
+    """(launch, combine launch or None, C's shape and bytes, split-K partials' bytes): a launch is
+    (kernel, global, local, its arguments with None where a, b, c and the partials go)."""
+    fam, problem = family_for(ta, tb), {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}
+    params, kernels = resolve(fam, dev, dt, problem)
+    if _needs_grid_loop(params, m, batch):
+        params, kernels = resolve(fam, dev, dt, problem, (("GRID_LOOP", 1),))
+    g, loc = grid(m, n, params, batch, tb)
+    head = [np.int32(m), np.int32(n), np.int32(k), None, None]  # alpha, beta: the call's
+    strides = [np.int32(batch), np.int64(sa), np.int64(sb), np.int64(sc)]
+    c_nbytes = batch * m * n * dt.np.itemsize
+    if params["VARIANT"] in (2, 3):
+        kern = kernels["gemm_cpu" if params["VARIANT"] == 2 else "gemm_rows"]
+        return (kern, g, loc, (*head, None, None, None, *strides)), None, c_shape, c_nbytes, 0
+    ks = params["KS"] if params["VARIANT"] == 1 else 1
+    per_split = -(-k // ks)
+    kchunk = -(-per_split // params["TK"]) * params["TK"]  # whole K-steps, so no chunk splits one
+    first = (kernels["gemm"], g, loc, (*head, None, None, None, *strides, np.int32(ks), np.int32(kchunk), None))
+    if ks == 1:  # (P unused: C stands in for it)
+        return first, None, c_shape, c_nbytes, 0
+    total = batch * m * n
+    wg = min(256, dev.max_work_group_size)
+    combine = (kernels["gemm_combine"], (min(-(-total // wg), GRID_YZ_MAX) * wg,), (wg,),
+               (np.int64(total), np.int32(ks), None, None, None, None))
+    return first, combine, c_shape, c_nbytes, ks * total * (8 if dt.acc == "double" else 4)
+
+
+def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, int, int, int, int, int]:
+    """(batch, m, n, k, sa, sb) of a and b, or an error that says which dimensions disagree."""
+    batches = {x.shape[0] for x in (a, b) if x.ndim == 3}
+    if len(batches) > 1:
+        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; batched operands must have the same "
+                                   f"leading (batch) dimension")
+    batch = batches.pop() if batches else 1
+    am, ak = a.shape[-2:][::-1] if trans_a else a.shape[-2:]
+    bk, bn = b.shape[-2:][::-1] if trans_b else b.shape[-2:]
+    if ak != bk:
+        what_a = "a's rows (trans_a)" if trans_a else "a's columns"
+        what_b = "b's columns (trans_b)" if trans_b else "b's rows"
+        raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; {what_a} ({ak}) must equal "
+                                   f"{what_b} ({bk})")
+    for name, v, limit in (("m", am, 2**31 - 256), ("n", bn, 2**31 - 256), ("k", ak, 2**31 - 256),
+                           ("batch", batch, 2**26)):
+        if v >= limit:
+            raise InvalidArgumentError(f"gemm: {name} = {v} is too large (at most {limit - 1}: the kernels count "
+                                       f"tiles and batch entries with 32-bit ints)")
+    sa = am * ak if a.ndim == 3 else 0
+    sb = bk * bn if b.ndim == 3 else 0
+    return batch, am, bn, ak, sa, sb
+
+
+def _check_c(c, a: Buffer, shape: tuple) -> Buffer:
+    c = checks.buffer("gemm", "c", c)
+    checks.like("gemm", a, "c", c)
+    if c.shape != shape:
+        raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape}")
+    return c
+
+
+def _check_out_dtype(out_dtype, dt) -> None:
+    if out_dtype is None:
+        return
+    try:
+        want = lookup(out_dtype)
+    except UnsupportedDtypeError as exc:
+        raise UnsupportedDtypeError(f"gemm: out_dtype {out_dtype!r}: {exc}") from None
+    if want is not dt:
+        raise UnsupportedDtypeError(f"gemm: out_dtype {want.name} with {dt.name} inputs is not supported; the result "
+                                    f"has the inputs' dtype (pass out_dtype=None or {dt.name!r})")
+
+
+def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out_dtype=None):
+    """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C.
+
+    op(A) = A.T with ``trans_a`` (A stored K x M), op(B) = B.T with ``trans_b`` (B stored N x K):
+    ``gemm(x, w, trans_b=True)`` is ``x @ w.T`` for row-major weights, with no transpose kernel.
+    3-D operands are batched over their leading dimension in one launch (a 2-D operand next to a
+    3-D one is shared by every entry); C is then (batch, M, N).
+
+    >>> y = isthmus.ops.gemm(x, w, trans_b=True)          # (16, 4096) @ (11008, 4096).T
+    >>> c = isthmus.ops.gemm(a3, b3)                       # (64, M, K) @ (64, K, N)
+    """
+    if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
+        return gemm_mma.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
+    a = checks.buffer("gemm", "a", a)
+    b = checks.buffer("gemm", "b", b)
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim not in (2, 3):
+            raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
+    checks.like("gemm", a, "b", b)
+    dev, dt = a.device, a._dt
+    ta, tb = bool(trans_a), bool(trans_b)
+    _check_out_dtype(out_dtype, dt)
+    batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
+    c_shape = (batch, m, n) if 3 in (a.ndim, b.ndim) else (m, n)
+    if c is None:
+        if beta != 0:
+            raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
+    else:
+        c = _check_c(c, a, c_shape)
+    first, combine, c_shape, c_nbytes, partial_nbytes = plan(
+        FAMILY, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
+        lambda: _steps(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
+    new = c is None
+    if new:
+        c = Buffer._allocate(dev, c_shape, dt, c_nbytes)
+    if not c_nbytes:
+        return c
+    try:
+        _launch(dev, first, combine, partial_nbytes, alpha, beta, a, b, c)
+    except Exception:
+        if new:  # (alpha or beta refused: the result is no one's)
+            c.close()
+        raise
+    return c
+
+
+def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> None:
+    """The launches: one kernel, or split-K's partial sums (into scratch, or a buffer of their own
+    when large) then their combination into C."""
+    kernel, g, loc, args = first
+    args = list(args)
+    args[3], args[4], args[5], args[6], args[7] = alpha, beta, a, b, c
+    if combine is None:
+        if len(args) > 12:  # the tiled kernel: C stands in for the partials it does not use
+            args[14] = c
+        dev.launch(kernel, g, loc, args)
+        return
+    own = None
+    if partial_nbytes <= _SCRATCH_MAX:
+        part = dev._temporary(partial_nbytes)
+    else:
+        part = own = Buffer._allocate(dev, (partial_nbytes,), lookup("uint8"), partial_nbytes)
+    args[14] = part
+    dev.launch(kernel, g, loc, args)
+    ckernel, cg, cloc, cargs = combine
+    dev.launch(ckernel, cg, cloc, [cargs[0], cargs[1], alpha, beta, part, c])
+    if own is not None:
+        own.close()  # freed once the queued work that reads it is done (a graph being captured keeps it)
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0,
+              trans_a=False, trans_b=False) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if trans_a:
+        a64 = np.swapaxes(a64, -1, -2)
+    if trans_b:
+        b64 = np.swapaxes(b64, -1, -2)
+    out = alpha * np.matmul(a64, b64)
+    if c is not None and beta != 0:
+        out = out + beta * c.astype(np.float64)
+    return out.astype(a.dtype)
+
+
+# what runs, checks and measures the op, added to its declaration above
+FAMILY = SPEC = FAMILY.completed(
+    run=gemm, reference=reference,
+    inputs=lambda p, dt, rng: (sample(rng, (p["m"], p["k"]), dt), sample(rng, (p["k"], p["n"]), dt)),
+    moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
+    flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
+    into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
+    summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
+SPECS = (SPEC,)
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """gemm with every argument by position (the name before specs)."""
+    return gemm(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)

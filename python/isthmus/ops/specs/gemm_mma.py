@@ -1,0 +1,223 @@
+"""gemm_mma: tensor-core gemm for float16 and bfloat16 (f32 accumulation), batched, with operand
+transposes: ``C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]``.
+
+On devices with NVIDIA's ``mma.sync`` (CUDA, NVIDIA's OpenCL; ``Device.mma_sync``) the kernel uses
+inline PTX; every other device runs the portable path of the same source (``opencl/gemm_mma.cl``).
+``isthmus.ops.gemm`` comes here for 16-bit float inputs.
+
+>>> a = dev.asarray(rng.standard_normal((64, 4096)).astype(ml_dtypes.bfloat16))
+>>> w = dev.asarray(rng.standard_normal((11008, 4096)).astype(ml_dtypes.bfloat16))
+>>> y = gemm_mma.run(a, w, trans_b=True, out_dtype="float32")      # a @ w.T, f32 result
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ...buffer import Buffer
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError, UnsupportedDtypeError
+from .. import checks
+from ..resolve import plan, resolve
+from ..spec import Family, Tunable
+
+DTYPES = ("float16", "bfloat16")
+
+
+def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
+    return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=stages, GM=gm, SWZ=1)
+
+
+# Tiles by shape class on devices with mma.sync (H200 measurements: benchmarks/results/gemm_mma-h200.md).
+# Skinny problems (x @ W.T for a batch of rows) are bound by streaming the weights: small tiles and
+# deep K-steps give the most work-groups; big squares want the largest tile whose ring fits, so
+# each byte brought into local memory feeds the most tensor-core work.
+_SKINNY = _tile(64, 64, 64, 2, 2, 3, gm=1)
+_MID_CUDA = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring (48 KiB)
+_BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared memory
+# NVIDIA's OpenCL (48 KiB of static local memory): the swizzled 3-stage ring and the pipelined
+# loop measured 5-12% slower there than padded rows, 2 stages and a barrier at the top of each
+# K-step (PIPE=0), the reverse of CUDA; the compiled code has no spills in either (ptxas -v).
+_NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
+
+
+def _rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The tile for a problem's shape class (see above); devices without mma.sync (the portable
+    path) keep the defaults."""
+    if not getattr(device, "mma_sync", False):
+        return {}
+    m, n = buckets["m"], buckets["n"]
+    if min(m, n) <= 64:
+        return _SKINNY
+    if device.backend != "cuda":
+        return _NV_OPENCL
+    return _BIG_CUDA if min(m, n) >= 4096 else _MID_CUDA
+
+
+FAMILY = Family(
+    name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
+    tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
+              Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4), 2), Tunable("WN", (1, 2, 4), 2),
+              Tunable("STAGES", (2, 3, 4), 2), Tunable("GM", (1, 4, 8, 16), 8),
+              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
+              Tunable("PIPE", (0, 1), 1)),
+    problem=("m", "n", "k"),
+    restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
+                  "32 * WM * WN <= max_work_group_size",
+                  # the ring, either operand layout (SWZ=0 pads rows by 8 elements); on CUDA it is
+                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there
+                  "STAGES * 2 * ((BM + BN) * BK if SWZ else max(BM * (BK + 8), BK * (BM + 8))"
+                  " + max(BN * (BK + 8), BK * (BN + 8))) <= local_mem_optin",
+                  "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
+                  "m // BM < 65535"),
+    storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
+    cpu_defaults=(("BM", 32), ("BN", 32), ("BK", 16), ("WM", 1), ("WN", 2), ("GM", 1), ("LDSM", 0), ("ASYNC", 0)),
+    rule=_rule,
+)
+_F32 = lookup("float32")
+_MAX_BATCH = 65535  # CUDA's gridDim.z
+
+
+def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
+    """Bytes of the kernel's local-memory ring (its SMEM_ELEMS * 2) for config ``p``."""
+    pad = 0 if p.get("SWZ") else 8
+    a_rows, a_cols = (p["BK"], p["BM"]) if ta else (p["BM"], p["BK"])
+    b_rows, b_cols = (p["BN"], p["BK"]) if tb else (p["BK"], p["BN"])
+    return p["STAGES"] * 2 * (a_rows * (a_cols + pad) + b_rows * (b_cols + pad))
+
+
+def grid(m: int, n: int, batch: int, p: dict):
+    nt = 32 * p["WM"] * p["WN"]
+    return (-(-n // p["BN"]) * nt, -(-m // p["BM"]), batch), (nt, 1, 1)
+
+
+class _Shape(NamedTuple):
+    batch: int
+    m: int
+    n: int
+    k: int
+    sa: int  # elements between batches (0: operand shared by every batch)
+    sb: int
+    c_shape: tuple
+
+
+def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
+    """The -D macros this call decides: layouts, output type, whether 16-byte copies are safe
+    (every operand's contiguous dimension a multiple of 8 elements), and the instruction path."""
+    lda = shape.m if ta else shape.k
+    ldb = shape.k if tb else shape.n
+    return (("TRANS_A", int(ta)), ("TRANS_B", int(tb)), ("VEC", int(lda % 8 == 0 and ldb % 8 == 0)),
+            ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)),
+            ("DYN_SMEM", int(dev.backend == "cuda")))  # CUDA: the ring in dynamic shared memory
+
+
+def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
+    m, n, k = shape.m, shape.n, shape.k
+    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
+    kern = kernels["gemm_mma"]
+    if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
+        kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
+    c_size = int(np.prod(shape.c_shape, dtype=np.int64))
+    return (kern, *grid(m, n, shape.batch, params), (np.int32(m), np.int32(n), np.int32(k)),
+            (np.int64(shape.sa), np.int64(shape.sb), np.int64(m * n)), shape.c_shape, c_size * out_dt.np.itemsize)
+
+
+def _shape(a: Buffer, b: Buffer, ta: bool, tb: bool) -> _Shape:
+    """Batch and matrix sizes of op(a) @ op(b); a 2-D operand is shared by every batch."""
+    a_batch, (ar, ac) = (a.shape[0] if a.ndim == 3 else None), a.shape[-2:]
+    b_batch, (br, bc) = (b.shape[0] if b.ndim == 3 else None), b.shape[-2:]
+    m, k = (ac, ar) if ta else (ar, ac)
+    k2, n = (bc, br) if tb else (br, bc)
+    if k != k2:
+        raise InvalidArgumentError(
+            f"gemm: op(a) is {m}x{k} and op(b) is {k2}x{n} (a {a.shape}, trans_a={ta}; b {b.shape}, trans_b={tb}); "
+            f"the inner dimensions must match")
+    if a_batch is not None and b_batch is not None and a_batch != b_batch:
+        raise InvalidArgumentError(f"gemm: a has batch {a_batch} and b has batch {b_batch}; they must match "
+                                   f"(or pass one operand 2-D to share it across the batch)")
+    batch = a_batch if a_batch is not None else b_batch
+    if batch is not None and batch > _MAX_BATCH:
+        raise InvalidArgumentError(f"gemm: batch {batch} is over {_MAX_BATCH}; split it into several calls")
+    c_shape = (m, n) if batch is None else (batch, m, n)
+    return _Shape(batch or 1, m, n, k, 0 if a_batch is None else m * k, 0 if b_batch is None else k * n, c_shape)
+
+
+def _operand(what: str, value) -> Buffer:
+    buf = checks.buffer("gemm", what, value)
+    if buf.ndim not in (2, 3):
+        raise InvalidArgumentError(f"gemm: {what} must be 2-D or 3-D (batched), got shape {buf.shape}")
+    return buf
+
+
+def _out_dtype(dt, out_dtype, c):
+    if out_dtype is None:
+        return c._dt if c is not None and c._dt is _F32 else dt
+    out = lookup(out_dtype)
+    if out is not dt and out is not _F32:
+        raise UnsupportedDtypeError(f"gemm: out_dtype {out.name} is not supported for {dt.name} inputs; "
+                                    f"use None (the input dtype, {dt.name}) or float32")
+    return out
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """``alpha * op(a) @ op(b) + beta * c`` into ``c`` (or a new buffer) for float16/bfloat16 ``a``, ``b``.
+
+    a, b: 2-D or 3-D (a leading batch dimension; a 2-D operand is shared by every batch).
+    out_dtype: None (``c``'s dtype, else the input dtype) or float32. beta == 0 never reads ``c``."""
+    a, b = _operand("a", a), _operand("b", b)
+    checks.like("gemm", a, "b", b)
+    dev, dt = a.device, a._dt
+    if dt.name not in DTYPES:
+        raise UnsupportedDtypeError(f"gemm on tensor cores takes {' or '.join(DTYPES)}, got {dt.name}")
+    out_dt = _out_dtype(dt, out_dtype, c)
+    ta, tb = bool(trans_a), bool(trans_b)
+    shape = _shape(a, b, ta, tb)
+    if c is None:
+        if beta != 0:
+            raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
+    else:
+        c = checks.buffer("gemm", "c", c)
+        if c.device is not dev:
+            raise InvalidArgumentError(f"gemm: c lives on {c.device.id}, a and b on {dev.id}; copy it with .to({dev.id!r})")
+        if c._dt is not out_dt:
+            raise InvalidArgumentError(f"gemm: c has dtype {c.dtype}, the result is {out_dt.name} "
+                                       f"(out_dtype={out_dtype!r}, inputs {dt.name})")
+        if c.shape != shape.c_shape:
+            raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape.c_shape} for "
+                                       f"a {a.shape} (trans_a={ta}) @ b {b.shape} (trans_b={tb})")
+    variant = _variant(dev, dt, ta, tb, shape, out_dt)
+    kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes = plan(
+        FAMILY, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))
+    new = c is None
+    if new:
+        c = Buffer._allocate(dev, c_shape, out_dt, nbytes)
+    if nbytes:
+        try:
+            dev.launch(kern, g, loc, [m, n, k, alpha, beta, a, sa, b, sb, c, sc])
+        except Exception:
+            if new:  # (alpha or beta refused: the result is no one's)
+                c.close()
+            raise
+    return c
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0,
+              trans_a=False, trans_b=False, out_dtype=None) -> np.ndarray:
+    """float64 NumPy result, rounded to the output dtype."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if trans_a:
+        a64 = np.swapaxes(a64, -1, -2)
+    if trans_b:
+        b64 = np.swapaxes(b64, -1, -2)
+    out = alpha * (a64 @ b64)
+    if c is not None and beta != 0:
+        out = out + beta * c.astype(np.float64)
+    dt = np.dtype(out_dtype) if out_dtype is not None else (c.dtype if c is not None else a.dtype)
+    return out.astype(dt)
+
+
+# gemm_mma is reached through isthmus.ops.gemm (16-bit float inputs), not an op of its own
+FAMILY = SPEC = FAMILY.completed(run=run, reference=reference, library=False,
+                                 summary="tensor-core gemm for float16 and bfloat16 (isthmus.ops.gemm)")
+SPECS = (SPEC,)

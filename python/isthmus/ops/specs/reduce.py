@@ -1,0 +1,102 @@
+"""sum and max: a multi-stage reduction of any length, into a one-element Buffer of the input dtype.
+
+Stage one: at most GROUPS work-groups, each grid-striding over the input and reducing its share
+in local memory to one partial (in the accumulator type). Stage two: one work-group reduces the
+partials and writes the result in the input dtype.
+
+The partials live in the calling thread's scratch memory on the device (``Device._scratch``),
+reused by every reduction on that thread, so a call allocates nothing but its result (nothing at
+all with ``out=``). While a graph is being captured they get a buffer of their own, which the
+graph keeps.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ...dtypes import lookup
+from ...errors import InvalidArgumentError
+from .. import checks
+from ..resolve import plan, resolve
+from ..spec import OpSpec, Tunable, sample
+
+_TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
+             Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),
+             # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs)
+             Tunable("LAYOUT", (0, 1), 0))
+_BF16 = lookup("bfloat16").np
+_OUT_SHAPE = (1,)
+# The scratch asked for: room for the most partials any config makes, in the widest accumulator (8
+# bytes), so each thread allocates it once.
+_SCRATCH_NBYTES = builtins.max(next(t for t in _TUNABLES if t.name == "GROUPS").values) * 8
+
+
+def _steps(spec: OpSpec, dev, dt, n: int) -> tuple:
+    """(reduce_first, its grid, n, reduce_final, its grid, number of partials, result bytes)."""
+    params, kernels = resolve(spec, dev, dt, {"n": n})
+    wg, vpt = params["WG"], params["VPT"]
+    groups = builtins.max(1, min(-(-n // (wg * vpt)), params["GROUPS"]))
+    return (kernels["reduce_first"], (groups * wg,), (wg,), np.int64(n), kernels["reduce_final"], (wg,), (wg,),
+            np.int64(groups), dt.np.itemsize)
+
+
+def _run(spec: OpSpec, x, out=None):
+    name = spec.name
+    x = checks.buffer(name, "x", x)
+    dev, dt = x.device, x._dt or x._check()  # (closed since the check: raises)
+    nbytes = x.nbytes
+    if nbytes == 0:
+        if spec is MAX:
+            raise InvalidArgumentError("max of an empty buffer: the maximum has no identity (like NumPy)")
+        spec.check_dtype(dev, dt)
+        out = checks.output(name, out, x, _OUT_SHAPE)
+        dev._device_zero(out._handle(), out.nbytes)
+        return out
+    first, g1, l1, n, final, g2, l2, groups, out_nbytes = plan(
+        spec, (dev, dt.name, nbytes), lambda: _steps(spec, dev, dt, x.size))
+    out = checks.output(name, out, x, _OUT_SHAPE, nbytes=out_nbytes)
+    partial = dev._temporary(_SCRATCH_NBYTES)
+    dev.launch(first, g1, l1, [n, x, partial])
+    dev.launch(final, g2, l2, [groups, partial, out])
+    return out
+
+
+# (these two shadow the builtins in this module: it calls builtins.max)
+def sum(x, out=None):  # noqa: A001 - mirrors numpy.sum
+    """The sum of all elements, as a one-element Buffer of x's dtype (``out`` to reuse one)."""
+    return _run(SUM, x, out)
+
+
+def max(x, out=None):  # noqa: A001 - mirrors numpy.max
+    """The largest element, as a one-element Buffer (an empty x is an error)."""
+    return _run(MAX, x, out)
+
+
+def reference_sum(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "f" or x.dtype == _BF16:
+        return np.array([x.astype(np.float64).sum()], dtype=x.dtype)
+    return np.array([np.add.reduce(x, dtype=x.dtype)], dtype=x.dtype)
+
+
+def reference_max(x: np.ndarray) -> np.ndarray:
+    if x.dtype == _BF16:  # exact in float32
+        return np.array([x.astype(np.float32).max()], dtype=x.dtype)
+    return np.array([x.max()], dtype=x.dtype)
+
+
+def _spec(name: str, op: str, run, reference, numpy) -> OpSpec:
+    return OpSpec(
+        name=name, defines=((op, 1),), source="reduce.cl", entries=("reduce_first", "reduce_final"),
+        dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"), tunables=_TUNABLES,
+        problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size"),
+        cpu_defaults=(("WG", 16), ("VPT", 16), ("GROUPS", 16), ("LAYOUT", 1)),
+        run=run, reference=reference, inputs=lambda p, dt, rng: (sample(rng, p["n"], dt),),
+        into=lambda out, x: run(x, out=out), numpy=numpy,
+        moved=lambda p, size: p["n"] * size, summary=f"the {name} of all elements, as a one-element buffer")
+
+
+SUM = _spec("sum", "OP_SUM", sum, reference_sum, np.sum)
+MAX = _spec("max", "OP_MAX", max, reference_max, np.max)
+SPECS = (SUM, MAX)
+run_sum, run_max = sum, max

@@ -1,0 +1,166 @@
+"""Programs: a kernel source compiled for one device with its defines, cached in memory (per
+device) and on disk under a written recipe (format version, runtime version, device and compiler
+identity, options, source hash); :meth:`Program.kernel` takes a :class:`~isthmus.kernel.Kernel` from it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import knobs, program_cache
+from ._version import __version__
+from .errors import CompileError, InvalidArgumentError
+from .kernel import Kernel
+from .signature import parse_signature
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .device import Device
+
+CACHE_FORMAT = program_cache.FORMAT
+stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
+_stats_lock = threading.Lock()
+
+
+def _bump(key: str) -> None:
+    with _stats_lock:
+        stats[key] += 1
+
+
+# ---- programs --------------------------------------------------------------------------------
+# The documented grammar of a define's value: a C number (decimal, float with exponent and suffix,
+# hex) or a plain identifier, or nothing. Anything else could add code to the program (comments
+# stand in for spaces in C) or cut the option string (a NUL byte).
+_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFINE_VALUE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+[uUlL]*"  # hex
+                           r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFuUlL]*)"  # decimal, float
+                           r"|[A-Za-z_][A-Za-z0-9_]*|")  # identifier, or nothing
+_DEFINE_INT = (-(1 << 63), (1 << 64) - 1)
+
+
+def _options(defines: dict) -> list[str]:
+    if not isinstance(defines, dict):
+        raise InvalidArgumentError(f"defines must be a dict of name -> value, got {type(defines).__name__}")
+    for key in defines:
+        if not isinstance(key, str) or not _DEFINE_NAME.fullmatch(key):
+            raise InvalidArgumentError(f"define name {key!r} is not a C identifier (letters, digits, '_')")
+    return [f"-D{key}={_define_value(key, defines[key])}" for key in sorted(defines)]
+
+
+def _define_value(key: str, value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, (int, np.integer)) and not _DEFINE_INT[0] <= int(value) <= _DEFINE_INT[1]:
+        raise InvalidArgumentError(f"define {key}: {int(value).bit_length()}-bit integer does not fit 64 bits")
+    if not isinstance(value, (int, float, str, np.integer, np.floating)):
+        raise InvalidArgumentError(f"define {key}: value of type {type(value).__name__}; values must be numbers "
+                                   "or plain identifiers")
+    text = str(value)
+    if not _DEFINE_VALUE.fullmatch(text):
+        shown = repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
+        raise InvalidArgumentError(f"define {key}={shown}: values must be numbers (42, -1.5e3, 2.0f, 0x1F) or "
+                                   "plain identifiers (float, MY_MACRO): no spaces, operators, comments or quotes")
+    return text
+
+
+def recipe(device: "Device", source: str, options: list[str]) -> dict:
+    """The written cache recipe: everything a compiled binary depends on."""
+    return {"format": CACHE_FORMAT, "isthmus": __version__, "device": device.identity(),
+            "compiler": device._compiler_id(), "options": options,
+            "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
+
+
+class Program:
+    """A compiled program on one device. Use :meth:`Program.build` (cached), not the constructor."""
+
+    def __init__(self, device: "Device", native, source: str, defines: dict, key: str, from_disk: bool = False):
+        self.device = device
+        self.native = native
+        self.source = source
+        self.defines = dict(defines)
+        self.key = key
+        self._from_disk = from_disk  # a binary from the disk cache may still lack a kernel: rebuilt then
+        self._kernels: dict[str, Kernel] = {}
+
+    @classmethod
+    def build(cls, device: "Device", source: str, defines: dict, name_hint: str = "") -> "Program":
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidArgumentError("kernel source must be a non-empty string")
+        _check_encodable(source)
+        options = _options(defines)
+        full = device._prepare_source(source)
+        key = hashlib.sha256(json.dumps(recipe(device, full, options), sort_keys=True).encode()).hexdigest()
+        memo = device._kernels
+        found = memo.get(("program", key))
+        if found is not None:
+            _bump("memory_hits")
+            return found
+        with device._lock:
+            found = memo.get(("program", key))
+            if found is None:
+                native, from_disk = _load_or_compile(device, full, options, key, name_hint)
+                found = cls(device, native, source, defines, key, from_disk)
+                memo[("program", key)] = found
+        return found
+
+    def kernel(self, name: str) -> "Kernel":
+        found = self._kernels.get(name)
+        if found is None:
+            params = parse_signature(self.source, name, self.defines)
+            found = Kernel(self, name, params, self._function(name))
+            self._kernels[name] = found
+        return found
+
+    def _function(self, name: str):
+        try:
+            return self.device._function(self.native, name)
+        except CompileError:
+            if not self._from_disk:
+                raise
+        # The source declares the kernel (parse_signature found it) but the cached binary lacks
+        # it: the entry is not what its header claims. Drop it and compile from source once.
+        with self.device._lock:
+            if self._from_disk:
+                program_cache.drop(self.key)
+                full = self.device._prepare_source(self.source)
+                self.native = _compile(self.device, full, _options(self.defines), self.key, name)
+                self._from_disk = False
+        return self.device._function(self.native, name)
+
+
+def _check_encodable(source: str) -> None:
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (from a bad decode or a Java string)
+        line = source.count("\n", 0, exc.start) + 1
+        raise InvalidArgumentError(f"kernel source is not valid Unicode text: character {source[exc.start]!r} "
+                                   f"(a lone surrogate) at line {line}; fix the text or how it was decoded") from None
+
+
+def _load_or_compile(device: "Device", source: str, options: list[str], key: str, name: str):
+    """The program's native handle and whether it came from the disk cache."""
+    if knobs.disk_cache():
+        binary = program_cache.read(key)
+        if binary is not None:
+            try:
+                with program_cache.loading(key):  # should the driver kill the process here, the next drops the entry
+                    native = device._load_binary(binary, options)
+                _bump("disk_hits")
+                return native, True
+            except Exception:  # noqa: BLE001 - a verified entry the driver still refuses (driver update): rebuild
+                program_cache.drop(key)
+    return _compile(device, source, options, key, name), False
+
+
+def _compile(device: "Device", source: str, options: list[str], key: str, name: str):
+    native = device._build(source, options, name)
+    _bump("compiles")
+    if knobs.disk_cache():
+        binary = device._binary(native)
+        if binary:
+            program_cache.write(key, binary)
+    return native

@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.program import _options
+from isthmus.signature import convert_scalar, parse_signature
+
+SRC = """
+// a comment with __kernel void fake(int x)
+#define REAL float
+typedef int index_t;
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void k(const index_t n, const REAL a, __global const REAL* restrict x,
+       __global T* y, unsigned int flags, __global void* raw) { }
+"""
+
+
+def test_signature_resolves_defines_and_typedefs():
+    params = parse_signature(SRC, "k", {"T": "double"})
+    assert [p.name for p in params] == ["n", "a", "x", "y", "flags", "raw"]
+    assert [p.kind for p in params] == ["scalar", "scalar", "buffer", "buffer", "scalar", "buffer"]
+    assert params[0].dtype == np.int32 and params[1].dtype == np.float32
+    assert params[2].dtype == np.float32 and not params[2].writes
+    assert params[3].dtype == np.float64 and params[3].writes
+    assert params[4].dtype == np.uint32
+    assert params[5].dtype is None
+
+
+def test_missing_kernel_and_local_pointers_are_errors():
+    with pytest.raises(isthmus.CompileError, match="no kernel named 'fake'"):
+        parse_signature(SRC, "fake", {})
+    with pytest.raises(isthmus.CompileError, match="__local"):
+        parse_signature("__kernel void f(__local float* s) {}", "f", {})
+    with pytest.raises(isthmus.CompileError, match="cannot pass"):
+        parse_signature("__kernel void f(float4 v) {}", "f", {})
+
+
+def test_no_parameters():
+    assert parse_signature("__kernel void f(void) {}", "f", {}) == ()
+    assert parse_signature("kernel void f() {}", "f", {}) == ()
+
+
+def _p(ctype):
+    return parse_signature(f"__kernel void f({ctype} v) {{}}", "f", {})[0]
+
+
+@pytest.mark.parametrize("ctype,value,expected", [("int", 7, np.int32(7)), ("uchar", 255, np.uint8(255)),
+                                                  ("long", -2**62, np.int64(-2**62)), ("float", 3, np.float32(3)),
+                                                  ("double", 0.1, np.float64(0.1)), ("int", 4.0, np.int32(4))])
+def test_scalars_convert_to_declared_types(ctype, value, expected):
+    out = convert_scalar(value, _p(ctype), "t")
+    assert out == expected and out.dtype == expected.dtype
+
+
+@pytest.mark.parametrize("ctype,value,match", [("int", 2**31, "does not fit"), ("uchar", -1, "does not fit"),
+                                               ("uint", 2**32, "does not fit"), ("int", 2.5, "int"),
+                                               ("int", "3", "str"), ("float", 1e39, "overflows"),
+                                               ("int", True, "bool"), ("float", None, "NoneType")])
+def test_bad_scalars_are_rejected(ctype, value, match):
+    with pytest.raises(isthmus.InvalidArgumentError, match=match):
+        convert_scalar(value, _p(ctype), "t")
+
+
+def test_defines_become_sorted_options_and_are_validated():
+    assert _options({"B": 2, "A": "float", "C": True}) == ["-DA=float", "-DB=2", "-DC=1"]
+    for bad in ({"1X": 1}, {"X": "a b"}, {"X": [1]}, {"X": 'x"'}):
+        with pytest.raises(isthmus.InvalidArgumentError):
+            _options(bad)
+
+
+@pytest.mark.parametrize("value", ["1/**/+1", "x/**/;", "1//", "a\0b", "1\0", "1+1", "-x", "(1)", "1.0.0", "a.b",
+                                   "é", "x\u00a0", "1e", "0x", "{", "#", "a-b", "1,2", 10 ** 30, -(2 ** 64)])
+def test_define_values_outside_the_grammar_are_rejected(value):
+    with pytest.raises(isthmus.InvalidArgumentError, match="define"):
+        _options({"A": 1, "X": value, "Z": 2})
+
+
+@pytest.mark.parametrize("value, text", [(42, "42"), (-7, "-7"), (1.5, "1.5"), (1e-05, "1e-05"), ("2.0f", "2.0f"),
+                                         ("0x1F", "0x1F"), ("10u", "10u"), (".5", ".5"), ("-1.5e+3", "-1.5e+3"),
+                                         ("float", "float"), ("MY_MACRO_2", "MY_MACRO_2"), (np.int64(3), "3"),
+                                         (np.float32(0.25), "0.25"), (2 ** 64 - 1, str(2 ** 64 - 1)), ("", "")])
+def test_define_values_in_the_grammar_pass_through(value, text):
+    assert _options({"X": value}) == [f"-DX={text}"]
+
+
+def test_define_names_must_be_ascii_identifiers():
+    for bad in ({"é": 1}, {"A B": 1}, {1: 1}, {None: 1}, {"A\0": 1}, {"": 1}):
+        with pytest.raises(isthmus.InvalidArgumentError, match="define name"):
+            _options(bad)

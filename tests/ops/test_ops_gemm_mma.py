@@ -1,0 +1,208 @@
+"""gemm_mma (tensor-core gemm for float16/bfloat16, f32 accumulation) on every device against a float64
+NumPy reference: odd sizes, operand transposes, batching, output dtypes, poisoned outputs, typed errors.
+(On PoCL this runs the portable path of opencl/gemm_mma.cl; the PTX path runs on the GPU machine.)"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.ops.specs import gemm_mma
+from isthmus.ops.resolve import forced
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BF16}
+
+
+def _err(out, ref) -> float:
+    out, ref = out.astype(np.float64), ref.astype(np.float64)
+    assert not np.isnan(out).any(), "unwritten (poisoned) or NaN elements"
+    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def _tol(out_dtype) -> float:
+    # inputs are exact in f32, so an f32 result differs from float64 only by f32 summation; a 16-bit
+    # result adds one rounding (half an ulp: 2^-11 float16, 2^-8 bfloat16 relative)
+    return {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 1e-3, BF16: 6e-3}[np.dtype(out_dtype)]
+
+
+def _operands(rng, dt, m, n, k, ta, tb, batch_a=None, batch_b=None):
+    a = rng.standard_normal(((batch_a,) if batch_a else ()) + ((k, m) if ta else (m, k))).astype(dt)
+    b = rng.standard_normal(((batch_b,) if batch_b else ()) + ((n, k) if tb else (k, n))).astype(dt)
+    return a, b
+
+
+def _check(dev, rng, dt, m, n, k, ta=False, tb=False, out=None, beta=0.0, batch_a=None, batch_b=None, alpha=1.5):
+    a, b = _operands(rng, dt, m, n, k, ta, tb, batch_a, batch_b)
+    out_dt = np.dtype(out) if out is not None else dt
+    batch = batch_a or batch_b
+    shape = ((batch,) if batch else ()) + (m, n)
+    c0 = rng.standard_normal(shape).astype(out_dt) if beta else np.full(shape, np.nan, out_dt)  # beta 0: never read
+    c = dev.asarray(c0)
+    res = gemm_mma.run(dev.asarray(a), dev.asarray(b), c, alpha, beta, ta, tb, out)
+    assert res is c and res.shape == shape and res.dtype == out_dt
+    ref = gemm_mma.reference(a, b, c0 if beta else None, alpha, beta, ta, tb, out_dt)
+    assert _err(res.to_numpy(), ref) <= _tol(out_dt)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("m, n, k, ta, tb, out, beta", [
+    (64, 64, 64, False, False, "float32", 0.0),     # whole tiles, 16-byte copies
+    (33, 17, 45, False, True, None, 0.5),           # odd everything, x @ W.T, 16-bit result read back
+    (37, 29, 19, True, False, "float32", -1.0),     # K odd, A transposed
+    (40, 72, 24, True, True, None, 0.0),            # both transposed, aligned
+    (1, 3, 1, False, False, "float32", 0.0),        # smallest
+])
+def test_gemm_mma_matches_numpy(dev, rng, dtype, m, n, k, ta, tb, out, beta):
+    _check(dev, rng, DTYPES[dtype], m, n, k, ta, tb, out, beta)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_gemm_mma_batched_with_shared_weights(dev, rng, dtype):
+    _check(dev, rng, DTYPES[dtype], 21, 40, 32, tb=True, batch_a=3)        # x[b] @ W.T
+    _check(dev, rng, DTYPES[dtype], 16, 24, 9, ta=True, out="float32", batch_a=2, batch_b=2, beta=2.0)
+    _check(dev, rng, DTYPES[dtype], 8, 5, 16, batch_b=4)                    # A shared
+
+
+def test_gemm_mma_k_zero_scales_c(dev, rng):
+    a, b = dev.empty((5, 0), BF16), dev.empty((0, 7), BF16)
+    c0 = rng.standard_normal((5, 7)).astype(np.float32)
+    out = gemm_mma.run(a, b, dev.asarray(c0), 1.0, 0.5, out_dtype="float32").to_numpy()
+    np.testing.assert_allclose(out, 0.5 * c0, rtol=1e-6)
+    assert (gemm_mma.run(a, b).to_numpy().astype(np.float32) == 0).all()
+
+
+def test_gemm_mma_empty_output(dev):
+    assert gemm_mma.run(dev.empty((0, 4), np.float16), dev.empty((4, 3), np.float16)).shape == (0, 3)
+
+
+@pytest.mark.parametrize("params", [
+    dict(BM=64, BN=32, BK=32, WM=2, WN=1, STAGES=3, GM=4, LDSM=1, ASYNC=1),
+    dict(BM=32, BN=64, BK=16, WM=1, WN=4, STAGES=2, GM=1, LDSM=0, ASYNC=0),
+])
+def test_gemm_mma_other_tilings(dev, rng, params):
+    """Tiles larger than the problem and smaller, deeper pipelines, more warps: every config is exact."""
+    with forced(gemm_mma.FAMILY, params):
+        _check(dev, rng, BF16, 70, 45, 83, tb=True, out="float32")
+
+
+def test_gemm_mma_swizzled_tiles(dev, rng):
+    """SWZ=1 (16-byte chunks permuted instead of padded rows) with a 3-stage ring: both layouts of
+    each operand, odd sizes (element-wise copies) and aligned ones (16-byte copies)."""
+    params = dict(BM=64, BN=32, BK=32, WM=2, WN=1, STAGES=3, GM=4, LDSM=1, ASYNC=1, SWZ=1)
+    with forced(gemm_mma.FAMILY, params):
+        _check(dev, rng, np.dtype(np.float16), 70, 45, 83, ta=True, out="float32", beta=0.5)
+        _check(dev, rng, BF16, 64, 48, 96, tb=True)
+
+
+def test_gemm_mma_ring_bytes_match_the_kernel():
+    """smem_bytes (the dynamic shared memory CUDA launches pass) is the ring the source declares."""
+    p = dict(BM=128, BN=256, BK=32, STAGES=3, SWZ=1)
+    assert gemm_mma.smem_bytes(p, False, False) == 3 * 2 * (128 * 32 + 32 * 256)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), False, True) == 3 * 2 * (128 * 40 + 256 * 40)
+    assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
+
+
+def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
+    """Without a GPU: a kernel's dynamic_local_bytes reaches cuLaunchKernel's sharedMemBytes; above
+    the default 48 KiB the kernel's limit is raised once first; over the opt-in maximum is a typed
+    error before any driver call."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+
+    launches, raised = [], []
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(
+        launchKernel=lambda *a: launches.append(a[7]), funcSetAttribute=lambda *a: raised.append(a),
+        CUDADriverError=RuntimeError), runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, _cp_device=contextlib.nullcontext(), index=0, id="cuda:0",
+                          stream=SimpleNamespace(ptr=7), _launch_graphs=False, local_mem_size=48 * 1024,
+                          local_mem_optin=227 * 1024, _grid=lambda k, g, l: ((g[0] // l[0],), l))
+    dev._dynamic_shared = lambda k: cuda.CudaDevice._dynamic_shared(dev, k)
+    kernels = {n: SimpleNamespace(native=SimpleNamespace(ptr=5), name="k", dynamic_local_bytes=n)
+               for n in (0, 40 * 1024, 72 * 1024)}
+    for nbytes in (0, 40 * 1024, 72 * 1024, 72 * 1024):  # the 72 KiB kernel twice: one raise
+        cuda._PreparedLaunch(dev, kernels[nbytes], (128,), (128,), [np.int64(1)]).launch()
+    assert launches == [0, 40 * 1024, 72 * 1024, 72 * 1024]
+    assert raised == [(5, 8, 72 * 1024)]  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, once
+    big = SimpleNamespace(native=SimpleNamespace(ptr=6), name="big", dynamic_local_bytes=228 * 1024)
+    with pytest.raises(isthmus.LaunchConfigError, match="dynamic shared memory"):
+        cuda._PreparedLaunch(dev, big, (128,), (128,), [np.int64(1)])
+    assert len(launches) == 4
+
+
+class _NvidiaLike:
+    """The limits the rule and restrictions read, of an H200 under CUDA or NVIDIA's OpenCL."""
+
+    mma_sync, kind, max_work_group_size, local_mem_size = True, "gpu", 1024, 48 * 1024
+
+    def __init__(self, backend, optin=None):
+        self.backend, self.local_mem_optin = backend, optin
+
+
+@pytest.mark.parametrize("backend, optin", [("cuda", 227 * 1024), ("opencl", None)])
+def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin):
+    """Skinny problems get small tiles, big squares the largest ring the backend allows; every pick
+    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory)."""
+    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin)
+    picks = {}
+    for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
+        problem = {"m": m, "n": n, "k": k}
+        p = picks[(m, n)] = fam.defaults(dev, problem)
+        assert fam.is_valid(p, dev, problem), (m, n, k, p)
+        assert gemm_mma.smem_bytes(p, False, False) <= (optin or dev.local_mem_size)
+    assert picks[(16, 4096)]["BM"] <= 64 and picks[(4096, 64)]["BN"] <= 64
+    big = picks[(8192, 8192)]
+    assert big["BM"] * big["BN"] >= picks[(16, 4096)]["BM"] * picks[(16, 4096)]["BN"] * 4
+    if backend == "cuda":  # the 72 KiB ring only CUDA's dynamic shared memory holds
+        assert gemm_mma.smem_bytes(big, False, False) > dev.local_mem_size
+
+
+def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):
+    """Devices without mma.sync (PoCL here) run the portable path with the defaults (CPU ones on a CPU)."""
+    if dev.mma_sync:
+        pytest.skip("a device with mma.sync")
+    assert gemm_mma.FAMILY.defaults(dev, {"m": 8192, "n": 8192, "k": 8192}) == gemm_mma.FAMILY.defaults(dev)
+
+
+def test_ops_gemm_takes_16_bit_floats_to_tensor_cores(dev, rng):
+    for dt in DTYPES.values():
+        a, b = _operands(rng, dt, 23, 31, 40, False, False)
+        c = isthmus.ops.gemm(dev.asarray(a), dev.asarray(b))
+        assert c.dtype == dt and c.shape == (23, 31)
+        assert _err(c.to_numpy(), gemm_mma.reference(a, b)) <= _tol(dt)
+
+
+def test_every_16_bit_result_is_rounded_to_nearest_even(dev, rng):
+    """The f32 accumulator of an exact product is rounded once, as NumPy (ml_dtypes) rounds."""
+    for dt in DTYPES.values():
+        a = rng.standard_normal((16, 1)).astype(dt)
+        b = rng.standard_normal((1, 24)).astype(dt)
+        got = gemm_mma.run(dev.asarray(a), dev.asarray(b), alpha=1.0).to_numpy()
+        want = (a.astype(np.float32) @ b.astype(np.float32)).astype(dt)  # one product: exact in f32
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_gemm_mma_errors(dev):
+    h = dev.empty((4, 8), np.float16)
+    bf = dev.empty((8, 4), BF16)
+    with pytest.raises(isthmus.InvalidArgumentError, match="inner dimensions"):
+        gemm_mma.run(h, h)
+    with pytest.raises(isthmus.InvalidArgumentError, match="dtype"):
+        gemm_mma.run(h, bf)
+    with pytest.raises(isthmus.UnsupportedDtypeError, match="float16 or bfloat16"):
+        gemm_mma.run(dev.empty((4, 8), np.float32), dev.empty((8, 4), np.float32))
+    with pytest.raises(isthmus.UnsupportedDtypeError, match="out_dtype"):
+        gemm_mma.run(h, h, trans_b=True, out_dtype="float64")
+    with pytest.raises(isthmus.InvalidArgumentError, match="batch"):
+        gemm_mma.run(dev.empty((2, 4, 8), np.float16), dev.empty((3, 8, 4), np.float16))
+    with pytest.raises(isthmus.InvalidArgumentError, match="2-D or 3-D"):
+        gemm_mma.run(dev.empty((1, 2, 4, 8), np.float16), h, trans_b=True)
+    with pytest.raises(isthmus.InvalidArgumentError, match="beta"):
+        gemm_mma.run(h, h, trans_b=True, beta=1.0)
+    with pytest.raises(isthmus.InvalidArgumentError, match="shape"):
+        gemm_mma.run(h, h, dev.empty((4, 5), np.float16), trans_b=True)
+    with pytest.raises(isthmus.InvalidArgumentError, match="dtype"):
+        gemm_mma.run(h, h, dev.empty((4, 4), BF16), trans_b=True)
+    with pytest.raises(isthmus.InvalidArgumentError, match="Buffer"):
+        gemm_mma.run(np.zeros((4, 8), np.float16), h)

@@ -1,0 +1,296 @@
+"""softmax: every variant forced explicitly (the tuner's way, ``family.forced``) -- narrow rows
+(several rows per work-group), the row held in registers, a wide row held in part with the rest
+streamed, and the two-pass kernel -- at odd sizes, into poisoned outputs, against a NumPy float64
+reference; NaN and infinities as NumPy gives them; the rule that picks a variant from the row
+length; and the restrictions that keep the tuning space to configs that make sense."""
+import itertools
+
+import numpy as np
+import pytest
+
+import isthmus
+from isthmus.dtypes import lookup
+from isthmus.ops.resolve import forced, resolve
+from isthmus.ops.spec import bucket
+from isthmus.ops.specs.softmax import FAMILY, rule
+from isthmus.tune import db as dbmod
+
+FLOATS = ("float32", "float64", "float16")
+# (rtol, atol) elementwise against the float64 reference (atol: below the dtype's normal range)
+TOL = {"float32": (1e-5, 1e-38), "float64": (1e-12, 1e-300), "float16": (2e-3, 6e-8)}
+
+# Configs of each variant, small enough for any device (work-groups of at most 256).  A forced
+# config is correct for any shape, so each runs at every shape below.
+VARIANTS = {
+    "narrow": [{"WG": 64, "RPG": 8, "VPT": 4, "CACHE": 1},      # teams of 8 holding 32 columns
+               {"WG": 64, "RPG": 64, "VPT": 2, "CACHE": 1},     # one item per row
+               {"WG": 128, "RPG": 4, "VPT": 8, "CACHE": 1}],    # teams of 32 holding 256
+    "held": [{"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2},        # holds 1024
+             {"WG": 32, "RPG": 1, "VPT": 1, "CACHE": 1}],       # holds 32
+    "wide": [{"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 8}],      # holds 16384, streams the rest
+    "two-pass": [{"WG": 64, "RPG": 1, "VPT": 4, "CACHE": 0},
+                 {"WG": 32, "RPG": 1, "VPT": 1, "CACHE": 0}],
+}
+# cols: 1, 2, 3, around powers of two, primes, a vocabulary width + 1; rows: 1 and primes
+SHAPES = [(1, 1), (7, 2), (13, 3), (5, 127), (3, 129), (2, 1031), (1, 16411), (3, 32001)]
+
+
+def _need(dev, dtype):
+    if not dev.supports(dtype):
+        pytest.skip(f"{dev.id} has no {dtype}")
+
+
+def _reference64(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # NaN rows, like the kernel and like NumPy
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def _run(dev, params, x, *, in_place=False):
+    """softmax of x with ``params`` forced, into a NaN-poisoned output (or x itself)."""
+    out = dev.asarray(x) if in_place else dev.asarray(np.full(x.shape, np.nan, x.dtype))
+    src = out if in_place else dev.asarray(x)
+    with forced(FAMILY, params):
+        assert isthmus.ops.softmax(src, out=out) is out
+    return out.to_numpy()
+
+
+def _check(out, x, dtype, what, params=None):
+    ref = _reference64(x)
+    rtol, atol = TOL[dtype]
+    if params is not None:  # an item summing thousands of terms one by one (a narrow team forced
+        # onto a long row, outside the restrictions) rounds like any serial float sum
+        rtol *= max(1.0, x.shape[1] * params["RPG"] / params["WG"] / 512)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    assert not np.isnan(out[~np.isnan(ref)]).any(), f"{what}: unwritten (poisoned) or NaN elements"
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+
+
+def _data(rng, shape, dtype):
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    x.flat[0] = 60 if dtype != "float16" else 11  # large logits must not overflow
+    return x
+
+
+def _configs(variant, dev):
+    return [p for p in VARIANTS[variant] if p["WG"] <= dev.max_work_group_size]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_at_odd_sizes(dev, rng, variant):
+    for params, shape in itertools.product(_configs(variant, dev), SHAPES):
+        x = _data(rng, shape, "float32")
+        _check(_run(dev, params, x), x, "float32", f"{variant} {params} {shape}", params)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_in_float64_and_float16(dev, rng, variant, dtype):
+    _need(dev, dtype)
+    params = _configs(variant, dev)[0]
+    for shape in [(7, 2), (3, 129), (2, 1031), (2, 20011)]:
+        x = _data(rng, shape, dtype)
+        _check(_run(dev, params, x), x, dtype, f"{variant} {params} {shape}", params)
+
+
+def _special_rows(rng, cols: int, dtype) -> np.ndarray:
+    """Rows with NaN / +inf / -inf where each part of a kernel meets them: first, last, middle."""
+    x = _data(rng, (12, cols), dtype)
+    x[0, 0] = np.nan                 # the first element (alone among -inf pads in its item)
+    x[1, -1] = np.nan                # the last
+    x[2, cols // 2] = np.nan
+    x[3, :] = -np.inf
+    x[3, cols // 2] = np.nan         # NaN among -inf: still NaN
+    x[4, :] = -np.inf                # all -inf: NaN, as NumPy
+    x[5, ::3] = -np.inf              # some -inf: 0 there
+    x[6, -1] = np.inf                # +inf: inf - inf is NaN, the row is NaN as in NumPy
+    x[7, 0] = np.inf
+    x[7, -1] = -np.inf
+    x[8, :] = -np.inf
+    x[8, -1] = -200.0                # one finite far below 0: exp(-max) would overflow
+    x[9, :] = -np.inf
+    x[9, :2] = (-1000.0, -1000.5)[:min(2, cols)]
+    x[10, :] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_nan_and_infinities_as_numpy(dev, rng, variant, dtype):
+    """A NaN anywhere in a row makes the whole row NaN (issue 15 item 10: a NaN that an item saw
+    beside only -inf was dropped and the rest still summed to 1); +inf makes it NaN; -inf gives 0;
+    all -inf gives NaN: exactly what NumPy (and torch) give."""
+    _need(dev, dtype)
+    for params, cols in itertools.product(_configs(variant, dev), (3, 130, 1500, 17000)):
+        x = _special_rows(rng, cols, dtype)
+        out = _run(dev, params, x)
+        what = f"{variant} {params} cols={cols}"
+        for r in (0, 1, 2, 3, 4, 6, 7, 10):
+            assert np.isnan(out[r]).all(), f"{what}: row {r} should be all NaN, got {out[r][:8]}"
+        for r in (5, 8, 9, 11):
+            assert not np.isnan(out[r]).any(), f"{what}: row {r} has NaN"
+        _check(out, x, dtype, what, params)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_in_place(dev, rng, variant):
+    params = _configs(variant, dev)[-1]
+    for shape in [(9, 77), (3, 20011)]:
+        x = _data(rng, shape, "float32")
+        _check(_run(dev, params, x, in_place=True), x, "float32", f"in place {variant} {params} {shape}", params)
+
+
+@pytest.mark.parametrize("cols", [4, 128, 4096, 40000])
+def test_the_rules_gpu_configs_compute_right(dev, rng, cols):
+    """What the rule picks on a GPU (narrow, held, wide), run here at odd row counts."""
+    params = FAMILY.defaults(_Big(), {"rows": 3, "cols": cols}, lookup("float32"))
+    if params["WG"] > dev.max_work_group_size:
+        pytest.skip(f"{dev.id}: work-groups of at most {dev.max_work_group_size}")
+    for shape in [(1, cols), (37, cols - 1)]:
+        x = _data(rng, shape, "float32")
+        _check(_run(dev, params, x), x, "float32", f"rule {params} {shape}")
+
+
+def test_library_path_at_odd_shapes(dev, rng):
+    """No forcing: what the op resolves on this device (rule, tuning database or defaults)."""
+    for shape in [(1, 1), (1000, 3), (257, 128), (5, 4097)]:
+        x = _data(rng, shape, "float32")
+        _check(isthmus.ops.softmax(dev.asarray(x)).to_numpy(), x, "float32", f"library {shape}")
+
+
+def test_empty(dev):
+    for params in (VARIANTS["narrow"][0], VARIANTS["held"][0]):
+        with forced(FAMILY, params):
+            assert isthmus.ops.softmax(dev.empty((0, 5), np.float32)).shape == (0, 5)
+            assert isthmus.ops.softmax(dev.empty((4, 0), np.float32)).shape == (4, 0)
+
+
+# ---- the rule and the restrictions (no kernels run) ------------------------------------------------
+class _Big:
+    """A GPU whose limits rule nothing out: the space's own rules only."""
+
+    kind = "gpu"
+    max_work_group_size = 1024
+    local_mem_size = 1 << 20
+
+
+class _Cpu(_Big):
+    kind = "cpu"
+
+
+class _SmallGpu(_Big):
+    """A GPU of work-groups up to 256 and 32 KiB of local memory: the rule stays inside them."""
+
+    max_work_group_size = 256
+    local_mem_size = 32768
+
+
+def _valid(params, cols, dtype="float32", device=_Big()):
+    return FAMILY.is_valid({"RPG": 1, **params}, device, {"rows": 8, "cols": cols}, lookup(dtype))
+
+
+def _variant(p: dict, cols: int) -> str:
+    if p["RPG"] > 1:
+        return "narrow"
+    if p["CACHE"] == 0:
+        return "two-pass"
+    return "held" if cols <= p["WG"] * p["VPT"] * p["CACHE"] else "wide"
+
+
+def test_rule_picks_the_variant_from_the_row_length():
+    def pick(cols, dtype="float32"):
+        p = FAMILY.defaults(_Big(), {"rows": 1000, "cols": cols}, lookup(dtype))
+        return _variant(p, cols), p
+    assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2})  # teams of 8 hold 16 each
+    assert pick(500) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 8, "CACHE": 2})
+    assert pick(3) == ("narrow", {"WG": 256, "RPG": 256, "VPT": 4, "CACHE": 1})  # one item per row
+    assert pick(32) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 4, "CACHE": 1})  # teams of 8
+    assert pick(1)[0] == pick(3)[0] == pick(512)[0] == "narrow"
+    assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2})  # the H200's tuned config
+    assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2}
+    assert pick(32000) == ("held", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 4})
+    assert pick(32000, "float64")[0] == pick(128256)[0] == "two-pass"
+    assert pick(128256)[1] == {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0}
+    cpu = FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 128}, lookup("float32"))
+    assert cpu == {"WG": 64, "RPG": 8, "VPT": 8, "CACHE": 2}  # narrow rows on a CPU too, in groups of 64
+    assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 4000}, lookup("float32")) == FAMILY.defaults(_Cpu())
+
+
+@pytest.mark.parametrize("device", [_Big(), _Cpu(), _SmallGpu()], ids=["gpu", "cpu", "small-gpu"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rule_configs_are_valid_at_every_bucket(dtype, device):
+    for e in range(0, 21):
+        for cols in {1 << e, (1 << e) // 2 + 1}:
+            p = FAMILY.defaults(device, {"rows": 7, "cols": cols}, lookup(dtype))
+            assert FAMILY.is_valid(p, device, {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
+            assert p == FAMILY.defaults(device) | rule({"rows": 8, "cols": bucket(cols)}, device, lookup(dtype))
+            if p["CACHE"]:  # a held config holds the row, or at least _HOLD_WIDE bytes of it
+                assert cols <= p["WG"] // p["RPG"] * p["VPT"] * p["CACHE"] or p["WG"] * p["VPT"] * p["CACHE"] >= 16384
+
+
+def test_restriction_rejects_a_held_config_when_the_row_is_too_long():
+    p = {"WG": 256, "VPT": 4, "CACHE": 1}  # holds 1024 columns
+    assert _valid(p, 1024) and _valid(p, 513)
+    assert not _valid(p, 1025) and not _valid(p, 8192)
+    assert not _valid(p, 512)  # its one step would be half past the row: (256, 2, 1) does it
+    assert _valid({"WG": 256, "VPT": 1, "CACHE": 1}, 1)  # VPT = CACHE = 1 fits any row up to WG
+    assert not _valid({"WG": 256, "VPT": 4, "CACHE": 2}, 2048)  # VPT=8 CACHE=1 loads the same
+    two_pass = {"WG": 256, "VPT": 4, "CACHE": 0}  # the default stays general
+    assert all(_valid(two_pass, c) for c in (1, 1000, 8192, 1 << 20, (1 << 31) - 2048))
+    wide = {"WG": 1024, "VPT": 8, "CACHE": 4}  # 128 KiB: may hold part of a longer row
+    assert _valid(wide, 32768) and _valid(wide, 128256) and _valid(wide, 32769) and not _valid(wide, 16384)
+    assert not _valid({"WG": 1024, "VPT": 8, "CACHE": 2}, 32768)  # holds half a row another config holds
+    assert not _valid({"WG": 1024, "VPT": 8, "CACHE": 8}, 1 << 20)  # 256 KiB of registers
+
+
+def test_narrow_restrictions():
+    narrow = {"WG": 256, "RPG": 8, "VPT": 4, "CACHE": 1}  # teams of 32 hold 128
+    assert _valid(narrow, 128) and _valid(narrow, 65)
+    assert not _valid(narrow, 129)          # the team's registers do not hold the row
+    assert not _valid({**narrow, "CACHE": 0}, 128)  # a narrow team holds its row
+    assert not _valid({"WG": 256, "RPG": 2, "VPT": 1, "CACHE": 1}, 60)  # teams of 128 for 60 columns
+    assert _valid({"WG": 256, "RPG": 2, "VPT": 1, "CACHE": 1}, 100)  # 100 is in the bucket of 128
+    assert not _valid({"WG": 64, "RPG": 128, "VPT": 1, "CACHE": 1}, 1)  # more rows than items
+
+
+def test_held_configs_at_the_gpu_sizes():
+    """One held config per work-group size whose registers fit the row (one row per group)."""
+    def held(cols, dtype):
+        return {(p["WG"], p["VPT"], p["CACHE"]) for p in FAMILY.space(_Big(), {"rows": 8, "cols": cols},
+                                                                      lookup(dtype)) if p["CACHE"] and p["RPG"] == 1}
+    assert held(8192, "float32") == {(1024, 8, 1), (512, 8, 2), (256, 8, 4), (128, 8, 8)}
+    assert held(8192, "float64") == held(8192, "float32")
+    assert held(4096, "float32") == {(1024, 4, 1), (512, 8, 1), (256, 8, 2), (128, 8, 4), (64, 8, 8)}
+    assert held(16384, "float32") == {(1024, 8, 2), (512, 8, 4), (256, 8, 8)}
+    assert held(16384, "float64") == {(1024, 8, 2), (512, 8, 4), (256, 8, 8)}  # 128 KiB
+    # past 128 KiB of row: the configs that hold at least 64 KiB of it, the rest streamed
+    assert held(32768, "float64") == {(1024, 8, 1), (1024, 8, 2), (512, 8, 2), (512, 8, 4), (256, 8, 4),
+                                      (256, 8, 8), (128, 8, 8)}
+    assert held(1 << 20, "float32") == {(1024, 8, 2), (1024, 8, 4), (512, 8, 4), (512, 8, 8), (256, 8, 8)}
+
+
+def test_validity_is_the_same_across_a_bucket():
+    """Configs are memoized per problem bucket, so a config valid for one row length must be valid
+    for every length in its bucket."""
+    configs = [dict(zip([t.name for t in FAMILY.tunables], v)) for v in itertools.product(*(t.values for t in FAMILY.tunables))]
+    for cols in list(range(1, 300)) + [511, 512, 513, 1000, 1023, 1024, 1025, 4097, 8191, 8192, 8193, 12000,
+                                       32000, 32769, 128256]:
+        for p in configs:
+            assert _valid(p, cols) == _valid(p, bucket(cols)), (p, cols)
+
+
+def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
+    """A held config tuned at 1024 columns is the nearest bucket for 1500: rejected there (the
+    defaults run), used at 1000."""
+    from isthmus.tune.db import key_for
+
+    held = {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2}
+    assert FAMILY.is_valid(held, dev, {"rows": 4, "cols": 1024}, lookup("float32"))
+    dbmod.user().record(key_for(FAMILY, dev, "float32", {"rows": 4, "cols": 1024}), {"rows": 4, "cols": 1024},
+                        held, 1.0, "ok")
+    dbmod.forget()
+    f32 = lookup("float32")
+    assert resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1000})[0] == held
+    longer = resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1500})[0]
+    assert longer["CACHE"] == 0 or longer["WG"] * longer["VPT"] * longer["CACHE"] >= 1500
