@@ -118,13 +118,13 @@ def test_the_grid_loop_build_only_where_the_grid_is_too_small(dev, monkeypatch, 
     forget_resolved()
     try:
         with forced(fam, _params(fam, variant)):
-            fits = G._recipe(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))
+            fits = G._steps(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))[0]  # (kernel, global, local, args)
             monkeypatch.setattr(G, "GRID_YZ_MAX", 2)
-            past = G._recipe(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))
+            past = G._steps(dev, f32, False, True, 1, 40, 8, 8, 0, 0, 320, (40, 8))[0]
     finally:
         forget_resolved()
-    assert fits.kernel.program.defines.get("GRID_LOOP", 0) == 0
-    assert past.kernel.program.defines["GRID_LOOP"] == 1 and past.global_size[1] == 2 * past.local_size[1]
+    assert fits[0].program.defines.get("GRID_LOOP", 0) == 0
+    assert past[0].program.defines["GRID_LOOP"] == 1 and past[1][1] == 2 * past[2][1]
 
 
 def test_tall_m_beyond_the_cuda_grid(dev, rng):
