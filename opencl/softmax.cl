@@ -110,6 +110,12 @@
  * their 0, where v - m would be NaN).  No sum is ever skipped, so a NaN (or the NaN of inf - inf)
  * reaches the row's sum, and through 1/sum every output of the row. */
 #define SHIFT(m) ((m) == -INFINITY ? (ACC)0 : (m))
+/* a __local pointer parameter (CUDA: a plain pointer; __shared__ is not part of a pointer type) */
+#ifdef ISTHMUS_CUDA
+#  define LOCAL_PTR
+#else
+#  define LOCAL_PTR __local
+#endif
 
 /* ---- split rows: the groups of a row meet through ws (64-bit atomics: every word is written and
  * read whole, at the device's coherence point, so no fence is needed and no stale copy is seen) ---- */
@@ -147,7 +153,7 @@ static inline void split_publish(__global wsword* ws, long part, uint gen, ACC m
 /* chunk `part`'s pair once this launch published it: 1, or 0 after SPIN polls of one word or once
  * another item of the group gave up (*failed: a CPU runs the items' polls one after another) */
 static inline int split_wait(__global wsword* ws, long part, uint gen, ACC* m, ACC* s,
-                             volatile __local int* failed)
+                             volatile LOCAL_PTR int* failed)
 {
 #if SPIN < 0
     return 0;
@@ -256,7 +262,7 @@ static inline void stream_stats(__global const T* x, long off, int from, int lim
 #if TPR > 1
 /* phase 2: merge the team's TPR pairs into sm[base], ss[base] (every item of the group calls it).
  * Empty items carry m = -inf, s = 0: their terms are 0 (or NaN when their s is). */
-static inline void team_merge(__local ACC* sm, __local ACC* ss, int lid, int t, int base, ACC m, ACC s)
+static inline void team_merge(LOCAL_PTR ACC* sm, LOCAL_PTR ACC* ss, int lid, int t, int base, ACC m, ACC s)
 {
     sm[lid] = m; ss[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
