@@ -366,3 +366,22 @@ def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
     assert resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1000})[0] == held
     longer = resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1500})[0]
     assert longer["CACHE"] == 0 or longer["WG"] * longer["VPT"] * longer["CACHE"] >= 1500
+
+
+def test_a_captured_split_launch_replays_right(dev, rng):
+    """A graph captured with split rows keeps a workspace of its own and zeroes it as a step, so
+    every replay (fresh data each time) computes fresh results; the op's own recipe is untouched."""
+    params = VARIANTS["split"][0]
+    shape = (3, 2500)
+    bx, by = dev.asarray(_data(rng, shape, "float32")), dev.empty(shape, np.float32)
+    with forced(FAMILY, params), dev.capture() as graph:
+        isthmus.ops.softmax(bx, out=by)
+    try:
+        for _ in range(3):
+            x = _data(rng, shape, "float32")
+            bx.copy_from(x)
+            by.copy_from(np.full(shape, np.nan, np.float32))
+            graph.launch()
+            _check(by.to_numpy(), x, "float32", f"graph replay, {params}")
+    finally:
+        graph.close()
