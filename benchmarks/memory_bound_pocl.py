@@ -84,10 +84,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
     rng = np.random.default_rng(0)
-    lines = [f"# Memory-bound ops on {dev.name} ({dev.backend}) vs NumPy", "",
-             f"- machine: {machine()}", f"- NumPy {np.__version__}; isthmus configs: shipped database and defaults "
-             "only (no tuning run on this CPU)", f"- command: `python benchmarks/memory_bound_pocl.py {' '.join(argv or sys.argv[1:])}`",
-             "", "| op | size | isthmus GB/s | NumPy GB/s | isthmus / NumPy | max rel. error |", "| --- | --- | --- | --- | --- | --- |"]
+    command = " ".join(argv or sys.argv[1:])
+    lines = [f"# Memory-bound ops on {dev.name} ({dev.backend}) vs NumPy", "", f"- machine: {machine()}",
+             f"- NumPy {np.__version__}; isthmus configs: shipped database and defaults only (no tuning run)",
+             f"- command: `python benchmarks/memory_bound_pocl.py {command}`", "",
+             "| op | size | isthmus GB/s | NumPy GB/s | isthmus / NumPy | max rel. error |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for op, size, nbytes, ours, peer, got, want in cases(dev, rng):
         t_ours, t_peer = pair(ours, peer, dev.synchronize, args.rounds, args.budget)
         ref = np.asarray(want(), np.float64)

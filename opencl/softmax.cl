@@ -4,7 +4,8 @@
  *   __kernel void softmax(const int rows, const int cols, __global const T* x, __global T* y)
  * x, y: rows x cols, row-major; y may be x (in place: every item reads the elements it writes
  * before it writes them, and no other item touches them), except with SPLIT > 1 (a group whose
- * siblings are late reads the whole row, which they may have written meanwhile).  y[r,:] = exp(x[r,:] - max) / sum(...).
+ * siblings are late reads the whole row, which they may have written meanwhile).
+ * y[r,:] = exp(x[r,:] - max) / sum(...).
  * dtypes: float double half (ACC float for half).
  * A team of TPR = WG/RPG consecutive items owns a row; a work-group of WG items holds RPG rows
  * (RPG = 1: one row per group; RPG > 1: several short rows per group).  Item t of a team owns the row's

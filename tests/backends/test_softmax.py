@@ -1,8 +1,9 @@
 """softmax: every variant forced explicitly (the tuner's way, ``family.forced``) -- narrow rows
 (several rows per work-group), the row held in registers, a wide row held in part with the rest
 streamed, split rows (several work-groups per row, meeting through a workspace, and their path
-that reads the whole row when a sibling does not show up), and the two-pass kernel -- at odd sizes, into poisoned outputs, against a NumPy float64
-reference; NaN and infinities as NumPy gives them; the rule that picks a variant from the row
+that reads the whole row when a sibling does not show up), a CPU's row loop, and the two-pass
+kernel -- at odd sizes, in every float dtype (bfloat16 too), into poisoned outputs, against a
+NumPy float64 reference; NaN and infinities as NumPy gives them; the rule that picks a variant from the row
 length; and the restrictions that keep the tuning space to configs that make sense."""
 import itertools
 
@@ -198,7 +199,8 @@ class _SmallGpu(_Big):
 
 
 def _valid(params, cols, dtype="float32", device=_Big()):
-    return FAMILY.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols}, lookup(dtype))
+    return FAMILY.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols},
+                           lookup(dtype))
 
 
 def _variant(p: dict, cols: int) -> str:
