@@ -22,14 +22,16 @@ import time
 
 import numpy as np
 
-# (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE) beside the library's
+# (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE[, SPLIT]) beside the library's
 SOFTMAX = {
     (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
     (1048576, 32): [(256, 128, 8, 2), (256, 256, 8, 4), (256, 64, 8, 1)],
     (65536, 500): [(256, 8, 8, 2), (256, 16, 8, 4), (512, 16, 8, 2)],
-    (8192, 8192): [(512, 1, 8, 2), (256, 1, 8, 4), (128, 1, 8, 8)],
-    (4096, 32000): [(1024, 1, 8, 4), (1024, 1, 8, 0), (512, 1, 8, 4), (512, 1, 8, 2)],
-    (1024, 128256): [(1024, 1, 8, 0), (512, 1, 8, 4), (1024, 1, 8, 2), (512, 1, 8, 0)],
+    (8192, 8192): [(512, 1, 8, 2), (256, 1, 8, 4), (128, 1, 8, 8), (512, 1, 8, 1, 2), (256, 1, 8, 2, 2)],
+    (4096, 32000): [(1024, 1, 8, 4), (1024, 1, 8, 0), (512, 1, 8, 2, 4), (256, 1, 8, 4, 4), (256, 1, 8, 2, 8),
+                    (1024, 1, 8, 1, 4), (128, 1, 8, 8, 4)],
+    (1024, 128256): [(1024, 1, 8, 0), (512, 1, 8, 2, 16), (256, 1, 8, 4, 16), (1024, 1, 8, 2, 8),
+                     (256, 1, 8, 2, 32), (1024, 1, 8, 4, 4), (128, 1, 8, 8, 16)],
 }
 TRANSPOSE_SHAPES = [(8192, 8192), (12345, 6789), (12288, 6784), (6789, 12345), (8388608, 1), (1, 8388608)]
 TRANSPOSE = [(64, 8, 1), (64, 8, 0), (32, 8, 1)]
@@ -101,7 +103,7 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
         poison = np.full((rows, cols), np.nan, np.float32)
         lib = resolve(FAMILY, dev, dt, problem)[0]
         where = dbmod.explain(FAMILY, dev, dt, problem)
-        cands = [(None, "library")] + [(dict(zip(("WG", "RPG", "VPT", "CACHE"), c)), "forced") for c in forced_list]
+        cands = [(None, "library")] + [(dict(zip(("WG", "RPG", "VPT", "CACHE", "SPLIT"), c)), "forced") for c in forced_list]
         for params, how in cands:
             shown = lib if params is None else params
             if shown["WG"] > dev.max_work_group_size:
@@ -209,6 +211,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes and few configs (a smoke test, e.g. PoCL)")
     p.add_argument("--only", choices=("softmax", "transpose"), default=None)
     p.add_argument("--library", action="store_true", help="only what the library resolves (and torch), no forced configs")
+    p.add_argument("--sizes", default=None, help="comma-separated softmax sizes to run (e.g. 4096x32000)")
     p.add_argument("--out", default=None, help="folder for softmax_variants-<tag>.md/.json")
     args = p.parse_args(argv)
 
@@ -224,6 +227,8 @@ def main(argv=None) -> int:
     cases = QUICK_SOFTMAX if args.quick else SOFTMAX
     if args.library:
         cases = {k: [] for k in cases}
+    if args.sizes:
+        cases = {k: v for k, v in cases.items() if f"{k[0]}x{k[1]}" in args.sizes.split(",")}
     if args.only in (None, "softmax"):
         bench_softmax(dev, cases, batch, repeat, rng, rows_out, copies)
     configs = [] if args.library else QUICK_TRANSPOSE if args.quick else TRANSPOSE

@@ -1,4 +1,4 @@
-"""bfloat16 on every device: host round trips, the ops that take it (axpy, sum, max, transpose) against
+"""bfloat16 on every device: host round trips, the ops that take it (axpy, sum, max, transpose, softmax) against
 NumPy (ml_dtypes) at odd sizes, dtype.h's conversions (round to nearest even, NaN, infinities), and
 the typed error of an op that does not take it."""
 import ml_dtypes
@@ -78,5 +78,25 @@ def test_transpose_moves_bits(dev, rng, shape):
 
 
 def test_an_op_without_bfloat16_says_so(dev):
-    with pytest.raises(isthmus.UnsupportedDtypeError, match="bfloat16"):
-        isthmus.ops.softmax(dev.asarray(np.ones((2, 3), BF16)))
+    """A kernel family that does not list bfloat16 refuses it before compiling anything (every
+    library op takes it now: a family of one's own, as a user defines one)."""
+    from isthmus.dtypes import lookup
+    from isthmus.ops.resolve import resolve
+    from isthmus.ops.spec import Family, Tunable
+
+    mine = Family(name="mine", source="no-such-file.cl", entries=("mine",), dtypes=("float32", "float16"),
+                  tunables=(Tunable("WG", (64,), 64),), problem=("n",))
+    with pytest.raises(isthmus.UnsupportedDtypeError, match="mine does not support bfloat16; it supports float32"):
+        resolve(mine, dev, lookup("bfloat16"), {"n": 5})
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 129), (3, 20011)])
+def test_softmax_computes_in_f32_and_rounds_once(dev, rng, shape):
+    x = _random(rng, shape)
+    out = isthmus.ops.softmax(dev.asarray(x))
+    assert out.dtype == BF16
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    # f32 arithmetic, one rounding to bfloat16 (relative 2^-8), plus f32 rounding of exp and sums
+    np.testing.assert_allclose(out.to_numpy().astype(np.float64), want, rtol=2 ** -8 + 1e-5, atol=1e-38)

@@ -1,10 +1,13 @@
 """softmax: every variant forced explicitly (the tuner's way, ``family.forced``) -- narrow rows
 (several rows per work-group), the row held in registers, a wide row held in part with the rest
-streamed, and the two-pass kernel -- at odd sizes, into poisoned outputs, against a NumPy float64
-reference; NaN and infinities as NumPy gives them; the rule that picks a variant from the row
+streamed, split rows (several work-groups per row, meeting through a workspace, and their path
+that reads the whole row when a sibling does not show up), a CPU's row loop, and the two-pass
+kernel -- at odd sizes, in every float dtype (bfloat16 too), into poisoned outputs, against a
+NumPy float64 reference; NaN and infinities as NumPy gives them; the rule that picks a variant from the row
 length; and the restrictions that keep the tuning space to configs that make sense."""
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -15,9 +18,10 @@ from isthmus.ops.spec import bucket
 from isthmus.ops.specs.softmax import FAMILY, rule
 from isthmus.tune import db as dbmod
 
-FLOATS = ("float32", "float64", "float16")
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+BF16 = np.dtype(ml_dtypes.bfloat16)
 # (rtol, atol) elementwise against the float64 reference (atol: below the dtype's normal range)
-TOL = {"float32": (1e-5, 1e-38), "float64": (1e-12, 1e-300), "float16": (2e-3, 6e-8)}
+TOL = {"float32": (1e-5, 1e-38), "float64": (1e-12, 1e-300), "float16": (2e-3, 6e-8), "bfloat16": (8e-3, 1e-38)}
 
 # Configs of each variant, small enough for any device (work-groups of at most 256).  A forced
 # config is correct for any shape, so each runs at every shape below.
@@ -30,6 +34,15 @@ VARIANTS = {
     "wide": [{"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 8}],      # holds 16384, streams the rest
     "two-pass": [{"WG": 64, "RPG": 1, "VPT": 4, "CACHE": 0},
                  {"WG": 32, "RPG": 1, "VPT": 1, "CACHE": 0}],
+    # chunks of 1024 held (4 groups a row) and of 32 (64 groups: most chunks of a short row are
+    # empty, those of a long one also stream); SPIN -1: every group reads its whole row itself
+    # (the path a group takes when its siblings do not run at the same time)
+    "split": [{"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 4},
+              {"WG": 64, "RPG": 1, "VPT": 1, "CACHE": 1, "SPLIT": 64}],
+    # a row per item in three passes (CPUs; vectors where T is float or double on OpenCL)
+    "rowloop": [{"WG": 4, "RPG": 4, "VPT": 4, "CACHE": 0, "ROWLOOP": 1},
+                {"WG": 1, "RPG": 1, "VPT": 4, "CACHE": 0, "ROWLOOP": 1}],
+    "split-alone": [{"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 4, "SPIN": -1}],
 }
 # cols: 1, 2, 3, around powers of two, primes, a vocabulary width + 1; rows: 1 and primes
 SHAPES = [(1, 1), (7, 2), (13, 3), (5, 127), (3, 129), (2, 1031), (1, 16411), (3, 32001)]
@@ -63,12 +76,12 @@ def _check(out, x, dtype, what, params=None):
         # onto a long row, outside the restrictions) rounds like any serial float sum
         rtol *= max(1.0, x.shape[1] * params["RPG"] / params["WG"] / 512)
     assert out.shape == x.shape and out.dtype == x.dtype
-    assert not np.isnan(out[~np.isnan(ref)]).any(), f"{what}: unwritten (poisoned) or NaN elements"
+    assert not np.isnan(out[~np.isnan(ref)].astype(np.float64)).any(), f"{what}: unwritten (poisoned) or NaN elements"
     np.testing.assert_allclose(out.astype(np.float64), ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
 
 
 def _data(rng, shape, dtype):
-    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    x = (rng.standard_normal(shape) * 4).astype(BF16 if dtype == "bfloat16" else dtype)
     x.flat[0] = 60 if dtype != "float16" else 11  # large logits must not overflow
     return x
 
@@ -84,9 +97,9 @@ def test_every_variant_at_odd_sizes(dev, rng, variant):
         _check(_run(dev, params, x), x, "float32", f"{variant} {params} {shape}", params)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float16"])
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_every_variant_in_float64_and_float16(dev, rng, variant, dtype):
+def test_every_variant_in_float64_and_16_bit_floats(dev, rng, variant, dtype):
     _need(dev, dtype)
     params = _configs(variant, dev)[0]
     for shape in [(7, 2), (3, 129), (2, 1031), (2, 20011)]:
@@ -187,12 +200,15 @@ class _SmallGpu(_Big):
 
 
 def _valid(params, cols, dtype="float32", device=_Big()):
-    return FAMILY.is_valid({"RPG": 1, **params}, device, {"rows": 8, "cols": cols}, lookup(dtype))
+    return FAMILY.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols},
+                           lookup(dtype))
 
 
 def _variant(p: dict, cols: int) -> str:
     if p["RPG"] > 1:
         return "narrow"
+    if p["SPLIT"] > 1:
+        return "split"
     if p["CACHE"] == 0:
         return "two-pass"
     return "held" if cols <= p["WG"] * p["VPT"] * p["CACHE"] else "wide"
@@ -201,20 +217,29 @@ def _variant(p: dict, cols: int) -> str:
 def test_rule_picks_the_variant_from_the_row_length():
     def pick(cols, dtype="float32"):
         p = FAMILY.defaults(_Big(), {"rows": 1000, "cols": cols}, lookup(dtype))
+        assert p.pop("ROWLOOP") == 0  # a CPU's variant
         return _variant(p, cols), p
-    assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2})  # teams of 8 hold 16 each
-    assert pick(500) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 8, "CACHE": 2})
-    assert pick(3) == ("narrow", {"WG": 256, "RPG": 256, "VPT": 4, "CACHE": 1})  # one item per row
-    assert pick(32) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 4, "CACHE": 1})  # teams of 8
+    assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2, "SPLIT": 1})  # teams of 8 hold 16
+    assert pick(500) == ("narrow", {"WG": 256, "RPG": 8, "VPT": 8, "CACHE": 2, "SPLIT": 1})
+    assert pick(3) == ("narrow", {"WG": 256, "RPG": 256, "VPT": 4, "CACHE": 1, "SPLIT": 1})  # one item per row
+    assert pick(32) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 4, "CACHE": 1, "SPLIT": 1})  # teams of 8
     assert pick(1)[0] == pick(3)[0] == pick(512)[0] == "narrow"
-    assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2})  # the H200's tuned config
-    assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2}
-    assert pick(32000) == ("held", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 4})
-    assert pick(32000, "float64")[0] == pick(128256)[0] == "two-pass"
-    assert pick(128256)[1] == {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0}
-    cpu = FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 128}, lookup("float32"))
-    assert cpu == {"WG": 64, "RPG": 8, "VPT": 8, "CACHE": 2}  # narrow rows on a CPU too, in groups of 64
-    assert FAMILY.defaults(_Cpu(), {"rows": 9, "cols": 4000}, lookup("float32")) == FAMILY.defaults(_Cpu())
+    assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1})  # the H200's tuned one
+    assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1}
+    # vocabulary widths: split into chunks of 8192 held by groups of 256 (the best measured)
+    assert pick(32000) == ("split", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 4, "SPLIT": 4})
+    assert pick(32000, "float64") == pick(32000)
+    assert pick(128256) == ("split", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 4, "SPLIT": 16})
+    assert pick(8193)[1]["SPLIT"] == 2 and pick(8192)[1]["SPLIT"] == 1
+    assert pick(1 << 19)[1]["SPLIT"] == 64
+    assert pick((1 << 19) + 1) == ("two-pass", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0, "SPLIT": 1})
+    # a CPU: a row per item at every width, about rows/8 rows per group (at most 64)
+    def cpu(rows, cols):
+        return FAMILY.defaults(_Cpu(), {"rows": rows, "cols": cols}, lookup("float32"))
+    assert cpu(9, 128) == {"WG": 2, "RPG": 2, "VPT": 4, "CACHE": 0, "SPLIT": 1, "ROWLOOP": 1}
+    assert cpu(256, 32000) == {"WG": 32, "RPG": 32, "VPT": 4, "CACHE": 0, "SPLIT": 1, "ROWLOOP": 1}
+    assert cpu(16384, 128) == cpu(16384, 3) == cpu(16384, 1 << 20) == {**cpu(256, 1), "WG": 64, "RPG": 64}
+    assert cpu(1, 5)["WG"] == 1
 
 
 @pytest.mark.parametrize("device", [_Big(), _Cpu(), _SmallGpu()], ids=["gpu", "cpu", "small-gpu"])
@@ -225,8 +250,10 @@ def test_rule_configs_are_valid_at_every_bucket(dtype, device):
             p = FAMILY.defaults(device, {"rows": 7, "cols": cols}, lookup(dtype))
             assert FAMILY.is_valid(p, device, {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
             assert p == FAMILY.defaults(device) | rule({"rows": 8, "cols": bucket(cols)}, device, lookup(dtype))
-            if p["CACHE"]:  # a held config holds the row, or at least _HOLD_WIDE bytes of it
-                assert cols <= p["WG"] // p["RPG"] * p["VPT"] * p["CACHE"] or p["WG"] * p["VPT"] * p["CACHE"] >= 16384
+            if p["CACHE"]:  # a held config holds the row (in SPLIT groups), or at least _HOLD_WIDE bytes of it
+                assert (cols <= p["WG"] // p["RPG"] * p["VPT"] * p["CACHE"] * p["SPLIT"]
+                        or p["WG"] * p["VPT"] * p["CACHE"] >= 16384)
+            assert p["SPLIT"] == 1 or device.kind != "cpu"
 
 
 def test_restriction_rejects_a_held_config_when_the_row_is_too_long():
@@ -258,7 +285,8 @@ def test_held_configs_at_the_gpu_sizes():
     """One held config per work-group size whose registers fit the row (one row per group)."""
     def held(cols, dtype):
         return {(p["WG"], p["VPT"], p["CACHE"]) for p in FAMILY.space(_Big(), {"rows": 8, "cols": cols},
-                                                                      lookup(dtype)) if p["CACHE"] and p["RPG"] == 1}
+                                                                      lookup(dtype))
+                if p["CACHE"] and p["RPG"] == 1 and p["SPLIT"] == 1}
     assert held(8192, "float32") == {(1024, 8, 1), (512, 8, 2), (256, 8, 4), (128, 8, 8)}
     assert held(8192, "float64") == held(8192, "float32")
     assert held(4096, "float32") == {(1024, 4, 1), (512, 8, 1), (256, 8, 2), (128, 8, 4), (64, 8, 8)}
@@ -270,10 +298,56 @@ def test_held_configs_at_the_gpu_sizes():
     assert held(1 << 20, "float32") == {(1024, 8, 2), (1024, 8, 4), (512, 8, 4), (512, 8, 8), (256, 8, 8)}
 
 
+def test_split_configs_hold_their_chunk():
+    """Split rows: every config holds its chunk (cols / SPLIT) entirely and more than half full,
+    one row per group, on GPUs only; the rule's vocabulary configs are among them."""
+    def split(cols, device=_Big()):
+        return [p for p in FAMILY.space(device, {"rows": 8, "cols": cols}, lookup("float32")) if p["SPLIT"] > 1]
+    found = split(32000)
+    assert {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 4, "ROWLOOP": 0} in found
+    for p in found:
+        held = p["WG"] * p["VPT"] * p["CACHE"]
+        assert p["RPG"] == 1 and held * p["SPLIT"] >= 32000 > held * p["SPLIT"] // 2, p
+    assert {(p["WG"], p["SPLIT"]) for p in split(128256) if p["VPT"] * p["CACHE"] == 16} == {
+        (1024, 8), (512, 16), (256, 32), (128, 64)}
+    assert not split(32000, _Cpu())
+    assert not _valid({"WG": 32, "VPT": 1, "CACHE": 1, "SPLIT": 64}, 2048)  # more groups than items
+    assert not _valid({"WG": 64, "RPG": 2, "VPT": 8, "CACHE": 2, "SPLIT": 2}, 2048)
+    assert not _valid({"WG": 512, "VPT": 8, "CACHE": 0, "SPLIT": 4}, 32000)  # a split chunk is held
+
+
+def test_in_place_split_rows_run_one_group_per_row(dev):
+    """In place, a split config runs with SPLIT = 1 (a late sibling's group reads the whole row,
+    which the others may have written already): the same chunk held, the rest streamed."""
+    from isthmus.ops.specs import softmax as sm
+    with forced(FAMILY, VARIANTS["split"][0]):
+        assert sm._steps(dev, lookup("float32"), 5, 3001)[-1]  # (..., workspace, its bytes, split)
+        assert not sm._steps(dev, lookup("float32"), 5, 3001, in_place=True)[-1]
+
+
+def test_split_rows_reuse_their_workspace(dev, rng):
+    """The same workspace serves launch after launch (the library keeps it with the op's recipe):
+    each launch tells its chunks' pairs from an earlier launch's by the generation in every word, so
+    fresh data each time must give fresh results; rows of 1 and 2 groups' worth, an odd count."""
+    from isthmus.ops.specs import softmax as sm
+    params = VARIANTS["split"][0]
+    with forced(FAMILY, params):
+        kernel, g, loc, rows, cols, _, ws, ws_nbytes, split = sm._steps(dev, lookup("float32"), 5, 3001)
+    assert split and ws_nbytes == 8 * (1 + 2 * 5 * 4)
+    for _ in range(4):
+        x = _data(rng, (5, 3001), "float32")
+        bx, by = dev.asarray(x), dev.asarray(np.full(x.shape, np.nan, np.float32))
+        dev.launch(kernel, g, loc, [rows, cols, bx, by, ws.arg])
+        _check(by.to_numpy(), x, "float32", f"split, workspace reused, {params}")
+
+
 def test_validity_is_the_same_across_a_bucket():
     """Configs are memoized per problem bucket, so a config valid for one row length must be valid
     for every length in its bucket."""
     configs = [dict(zip([t.name for t in FAMILY.tunables], v)) for v in itertools.product(*(t.values for t in FAMILY.tunables))]
+    # (what the tunables' `when` leaves out, and a CPU's small groups, kept out of the loop: too many)
+    configs = [p for p in configs if all(p[t.name] == t.default or t.applies(p) for t in FAMILY.tunables)
+               and (p["WG"] >= 32 or p["ROWLOOP"])]
     for cols in list(range(1, 300)) + [511, 512, 513, 1000, 1023, 1024, 1025, 4097, 8191, 8192, 8193, 12000,
                                        32000, 32769, 128256]:
         for p in configs:
@@ -285,7 +359,7 @@ def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
     defaults run), used at 1000."""
     from isthmus.tune.db import key_for
 
-    held = {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2}
+    held = {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1, "ROWLOOP": 0}
     assert FAMILY.is_valid(held, dev, {"rows": 4, "cols": 1024}, lookup("float32"))
     dbmod.user().record(key_for(FAMILY, dev, "float32", {"rows": 4, "cols": 1024}), {"rows": 4, "cols": 1024},
                         held, 1.0, "ok")
@@ -294,3 +368,22 @@ def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
     assert resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1000})[0] == held
     longer = resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1500})[0]
     assert longer["CACHE"] == 0 or longer["WG"] * longer["VPT"] * longer["CACHE"] >= 1500
+
+
+def test_a_captured_split_launch_replays_right(dev, rng):
+    """A graph captured with split rows keeps a workspace of its own and zeroes it as a step, so
+    every replay (fresh data each time) computes fresh results; the op's own recipe is untouched."""
+    params = VARIANTS["split"][0]
+    shape = (3, 2500)
+    bx, by = dev.asarray(_data(rng, shape, "float32")), dev.empty(shape, np.float32)
+    with forced(FAMILY, params), dev.capture() as graph:
+        isthmus.ops.softmax(bx, out=by)
+    try:
+        for _ in range(3):
+            x = _data(rng, shape, "float32")
+            bx.copy_from(x)
+            by.copy_from(np.full(shape, np.nan, np.float32))
+            graph.launch()
+            _check(by.to_numpy(), x, "float32", f"graph replay, {params}")
+    finally:
+        graph.close()

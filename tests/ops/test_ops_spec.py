@@ -71,8 +71,8 @@ def test_a_config_tuned_square_is_never_applied_to_another_class(db):
 
 
 def test_each_class_finds_its_own_tuned_config(db):
-    narrow = {"WG": 256, "RPG": 8, "VPT": 4, "CACHE": 1}
-    square = {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2}
+    narrow = {"WG": 256, "RPG": 8, "VPT": 4, "CACHE": 1, "SPLIT": 1, "ROWLOOP": 0}
+    square = {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1, "ROWLOOP": 0}
     _record(db, SOFTMAX, {"rows": 262144, "cols": 128}, narrow)
     _record(db, SOFTMAX, {"rows": 8192, "cols": 8192}, square)
     dbmod.forget()

@@ -79,3 +79,21 @@ def test_grid_runs_along_dimension_0():
     assert grid(8 << 20, 1, p) == (((8 << 20) // 64, 4), (64, 4))  # a copy: 4096 elements per group
     assert grid(12345, 6789, p) == ((193 * 107 * 64, 4), (64, 4))
     assert grid(1, 1, p) == ((64, 4), (64, 4))
+
+
+def test_cpu_devices_default_to_whole_32x32_tiles(dev, rng):
+    """A CPU's transpose (no tuned config): a 32x32 tile per work-group (1.2-1.8x the 16x4 tiles
+    on PoCL), correct at odd shapes."""
+    from isthmus.dtypes import lookup
+    from isthmus.ops.resolve import resolve
+    from isthmus.ops.specs.transpose import FAMILY
+
+    class _Cpu:
+        kind = "cpu"
+
+    assert FAMILY.defaults(_Cpu()) == {"TILE": 32, "BLOCK_ROWS": 32, "ORDER": 0}
+    if dev.kind == "cpu" and dev.max_work_group_size >= 1024:
+        assert resolve(FAMILY, dev, lookup("float32"), {"rows": 3001, "cols": 77})[0]["TILE"] == 32
+    for shape in [(3001, 77), (33, 31), (1, 1)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(isthmus.ops.transpose(dev.asarray(x)).to_numpy(), x.T)

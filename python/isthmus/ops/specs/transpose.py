@@ -51,7 +51,10 @@ SPEC = OpSpec(
     # ORDER 1 (tiles numbered down the rows): 12345x6789 at 81% of copy against 62% for ORDER 0 on
     # the H200, the same at 8192^2 (benchmarks/results/softmax_variants-cuda-nvidia-h200*.md)
     storage=(("float16", "ushort"),),  # a transpose only moves bits (bfloat16 is ushort already)
-    cpu_defaults=(("TILE", 16), ("BLOCK_ROWS", 4)),
+    # CPUs: 32x32 tiles, a work-group per tile, tiles along the columns: on PoCL (Intel Xeon, two
+    # shared cores) 1.2-1.8x the 16x4 tiles at 512^2, 3086x1697 and 2048^2, interleaved in one run
+    # (benchmarks/results/memory-bound-pocl.md)
+    cpu_defaults=(("TILE", 32), ("BLOCK_ROWS", 32), ("ORDER", 0)),
     run=transpose, reference=reference, inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt),),
     moved=lambda p, size: 2 * p["rows"] * p["cols"] * size,
     into=lambda out, x: transpose(x, out=out), numpy=lambda x: np.ascontiguousarray(x.T),
