@@ -8,8 +8,8 @@ per op, two ways:
 - with ``--base DIR``: in alternating processes, one running a base checkout's Python package and
   jar, the next this checkout's (the whole old code, but process-to-process noise is larger).
 
-    python benchmarks/java_crossings.py [--reps 7] [--iters 2000] [--out FILE.md]
-    python benchmarks/java_crossings.py --base DIR [--reps 5] [--iters 3000] [--out FILE.md]
+    python -m benchmarks java_crossings [--reps 7] [--iters 2000] [--out FILE.md]
+    python -m benchmarks java_crossings --base DIR [--reps 5] [--iters 3000] [--out FILE.md]
 
 DIR is a checkout of the base commit whose jar is built into python/isthmus/java/lib
 (`git archive BASE | tar x -C DIR && cd DIR && mvn package -DskipTests && cp target/isthmus-*.jar
@@ -31,7 +31,9 @@ import time
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+SMOKE = "compiles Java against jars and starts JVM processes: minutes, not a smoke test"
+
+REPO = Path(__file__).resolve().parents[2]
 
 JAVA = r"""
 import io.isthmus.*;
@@ -284,7 +286,7 @@ def report(runs: dict, reps: int, iters: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", type=Path, help="compare with this checkout of the base commit (its jar built), "
                    "in alternating processes")
@@ -292,7 +294,7 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=3000)
     p.add_argument("--out", type=Path, default=None, help="markdown report (default: print it)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.child:
         child(args.iters)
         return
