@@ -37,6 +37,29 @@ public final class Ops {
     }
 
     /**
+     * {@code alpha * x} as a new buffer of {@code x}'s shape and dtype (a float dtype).
+     *
+     * @param alpha the factor
+     * @param x input
+     * @return a new buffer
+     */
+    public static DeviceBuffer scale(double alpha, DeviceBuffer x) {
+        return OpCall.run("scale", null, null, alpha, need(x, "x"));
+    }
+
+    /**
+     * {@code alpha * x} into an existing buffer (no allocation per call).
+     *
+     * @param alpha the factor
+     * @param x input
+     * @param out a buffer of {@code x}'s shape and dtype; may be {@code x} itself
+     * @return {@code out}
+     */
+    public static DeviceBuffer scale(double alpha, DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("scale", need(out, "out"), null, alpha, need(x, "x"));
+    }
+
+    /**
      * @param x input
      * @return a one-element buffer with the sum of all elements
      */

@@ -51,6 +51,24 @@ class OpsTest {
 
     @ParameterizedTest
     @MethodSource("io.isthmus.Attached#devices")
+    void scaleIntoANewBufferAndInPlace(Device dev) {
+        Random r = new Random();
+        int n = 1 + r.nextInt(5000);
+        float[] xs = random(r, n);
+        float alpha = r.nextFloat() * 4 - 2;
+        float[] want = new float[n];
+        for (int i = 0; i < n; i++) {
+            want[i] = alpha * xs[i];
+        }
+        try (DeviceBuffer x = dev.fromArray(xs); DeviceBuffer y = Ops.scale(alpha, x)) {
+            assertArrayEquals(want, y.toFloatArray(), 1e-6f);
+            assertSame(x, Ops.scale(alpha, x, x));
+            assertArrayEquals(want, x.toFloatArray(), 1e-6f);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
     void matricesSoftmaxAndTranspose(Device dev) {
         Random r = new Random(11);
         int m = 7;
