@@ -96,8 +96,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="folder for ray_overhead-<tag>.md/.json")
     ap.add_argument("--tag", default="", help="suffix of the result file names (default pocl-<threads>thread)")
     ap.add_argument("--quick", action="store_true", help="a few tiny shards, one round (a smoke test)")
+    ap.add_argument("--rows", default="4096,16384,32768",
+                    help="rows per shard, comma-separated (pick sizes whose direct time is about 10-100 ms)")
     args = ap.parse_args(argv)
-    sizes, tiny_count = (512, 1024, 4096), 200
+    sizes, tiny_count = tuple(int(r) for r in args.rows.split(",")), 200
     if args.quick:
         sizes, tiny_count, args.shards, args.rounds = (64,), 8, 4, 1
     env = {"POCL_DEVICES": "pthread pthread", "POCL_MAX_PTHREAD_COUNT": str(args.threads_per_device)}
