@@ -176,7 +176,7 @@ def in_process_report(res: dict, reps: int, iters: int) -> str:
              f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"shared with other jobs), python {platform.python_version()}, device {res['device']} "
              f"({res['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             f"`python benchmarks/java_crossings.py --reps {reps} --iters {iters}`: one process; per round and op, "
+             f"`python -m benchmarks java_crossings --reps {reps} --iters {iters}`: one process; per round and op, "
              f"{iters} calls by the path before and {iters} by the path now, in alternating order, {reps} rounds. "
              "Before: the per-op SPI method, then the result's shape and dtype asked in one crossing each (what "
              "the old `Ops.softmax` and `DeviceBuffer.wrap` did; those SPI methods remain, deprecated). Now: "
@@ -274,7 +274,7 @@ def report(runs: dict, reps: int, iters: int) -> str:
              f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"shared with other jobs), python {platform.python_version()}, device {first['device']} "
              f"({first['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             f"`python benchmarks/java_crossings.py --base DIR --reps {reps} --iters {iters}`: {reps} before and "
+             f"`python -m benchmarks java_crossings --base DIR --reps {reps} --iters {iters}`: {reps} before and "
              f"{reps} after processes, alternating; each times {iters} calls per case from Java (a loop in Java "
              "on the thread Python started, an 8x8 float32 input, every result closed: `Ops.softmax(x).close()`) "
              "and the same calls from Python (`isthmus.ops.softmax(x).close()`). Median over processes, "
