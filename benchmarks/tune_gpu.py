@@ -33,12 +33,15 @@ SIZES = {
             "transpose": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
             "gemm": [{"m": 512, "n": 512, "k": 512}, {"m": 2048, "n": 2048, "k": 2048},
                      {"m": 4096, "n": 4096, "k": 4096}]},
+    # a problem of each shape class of the sweep (benchmarks/shapes.py, scaled for a CPU): square,
+    # narrow rows (bs), vocabulary-wide rows (sb/e, bb/e), skinny gemm (tbb)
     "cpu": {"axpy": [{"n": 1 << 16}, {"n": 1 << 20}],
-            "sum": [{"n": 1 << 16}, {"n": 1 << 20}],
-            "max": [{"n": 1 << 20}],
-            "softmax": [{"rows": 256, "cols": 256}, {"rows": 1024, "cols": 1024}],
-            "transpose": [{"rows": 256, "cols": 256}, {"rows": 1024, "cols": 1024}],
-            "gemm": [{"m": 128, "n": 128, "k": 128}, {"m": 256, "n": 256, "k": 256}]},
+            "sum": [{"n": 1 << 16}, {"n": 1 << 20}, {"n": 1 << 22}],
+            "max": [{"n": 1 << 20}, {"n": 1 << 22}],
+            "softmax": [{"rows": 1024, "cols": 1024}, {"rows": 16384, "cols": 128}, {"rows": 64, "cols": 32000},
+                        {"rows": 1024, "cols": 16000}],
+            "transpose": [{"rows": 1024, "cols": 1024}, {"rows": 3086, "cols": 1697}],
+            "gemm": [{"m": 512, "n": 512, "k": 512}, {"m": 16, "n": 1024, "k": 1024}]},
 }
 WEIGHT = {"gemm": 4, "sum": 1.5, "max": 1}  # share of the time budget (big spaces get more)
 BUDGET = {"gemm": 100, "sum": 60, "max": 40, "axpy": 20, "transpose": 21, "softmax": 32}  # evaluations per run

@@ -447,3 +447,13 @@ def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):
         with pytest.raises(DatabaseError):
             db.import_document(doc)
     assert db.import_document(_doc(_entry())) == 1
+
+
+def test_import_takes_configs_of_cpu_only_variants(db):
+    """A config of a variant only CPUs may run (gemm's VARIANT 2, `is_cpu` in its restrictions) is
+    valid in a document: the device it was tuned on is not known here, and the lookup re-checks it
+    against the device at hand."""
+    cpu = _entry(device={"backend": "opencl", "vendor": "GenuineIntel", "name": "pthread-x", "driver": "3.1"},
+                 params={**_G, "TM": 128, "TN": 128, "TK": 16, "WPTM": 8, "WPTN": 8,
+                         "VARIANT": 2, "CM": 2, "CN": 8, "CV": 16, "CR": 8})
+    assert db.import_document(_doc(cpu)) == 1

@@ -85,6 +85,12 @@ class _Unlimited:
     kind = "gpu"
 
 
+class _UnlimitedCpu(_Unlimited):
+    """The same for a CPU device: some variants are for CPUs only (``is_cpu`` in a restriction)."""
+
+    kind = "cpu"
+
+
 def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[tuple]:
     """Rows ready to store: (key row, canonical params, time_ms, default_ms). Raises DatabaseError
     for the first bad entry; ``skip_bad`` drops bad entries instead (the shipped configs, which a
@@ -165,7 +171,7 @@ def _entry(i: int, e, source: str) -> tuple:
             raise DatabaseError(f"{where}: params {t.name} = {_short(v)} is out of the space (one of "
                                 f"{', '.join(map(str, t.values))})")
     problem = dict(bucket)
-    if not family.is_valid(params, _Unlimited(), problem, dt):
+    if not any(family.is_valid(params, limits, problem, dt) for limits in (_Unlimited(), _UnlimitedCpu())):
         raise DatabaseError(f"{where}: params {params} break a restriction of {kernel}: "
                             f"{'; '.join(family.restrictions)}")
     time_ms = e["time_ms"]
