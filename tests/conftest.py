@@ -64,3 +64,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not GPU_IDS:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    """A private, empty user tuning database for the test (the shipped configs stay as they are)."""
+    from isthmus.tune import db as dbmod
+
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    dbmod.reset()
+    yield dbmod.user()
+    dbmod.reset()

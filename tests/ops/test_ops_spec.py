@@ -24,14 +24,6 @@ class FakeGpu:
         return {"backend": "opencl", "vendor": "Fake", "name": self.name, "driver": self.driver, "platform": "p"}
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
-    dbmod.reset()
-    yield dbmod.user()
-    dbmod.reset()
-
-
 def _cls(family, **problem):
     return shape_class(problem_bucket(family, problem))
 

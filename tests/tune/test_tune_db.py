@@ -38,14 +38,6 @@ class FakeDevice:
         return {"backend": "opencl", "vendor": "Fake", "name": self.name, "driver": self.driver, "platform": "p"}
 
 
-@pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
-    dbmod.reset()
-    yield dbmod.user()
-    dbmod.reset()
-
-
 def _record(store, dev, n, params, ms, status="ok", family=AXPY):
     problem = {"n": n} if family is AXPY else n
     store.record(key_for(family, dev, "float32", problem), problem, params, ms, status)
