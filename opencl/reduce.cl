@@ -112,13 +112,68 @@
 #define GET_T(i) LOAD(x, i)
 #define GET_ACC(i) (x[i])
 
+#if LAYOUT == 2
+/* LAYOUT 2 (CPUs): LAYOUT 1's contiguous chunk per work-item, read as NV vectors of VW lanes per
+ * step of VPT elements (VW = min(VPT, 16)), into NV independent vector accumulators. Spelled out
+ * because PoCL (3.1, LLVM 15) vectorizes neither LAYOUT 1's 16 scalar accumulators of a max (its
+ * code is scalar vmaxss) nor the work-item loop around a loop. Only reduce_first reads this way:
+ * the partials are few. Vector types and vloadn/vload_halfn are OpenCL C, not the CUDA prelude's,
+ * so the spec keeps this layout to CPU devices. */
+#  if VPT >= 16
+#    define VW 16
+#  elif VPT >= 8
+#    define VW 8
+#  elif VPT >= 4
+#    define VW 4
+#  else
+#    define VW 2
+#  endif
+#  define NV (VPT / VW)
+#  define RV ISTHMUS_CAT(R, VW)
+#  if IS_HALF
+#    define VLOAD_R(i) ISTHMUS_CAT(vload_half, VW)(0, x + (i))
+#  elif IS_BF16
+#    define VLOAD_R(i) ISTHMUS_CAT(as_float, VW)(ISTHMUS_CAT(convert_uint, VW)(ISTHMUS_CAT(vload, VW)(0, x + (i))) << 16)
+#  else
+#    define VLOAD_R(i) ISTHMUS_CAT(convert_, RV)(ISTHMUS_CAT(vload, VW)(0, x + (i)))
+#  endif
+#  if ISTHMUS_SUM
+#    define VCOMBINE(acc, v) ((acc) + (v))
+#  elif ACC_IS_FLOAT
+#    define VCOMBINE(acc, v) select((acc), (v), ((v) > (acc)) | isnan(v))
+#  else
+#    define VCOMBINE(acc, v) max((acc), (v))
+#  endif
+#  define FIRST_ACCUMULATE(acc, n)                                             \
+    do {                                                                       \
+        const long items_ = (long)get_global_size(0);                          \
+        const long per_ = (((n) + items_ - 1) / items_ + VPT - 1) / VPT * VPT; \
+        long i_ = (long)get_global_id(0) * per_;                               \
+        long hi_ = i_ + per_;                                                  \
+        if (hi_ > (n)) hi_ = (n);                                              \
+        RV a_[NV];                                                             \
+        for (int k_ = 0; k_ < NV; ++k_) a_[k_] = (RV)(R_IDENTITY);             \
+        for (; i_ + VPT <= hi_; i_ += VPT) {                                   \
+            _Pragma("unroll")                                                  \
+            for (int k_ = 0; k_ < NV; ++k_) a_[k_] = VCOMBINE(a_[k_], VLOAD_R(i_ + k_ * VW)); \
+        }                                                                      \
+        for (; i_ < hi_; ++i_) acc = COMBINE(acc, (R)GET_T(i_));               \
+        for (int k_ = 1; k_ < NV; ++k_) a_[0] = VCOMBINE(a_[0], a_[k_]);       \
+        R l_[VW];                                                              \
+        ISTHMUS_CAT(vstore, VW)(a_[0], 0, l_);                                 \
+        for (int k_ = 0; k_ < VW; ++k_) acc = COMBINE(acc, l_[k_]);            \
+    } while (0)
+#else
+#  define FIRST_ACCUMULATE(acc, n) GRID_ACCUMULATE(acc, n, GET_T)
+#endif
+
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void reduce_first(const long n, __global const T* x, __global ACC* partial)
 {
     __local R sh[WG];
     const int lid = (int)get_local_id(0);
     R acc = R_IDENTITY;
-    GRID_ACCUMULATE(acc, n, GET_T);
+    FIRST_ACCUMULATE(acc, n);
     GROUP_TREE(sh, lid, acc);
     if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
 }

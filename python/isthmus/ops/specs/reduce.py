@@ -21,10 +21,11 @@ from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Tunable, sample
 
-_TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16), 8),
+_TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8, 16, 32, 64), 8),
              Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048), 1024),
-             # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs)
-             Tunable("LAYOUT", (0, 1), 0))
+             # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs);
+             # 2: LAYOUT 1 read as OpenCL vectors (CPUs only: the CUDA prelude has no 16-wide vectors)
+             Tunable("LAYOUT", (0, 1, 2), 0))
 _BF16 = lookup("bfloat16").np
 _OUT_SHAPE = (1,)
 # The scratch asked for: room for the most partials any config makes, in the widest accumulator (8
@@ -89,8 +90,12 @@ def _spec(name: str, op: str, run, reference, numpy) -> OpSpec:
     return OpSpec(
         name=name, defines=((op, 1),), source="reduce.cl", entries=("reduce_first", "reduce_final"),
         dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"), tunables=_TUNABLES,
-        problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size"),
-        cpu_defaults=(("WG", 16), ("VPT", 16), ("GROUPS", 16), ("LAYOUT", 1)),
+        problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size",
+                                      # VPT 32 and 64 are 2 and 4 vector accumulators of LAYOUT 2
+                                      "VPT <= 16 or LAYOUT == 2", "LAYOUT < 2 or (is_cpu and VPT >= 4)"),
+        # PoCL 3.1 on an Intel Xeon (benchmarks/results/memory_bound_pocl-*): LAYOUT 2 runs max at NumPy's
+        # speed per core where LAYOUT 1's scalar code ran at 0.55-0.7x of it
+        cpu_defaults=(("WG", 16), ("VPT", 64), ("GROUPS", 16), ("LAYOUT", 2)),
         run=run, reference=reference, inputs=lambda p, dt, rng: (sample(rng, p["n"], dt),),
         into=lambda out, x: run(x, out=out), numpy=numpy,
         moved=lambda p, size: p["n"] * size, summary=f"the {name} of all elements, as a one-element buffer")
