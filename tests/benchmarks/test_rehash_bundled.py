@@ -1,0 +1,30 @@
+"""benchmarks/tools/rehash_bundled: a shipped config keyed to an older .cl file (passed as the old
+source) moves to the current fingerprint; one keyed to anything else stays stale."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the suite is the checkout's benchmarks/ package, not part of the wheel
+
+from benchmarks.tools.rehash_bundled import rehash  # noqa: E402
+from isthmus import knobs  # noqa: E402
+from isthmus.ops.specs.reduce import SUM  # noqa: E402
+from isthmus.tune.db import code_of, fingerprint  # noqa: E402
+
+
+def _entry(source_hash: str) -> dict:
+    return {"kernel": "sum", "dtype": "float32", "source_hash": source_hash, "options": fingerprint(SUM, "float32")[1]}
+
+
+def test_an_old_source_carries_its_configs_to_the_current_one():
+    header = (knobs.kernel_dir() / "dtype.h").read_text()
+    old_cl = (knobs.kernel_dir() / "reduce.cl").read_text() + "\n__kernel void reduce_gone(__global float* x) { }\n"
+    old_hash = hashlib.sha256(code_of(header + "\n" + old_cl).encode()).hexdigest()
+    entries = [_entry(old_hash), _entry("0" * 64)]
+    assert rehash([dict(e) for e in entries], header) == 0  # without the old .cl nothing matches
+    assert rehash(entries, header, {"reduce.cl": old_cl}) == 1
+    assert entries[0]["source_hash"] == fingerprint(SUM, "float32")[0]
+    assert entries[1]["source_hash"] == "0" * 64  # stale for another reason: left as it was
