@@ -5,10 +5,10 @@
     python -m benchmarks memory_bound_pocl --quick        # smoke test: one small case per op
 
 NumPy references: softmax ``exp(x - max) / sum``, transpose ``np.ascontiguousarray(x.T)``,
-``x.sum()``, ``x.max()``, axpy ``y += a * x`` (``np.add(y, a * x, out=y)``). Every call is timed the
-same way (wall clock, ``reps`` calls then a wait for the device, median of rounds); isthmus and
-NumPy alternate round by round so that the machine's load hits both. GB/s counts each input read
-once and each output written once.
+``x.sum()``, ``x.max()``, axpy ``y += a * x`` (``np.add(y, a * x, out=y)``), scale
+``np.multiply(x, a, out=z)``. Every call is timed the same way (wall clock, ``reps`` calls then a
+wait for the device, median of rounds); isthmus and NumPy alternate round by round so that the
+machine's load hits both. GB/s counts each input read once and each output written once.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import isthmus
-from isthmus import measure
+from isthmus import knobs, measure
 
 SOFTMAX = [(100000, 16), (16384, 128), (4095, 257), (256, 32000), (64, 128256)]
 TRANSPOSE = [(512, 512), (2048, 2048), (3086, 1697)]
@@ -75,6 +75,16 @@ def cases(dev, rng, quick: bool = False):
         # a = 0: the same traffic as any axpy, and y stays the same over repeated calls
         yield ("axpy", f"n={n}", 3 * x.nbytes, lambda dx=dx, dy=dy: isthmus.ops.axpy(0.0, dx, dy),
                lambda x=x, hy=hy: np.add(hy, 0.0 * x, out=hy), lambda dy=dy: dy.to_numpy(), lambda y=y: y)
+        dz, hz = dev.empty(n, np.float32), np.empty(n, np.float32)
+        yield ("scale", f"n={n}", 2 * x.nbytes, lambda dx=dx, dz=dz: isthmus.ops.scale(2.0, dx, out=dz),
+               lambda x=x, hz=hz: np.multiply(x, 2.0, out=hz), lambda dz=dz: dz.to_numpy(), lambda x=x: 2.0 * x)
+
+
+def _user_configs() -> int:
+    """How many tuned configs the user's database holds (0: only what ships is measured)."""
+    from isthmus.tune import db
+
+    return len(db.user().export()["entries"])
 
 
 def main(argv=None) -> int:
@@ -99,7 +109,8 @@ def main(argv=None) -> int:
         print(f"{op} {size}: {t_peer / t_ours:.2f}x NumPy, error {err:.1e}", flush=True)
     report = measure.Report("memory_bound_pocl", f"Memory-bound ops on {dev.name} ({dev.backend}) vs NumPy", dev,
                             data={"rows": rows},
-                            notes=[f"NumPy {np.__version__}; isthmus configs: shipped database and defaults only"])
+                            notes=[f"NumPy {np.__version__}; isthmus configs: shipped database and defaults, and the "
+                                   f"{_user_configs()} configs of the user's tuning database ({knobs.tuning_db()})"])
     report.add_table(["op", "size", "isthmus GB/s", "NumPy GB/s", "isthmus / NumPy", "max rel. error"],
                      [[r["op"], r["size"], f"{r['isthmus_GBs']:.3g}", f"{r['numpy_GBs']:.3g}", f"{r['ratio']:.2f}x",
                        f"{r['error']:.1e}"] for r in rows])
