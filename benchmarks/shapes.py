@@ -32,6 +32,7 @@ import ctypes
 import json
 import os
 import sys
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -45,6 +46,10 @@ MB256 = 64 << 20  # float32 elements in 256 MB
 CPU_SCALE = 16  # CPU devices: memory-bound cases this many times smaller
 QUICK_SCALE = 1024  # --quick: a smoke test of the script
 TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
+# CPU devices: a pause before each timed round. OpenBLAS's worker threads keep spinning on the cores
+# for 50-300 ms after a NumPy gemm, so a round that follows one runs PoCL's threads beside them
+# (gemm 512^3 on the 2-core VM: isthmus 76 GFLOP/s right after NumPy's round, 126 after 0.3 s).
+CPU_SETTLE_S = 0.3
 
 
 class Case(NamedTuple):
@@ -309,9 +314,19 @@ def _peer_unary(peers: Peers, x: np.ndarray, torch_fn, numpy_fn):
 
 
 # ---- timing ---------------------------------------------------------------------------------
-def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float) -> tuple[float, float | None]:
+def _settled(timed: Callable[[], float]) -> Callable[[], float]:
+    """The timed round after a pause that is not timed (CPU_SETTLE_S: other threads go idle)."""
+    def round_after_pause() -> float:
+        time.sleep(CPU_SETTLE_S)
+        return timed()
+    return round_after_pause
+
+
+def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float,
+              quick: bool = False) -> tuple[float, float | None]:
     """Median ms per call of ours and the peer, in alternating rounds of ``reps`` calls (each
-    after a warm-up; ``reps`` fills about ``budget_s`` per side)."""
+    after a warm-up; ``reps`` fills about ``budget_s`` per side; on a CPU device each round after a
+    pause of CPU_SETTLE_S, unless ``quick``)."""
     cpu = dev.kind == "cpu"
     ours_clock = measure.WallClock(dev.synchronize) if cpu else dev
     first_ms = measure.host_ms(ours, repeat=1, warmup=1, sync=dev.synchronize)  # warm-up: compiles, allocates
@@ -321,6 +336,8 @@ def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float) -> tu
         peer()
         peers.sync()
         candidates["peer"] = measure.round_of(peers.clock(), peer, reps)
+    if cpu and not quick:
+        candidates = {name: _settled(timed) for name, timed in candidates.items()}
     times = measure.interleaved(candidates, rounds)
     return times["ours"].median, (times["peer"].median if peer is not None else None)
 
@@ -330,11 +347,12 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm((np.asarray(out, np.float64) - ref64).ravel()) / (np.linalg.norm(ref64.ravel()) or 1))
 
 
-def measure_case(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s: float) -> dict:
+def measure_case(dev, peers: Peers, case: Case, ceiling: float, rounds: int, budget_s: float,
+                 quick: bool = False) -> dict:
     row = {"op": case.op, "case": case.label, "dtype": case.dtype, "peer": case.peer_name, "note": case.note}
     if case.ours is None:
         return row
-    ours_ms, peer_ms = time_pair(dev, peers, case.ours, case.peer, rounds, budget_s)
+    ours_ms, peer_ms = time_pair(dev, peers, case.ours, case.peer, rounds, budget_s, quick)
     ours_s, peer_s = ours_ms / 1e3, (peer_ms / 1e3 if peer_ms else None)
     if case.flops:
         row.update(unit="TFLOP/s", isthmus=case.flops / ours_s / 1e12)
@@ -404,7 +422,7 @@ def main(argv=None) -> int:
     rows = []
     for case in cases:
         try:
-            row = measure_case(dev, peers, case, ceiling, args.rounds, args.budget)
+            row = measure_case(dev, peers, case, ceiling, args.rounds, args.budget, args.quick)
         except Exception as exc:  # one failing case must not lose the sweep: record it
             row = {"op": case.op, "case": case.label, "dtype": case.dtype, "note": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
