@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import knobs
+from ..buffer import Buffer
 from ..device import Device
 from ..errors import (BackendUnavailableError, ClosedBufferError, CompileError, DeviceError,
                       LaunchConfigError, OutOfMemoryError)
@@ -357,7 +358,7 @@ class CudaDevice(Device):
         if mem is None:
             if buf._dt is None:
                 raise ClosedBufferError("this buffer was closed; allocate a new one (buffers cannot be reopened)")
-            return np.uint64(0)  # an open zero-size buffer: nothing is read or written through it
+            return _NULL  # an open zero-size buffer: nothing is read or written through it
         arg = _DevicePointer(buf._ptr)
         arg.mem = mem
         return arg
@@ -368,7 +369,7 @@ class CudaDevice(Device):
 
     def _native_arg(self, packed):
         """A packed argument as CuPy takes it (for calls that bypass isthmus: benchmarks)."""
-        return np.uint64(packed) if isinstance(packed, _DevicePointer) else packed
+        return np.uint64(packed) if packed.__class__ is _DevicePointer else packed
 
     def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
@@ -386,13 +387,24 @@ class CudaDevice(Device):
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
 
     def _launch(self, kernel, gsize, lsize, args):
-        packed = self._pack(kernel, args)
+        # Device._pack's pass, inline (this is the hot path of every call: a frame less), then the
+        # launch key. Packed buffers are _DevicePointer ints, so hashing the key and comparing it
+        # with a remembered one (plain ints) stays in C.
+        types = kernel._types
+        for i, v in enumerate(args):
+            c = v.__class__
+            if c is Buffer:
+                args[i] = v._arg or v._launch_arg()
+            elif c is not types[i] and types[i] is not None:
+                args[i] = kernel._convert(i, v)
         # A launch seen again (same grid, same argument values) replays its own prepared launch
         # (driver parameter block packed once; after three replays a one-kernel graph). A launch
         # not seen recently refills the grid's scratch parameter block in place, which costs far
         # less than preparing a launch that may never come back.
-        key = (gsize, lsize, *packed)
-        memo = kernel.__dict__.get("_cuda_memo") or kernel.__dict__.setdefault("_cuda_memo", _LaunchMemo())
+        key = (gsize, lsize, *args)
+        memo = kernel._launch_memo
+        if memo is None:
+            memo = kernel._launch_memo = _LaunchMemo()
         prepared = memo.prepared.get(key)
         if prepared is not None:
             prepared.launch()
@@ -404,7 +416,7 @@ class CudaDevice(Device):
             memo.seen.discard(seen)
             if len(memo.prepared) >= memo.PREPARED_MAX:
                 memo.prepared.clear()
-            prepared = memo.prepared[_plain(key)] = self._prepare(kernel, gsize, lsize, packed)
+            prepared = memo.prepared[_plain(key)] = self._prepare(kernel, gsize, lsize, args)
             prepared.launch()
             return
         if len(memo.seen) >= memo.SEEN_MAX:
@@ -414,9 +426,9 @@ class CudaDevice(Device):
         if scratch is None:
             if len(memo.scratch) >= memo.SCRATCH_MAX:
                 memo.scratch.clear()
-            scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, packed)
+            scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, args)
             scratch._calm = _PreparedLaunch.NEVER  # refilled at every use: never a graph
-        scratch.refill(packed)
+        scratch.refill(args)
 
 
 class _Graph:
@@ -441,17 +453,20 @@ class _Graph:
             raise DeviceError(f"graph launch on {dev.id} failed: {exc}") from exc
 
 
-class _DevicePointer(np.uint64):
-    """A packed buffer argument: the device pointer as the uint64 the kernel takes (equal to, and
-    hashing like, that np.uint64), holding the buffer's memory in ``mem``."""
+class _DevicePointer(int):
+    """A packed buffer argument: the device pointer (an int: equal to, and hashing like, the plain
+    int a launch memo keeps, both compared in C), holding the buffer's memory in ``mem``."""
 
-    __slots__ = ("mem",)
+    mem = None  # (an int subclass cannot have __slots__: ``mem`` lives in the instance __dict__)
 
 
 def _plain(key: tuple) -> tuple:
-    """A launch key with plain np.uint64 pointers (a memo that kept a _DevicePointer would keep its
+    """A launch key with plain int pointers (a memo that kept a _DevicePointer would keep its
     memory from going back to the pool)."""
-    return tuple(np.uint64(v) if v.__class__ is _DevicePointer else v for v in key)
+    return tuple(int(v) if v.__class__ is _DevicePointer else v for v in key)
+
+
+_NULL = _DevicePointer(0)  # a zero-size buffer's argument (holds no memory)
 
 
 class _LaunchMemo:
@@ -492,7 +507,8 @@ class _PreparedLaunch:
         grid, block = (grid + (1, 1))[:3], (block + (1, 1))[:3]
         self._dev = dev
         self._kernel = kernel
-        self._cells = [np.array([v], dtype=np.asarray(v).dtype) for v in packed]
+        self._cells = [np.array([v], dtype=np.uint64 if v.__class__ is _DevicePointer else np.asarray(v).dtype)
+                       for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
         self._stream = dev.stream
         dyn = dev._dynamic_shared(kernel) if getattr(kernel, "dynamic_local_bytes", 0) else 0

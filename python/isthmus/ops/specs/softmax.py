@@ -142,7 +142,7 @@ def softmax(x, out=None):
     # in place is fine: each item reads the elements it writes before it writes them
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
-        if dev._recording() is None:
+        if dev._recorder is None or dev._recording() is None:  # (the common case without a call)
             dev.launch(k, g, loc, [rows, cols, x, y, ws.arg])
         else:  # a graph being captured keeps a workspace of its own, zeroed as a step of the graph
             own = dev._temporary(ws_nbytes)
