@@ -30,6 +30,8 @@ class FakeDevice:
     kind = "gpu"
     max_work_group_size = 1024
     local_mem_size = 49152
+    local_mem_optin = compute_capability = None
+    native_vector_width_float = 0
 
     def __init__(self, name="Fake GPU", driver="1.0", id="fake:0"):
         self.name, self.driver, self.id = name, driver, id

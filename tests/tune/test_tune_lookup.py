@@ -21,6 +21,9 @@ F32 = dtype("float32")
 class StandIn:
     """A device as the lookup sees it: identity, kind and limits (plus what CUDA/OpenCL add)."""
 
+    local_mem_optin = compute_capability = None
+    native_vector_width_float = 0
+
     def __init__(self, name, backend="opencl", vendor="GenuineIntel", driver="1.0", kind="cpu", wg=4096,
                  local=1 << 20, **extra):
         self.name, self.backend, self.vendor, self.driver, self.kind = name, backend, vendor, driver, kind

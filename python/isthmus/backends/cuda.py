@@ -371,6 +371,21 @@ class CudaDevice(Device):
         """A packed argument as CuPy takes it (for calls that bypass isthmus: benchmarks)."""
         return np.uint64(packed) if packed.__class__ is _DevicePointer else packed
 
+    def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
+        from ..program import _options
+
+        src = defines_as_source(_options(kernel.program.defines)) + self._prepare_source(kernel.program.source)
+        raw = self._cp.RawKernel(src, kernel.name, options=tuple(self._nvrtc_options()))
+        return raw, (tuple(a // b for a, b in zip(gsize, lsize)), lsize, args), {"stream": self.stream}
+
+    def _vendor_call(self, make, buffers: list):
+        fn = make([self._cupy_view(b) for b in buffers])
+
+        def run():
+            with self._cp_device, self.stream:
+                fn()
+        return run
+
     def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
         if lsize is None:

@@ -330,6 +330,10 @@ class OpenCLDevice(Device):
         """A packed argument as PyOpenCL takes it (for calls that bypass isthmus: benchmarks)."""
         return packed.cl if isinstance(packed, _Mem) else packed
 
+    def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
+        native = self._cl.Kernel(kernel.program.native, kernel.name)  # an independent kernel object
+        return native, (self.queue, gsize, lsize, *args), {}
+
     def _launch(self, kernel, gsize, lsize, args):
         cl = self._cl
         native = kernel.native

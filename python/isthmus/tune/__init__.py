@@ -90,7 +90,7 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
 
     tgt = get_target(kernel)
     fam = tgt.family
-    dev = get_device(device) if not hasattr(device, "identity") else device
+    dev = get_device(device)
     dt = dtype_lookup(dtype)
     fam.check_dtype(dev, dt)
     if problem is None or set(problem) != set(fam.problem):

@@ -91,15 +91,13 @@ def _pocl_simd_width(name: str) -> int | None:
 
 def device_arch(device) -> str | None:
     """The architecture class of the device at hand (it may know more than its name says)."""
+    if device.compute_capability:
+        return f"nvidia-sm{device.compute_capability}"
     ident = device.identity()
-    capability = getattr(device, "compute_capability", None)
-    if ident["backend"] == "cuda" and capability:
-        return f"nvidia-sm{capability}"
     arch = arch_of(ident["backend"], ident["vendor"], ident["name"])
-    if arch is None and getattr(device, "kind", None) == "cpu" and platform.machine().lower() in ("x86_64", "amd64"):
-        width = getattr(device, "native_vector_width_float", 0)  # an OpenCL CPU device is this host's CPU
-        if width:
-            return f"x86-64-simd{32 * width}"
+    width = device.native_vector_width_float
+    if arch is None and width and device.kind == "cpu" and platform.machine().lower() in ("x86_64", "amd64"):
+        return f"x86-64-simd{32 * width}"  # an OpenCL CPU device is this host's CPU
     return arch
 
 
