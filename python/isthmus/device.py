@@ -1,6 +1,6 @@
 """Devices: the base class every backend fills in, and discovery over all backends.
 
-Public methods live here; a backend (``backends/opencl.py``, ``backends/cuda.py``) provides the
+Public methods live here; a backend (``backends/opencl/``, ``backends/cuda/``) provides the
 underscored hooks. Nothing is probed at import: discovery runs on the first call to
 :func:`devices` or :func:`device` and is remembered.
 """
