@@ -1,6 +1,6 @@
 """Install, from a Ray bundle's wheels, only the dependencies this interpreter lacks.
 
-    python3 benchmarks/tools/ray_deps.py BUNDLE TARGET [NAME...]
+    python3 benchmarks/tools/ray_deps.py BUNDLE TARGET [NAME...]     (or python -m benchmarks ray_deps ...)
 
 BUNDLE: the unpacked ``rayg`` folder of ``ray_bundle.sh`` (``site/`` holds Ray, ``whl/`` the wheels
 of its dependencies); TARGET: where missing ones are installed (put it on PYTHONPATH after
@@ -18,6 +18,8 @@ import sys
 import zipfile
 from importlib import metadata
 from pathlib import Path
+
+SMOKE = "needs an unpacked Ray bundle (benchmarks/tools/ray_bundle.sh); tests/benchmarks/test_ray_deps.py covers it"
 
 
 def _packaging(whl: Path):
@@ -91,7 +93,8 @@ def resolve(bundle: Path, extra: list[str]) -> tuple[list, list]:
     return present, list(install.values())
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2:
         print(__doc__)
         return 2
@@ -107,4 +110,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())
