@@ -35,6 +35,7 @@ import json
 import os
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -258,7 +259,7 @@ def throughput(setup: Setup, rows: int, count: int, args) -> dict:
     t = timed_s(cases, args.rounds)
     row = {"rows_per_shard": rows, "shards": len(shards), "ms_per_shard_direct": t["direct"] / len(shards) * 1e3,
            "ms_per_shard_pipelined": t["pipelined"] / len(shards) * 1e3,
-           "mb_per_shard": shards[0][0].nbytes / 1e6, "same_best_as_direct": same}
+           "mb_per_shard": shards[0][0].nbytes / 1e6, "batch": batch, "same_best_as_direct": same}
     for name in t:
         row[f"{name}_shards_per_s"] = len(shards) / t[name]
     for ray_case in ("ray1", "ray1b"):
@@ -314,15 +315,17 @@ def main(argv=None) -> int:
     say("starting Ray and the device actors")
     setup = Setup(args)
     say(f"actors: {setup.actors}")
+    failures: list[str] = []  # a section that fails is reported, and the others still run (one GPU call)
+    rows_out = []
     try:
-        head = overhead(setup, tiny_count, args.batch, args.rounds)
+        head = _section(failures, "per-shard overhead", lambda: overhead(setup, tiny_count, args.batch, args.rounds))
         print(json.dumps(head, indent=1), flush=True)
-        rows_out = []
-        for rows, count in shard_sizes(args, setup.devs[0]):
+        for rows, count in _section(failures, "shard sizes", lambda: shard_sizes(args, setup.devs[0])) or ():
             say(f"throughput: {count} shards of {rows} rows")
-            row = throughput(setup, rows, count, args)
-            print(json.dumps(row, indent=1), flush=True)
-            rows_out.append(row)
+            row = _section(failures, f"{rows} rows per shard", lambda: throughput(setup, rows, count, args))
+            if row is not None:
+                print(json.dumps(row, indent=1), flush=True)
+                rows_out.append(row)
     finally:
         setup.close()
 
@@ -332,10 +335,12 @@ def main(argv=None) -> int:
     report = measure.Report("ray_overhead", "isthmus on Ray vs one process", setup.devs,
                             data={"env": setup.env, "device": args.device, "actors": setup.actors,
                                   "catalog": {"items": args.items, "dim": args.dim},
-                                  "load_average_before_after": load, "overhead": head, "throughput": rows_out},
+                                  "load_average_before_after": load, "overhead": head, "throughput": rows_out,
+                                  "failures": failures},
                             notes=[f"{where}; load average {load[0]} before, {load[1]} after (other work may share "
                                    "the cores): ratios within one run are what counts, and they move between runs",
-                                   f"catalog {args.items} x {args.dim} float32; pipeline depth {PIPELINE_DEPTH}"])
+                                   f"catalog {args.items} x {args.dim} float32; pipeline depth {PIPELINE_DEPTH}",
+                                   *(f"FAILED: {f}" for f in failures)])
     tables(report, head, rows_out, setup.shared)
     print(report.markdown())
     if args.out:
@@ -344,11 +349,30 @@ def main(argv=None) -> int:
     differ = [r["rows_per_shard"] for r in rows_out if r["same_best_as_direct"] < 1.0]
     if differ:
         print(f"the Ray results differ from the direct loop's at {differ} rows per shard (same_best_as_direct)")
-        return 1
-    return 0
+    for f in failures:
+        print(f"FAILED: {f}")
+    return 1 if differ or failures else 0
 
 
-def tables(report, head: dict, rows: list, shared: bool) -> None:
+def _section(failures: list, what: str, fn):
+    """``fn()``, or None with the failure printed and noted in ``failures``."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - one failed part of a long device run must not lose the rest
+        say(f"FAILED {what}: {type(exc).__name__}: {exc}")
+        traceback.print_exc()
+        failures.append(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
+        return None
+
+
+def tables(report, head: dict | None, rows: list, shared: bool) -> None:
+    if head is not None:
+        _overhead_table(report, head)
+    if rows:
+        _throughput_table(report, rows, shared)
+
+
+def _overhead_table(report, head: dict) -> None:
     report.add_table(["direct loop", "run_local (pipeline)", "Ray map", "Ray overhead",
                       f"Ray map, batch {head['batch']}", "its overhead", "one-shard map latency"],
                      [[f"{head['direct_us']:.0f} µs", f"{head['run_local_us']:.0f} µs",
@@ -356,6 +380,9 @@ def tables(report, head: dict, rows: list, shared: bool) -> None:
                        f"{head['ray_batch_us']:.0f} µs", f"{head['ray_batch_overhead_us']:.0f} µs",
                        f"{head['ray_single_shard_latency_ms']:.1f} ms"]],
                      "Per-shard overhead (tiny shards, one actor, pipelined):")
+
+
+def _throughput_table(report, rows: list, shared: bool) -> None:
     first = ["rows/shard", "MB/shard", "ms/shard (direct)", "ms/shard (pipelined)", "direct", "pipelined",
              "Ray 1 actor", "Ray1 / direct", "batched", "Ray1 / pipelined", "batched"]
 
@@ -365,7 +392,7 @@ def tables(report, head: dict, rows: list, shared: bool) -> None:
                 f"{r['pipelined_shards_per_s']:.1f}", f"{r['ray1_shards_per_s']:.1f}", f"{r['ray1_of_direct']:.0%}",
                 f"{r['ray1b_of_direct']:.0%}", f"{r['ray1_of_pipelined']:.0%}", f"{r['ray1b_of_pipelined']:.0%}"]
 
-    caption = (f"Throughput (shards/s). Ray runs: batch 1, then batch {head['batch']} (shards per Ray call). "
+    caption = (f"Throughput (shards/s). Ray runs: batch 1, then batch {rows[0]['batch']} (shards per Ray call). "
                "Ray1 / direct is the per-device target (>= 90% for shards of >= 10 ms); Ray1 / pipelined compares "
                "with the same pipeline run in one process without Ray. ")
     if shared:
