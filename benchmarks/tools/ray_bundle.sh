@@ -66,7 +66,7 @@ rm -f "$stage"/site/ray-*.dist-info/RECORD
 after=$(du -sb "$stage/site" | cut -f1)
 {
   echo "ray $RAY_VERSION for CPython $PYVER manylinux x86_64, from $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
-  echo "built $(date -u +%FT%TZ) by benchmarks/tools/ray_bundle.sh"
+  echo "built by benchmarks/tools/ray_bundle.sh (no date: the same inputs give the same archive)"
   echo "unpacked: $before bytes; pruned and stripped: $after bytes"
   echo "pruned: $PRUNE" | tr -s ' \n' ' '; echo
   echo "stripped (--strip-unneeded): $STRIP"
