@@ -26,13 +26,16 @@ from isthmus import measure
 SMOKE = ["--quick", "--out", "{out}"]
 
 SIZES = {
-    "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
+    # a problem of each shape class of the sweep (benchmarks/shapes.py): square, narrow rows (bs:
+    # attention width and the odd 65521x257), vocabulary-wide rows (bb/e), odd transpose, skinny gemm (tbb, sbb)
+    "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 26}],
             "sum": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
             "max": [{"n": 1 << 24}, {"n": 1 << 26}],
-            "softmax": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
-            "transpose": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
-            "gemm": [{"m": 512, "n": 512, "k": 512}, {"m": 2048, "n": 2048, "k": 2048},
-                     {"m": 4096, "n": 4096, "k": 4096}]},
+            "softmax": [{"rows": 65521, "cols": 257}, {"rows": 262144, "cols": 128}, {"rows": 4096, "cols": 32000},
+                        {"rows": 1024, "cols": 128256}, {"rows": 8192, "cols": 8192}],
+            "transpose": [{"rows": 4096, "cols": 4096}, {"rows": 12345, "cols": 6789}, {"rows": 8192, "cols": 8192}],
+            "gemm": [{"m": 16, "n": 4096, "k": 4096}, {"m": 64, "n": 11008, "k": 4096},
+                     {"m": 2048, "n": 2048, "k": 2048}, {"m": 4096, "n": 4096, "k": 4096}]},
     # a problem of each shape class of the sweep (benchmarks/shapes.py, scaled for a CPU): square,
     # narrow rows (bs), vocabulary-wide rows (sb/e, bb/e), skinny gemm (tbb)
     "cpu": {"axpy": [{"n": 1 << 16}, {"n": 1 << 20}],
