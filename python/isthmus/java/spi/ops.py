@@ -1,21 +1,27 @@
-"""Library ops from Java in one crossing: ``Runtime.op(name, args, out, options)`` calls the public
-``isthmus.ops`` function of that name and returns an ``io.isthmus.spi.OpResult`` that carries the
-result's handle, shape and dtype together (Java asks for nothing more). ``OpHandle`` is the same
-for an op bound to one device (``Device.library``)."""
+"""Ops from Java in one crossing each. ``Runtime.library(name)`` resolves an op of the registry
+(:func:`isthmus.ops.registry.op`: a library op, or one a user registered) into an ``OpHandle``
+once; Java keeps it per name (``io.isthmus.Isthmus``), so a call carries no name. Each call
+returns an ``io.isthmus.spi.OpResult`` that holds the result's handle, shape and dtype together
+(Java asks for nothing more). ``Runtime.op(name, args, out, options)`` is the same call by name;
+``DeviceHandle.op(name)`` gives an ``OpHandle`` bound to one device (``Device.library``).
+
+Why ``OpHandle`` has ``call1``..``call3`` next to ``call(Object[], ...)``: JPype converts a
+method's parameters together with the call, but every element read out of an ``Object[]`` costs
+it a wrapper object of its own, and the array one more (a boxed Double read from an array: about
+3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host time than the
+typed crossing it replaced; as three parameters it costs what that did
+(benchmarks/results/issue12-java-host-pocl.md)."""
 from __future__ import annotations
 
 import jpype
 
 from isthmus.buffer import Buffer
 from isthmus.errors import InvalidArgumentError
+from isthmus.ops import registry
 
-from .buffers import BufferHandle, argument, arguments
+from .buffers import BufferHandle, argument, arguments, buffer
 from .proxy import implements, spi
 
-# The one table from op names to the functions Java runs: filled from the public functions of
-# isthmus.ops on first use, so a new op needs no entry here (the typed io.isthmus.Ops method is
-# its only Java-side line).
-_OPS: dict[str, object] = {}
 _OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
 
 # Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
@@ -27,18 +33,27 @@ _DTYPES: dict[object, object] = {}
 
 
 def op_function(name: str):
-    """The public ``isthmus.ops`` function called ``name``."""
-    fn = _OPS.get(name)
-    if fn is None:
-        import isthmus.ops
+    """The function of the op registered as ``name`` (the registry is the op table: a library op
+    or a user's)."""
+    return registry.op(name).run
 
-        # public callables that are neither classes (Buffer) nor modules: the op functions
-        public = {n: f for n, f in vars(isthmus.ops).items()
-                  if not n.startswith("_") and callable(f) and not isinstance(f, type)}
-        if name not in public:
-            raise InvalidArgumentError(f"no library op {name!r}; isthmus.ops has {', '.join(sorted(public))}")
-        fn = _OPS[name] = public[name]
-    return fn
+
+class RegisteredOp:
+    """An op by name, on the device its buffers live on. The registry is read at each call (one
+    dict lookup), so an op a user registers again runs its newer spec."""
+
+    def __init__(self, name: str):
+        self.name = registry.op(name).name  # an unknown name fails here, before Java keeps a handle
+
+    def __call__(self, *args, **kwargs):
+        return registry.get(self.name).run(*args, **kwargs)
+
+    def prepare(self, *args, **kwargs):
+        """Prepared on the device of its first buffer argument (as the op would run there)."""
+        dev = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, Buffer)), None)
+        if dev is None:
+            raise InvalidArgumentError(f"{self.name}: no buffer among the arguments, so no device to prepare it on")
+        return registry.LibraryKernel(dev, self.name).prepare(*args, **kwargs)
 
 
 def options(joptions) -> dict:
@@ -68,6 +83,16 @@ def call(fn, jargs, jout, joptions):
     if jout is not None:
         out = kwargs["out"] = argument(jout)
     return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
+
+
+def run(fn, jobjs, jout):
+    """Run ``fn`` on Java arguments that crossed as parameters (``OpHandle.call1``..``call3``,
+    ``call1Into``, ``call2Into``); ``jout``: the ``out=`` handle, or None."""
+    args = [argument(j) for j in jobjs]
+    if jout is None:
+        return op_result(fn(*args), args, jobjs, None, None)
+    out = buffer(jout, "out")
+    return op_result(fn(*args, out=out), args, jobjs, out, jout)
 
 
 def op_result(result, args, jobjs, out, jout):
@@ -115,7 +140,8 @@ def _java_dtype(dtype):
 
 @implements("io.isthmus.spi.OpHandle")
 class OpHandle:
-    """A library op bound to a device (Python's ``device.kernel(name)``), called from Java."""
+    """An op called from Java: ``kernel`` is a :class:`RegisteredOp` (``Runtime.library``: on the
+    device its buffers live on) or a library kernel bound to a device (``DeviceHandle.op``)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -127,6 +153,26 @@ class OpHandle:
     @spi
     def call(self, jargs, jout, joptions):
         return call(self.kernel, jargs, jout, joptions)
+
+    @spi
+    def call1(self, a):
+        return run(self.kernel, (a,), None)
+
+    @spi
+    def call2(self, a, b):
+        return run(self.kernel, (a, b), None)
+
+    @spi
+    def call3(self, a, b, c):
+        return run(self.kernel, (a, b, c), None)
+
+    @spi
+    def call1Into(self, a, jout):
+        return run(self.kernel, (a,), jout)
+
+    @spi
+    def call2Into(self, a, b, jout):
+        return run(self.kernel, (a, b), jout)
 
     @spi
     def prepare(self, jargs, jout, joptions):
