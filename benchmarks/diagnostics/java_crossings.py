@@ -173,7 +173,7 @@ PAIR_CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
 SIDES = ("old", "generic", "new")
 
 
-def in_process(reps: int, iters: int) -> dict:
+def in_process(reps: int, iters: int, cases: tuple = PAIR_CASES) -> dict:
     """The Java paths timed in turn in this process, the order rotating every round:
     {case: {"old"|"generic"|"new": [(wall, cpu)...]}} (``softmax out=`` has no "old" path)."""
     import numpy as np
@@ -197,16 +197,16 @@ def in_process(reps: int, iters: int) -> dict:
     x, y, o = dev.asarray(host), dev.asarray(host), dev.zeros((8, 8), np.float32)
     jx, jy, jo = (isthmus.java.to_java(b) for b in (x, y, o))
     out = {"device": dev.id, "device_name": dev.name,
-           "cases": {c: {s: [] for s in SIDES if s != "old" or "out=" not in c} for c in PAIR_CASES}}
+           "cases": {c: {s: [] for s in SIDES if s != "old" or "out=" not in c} for c in cases}}
     for rep in range(reps):
-        for case in PAIR_CASES:
+        for case in cases:
             sides = list(out["cases"][case])
             for side in sides[rep % len(sides):] + sides[:rep % len(sides)]:
                 wall, cpu = pairs.time(case, side, jx, jy, jo, iters)
                 out["cases"][case][side].append((float(wall), float(cpu)))
         print(f"round {rep + 1}/{reps}: " + ", ".join(
             f"{c} " + " / ".join(f"{v[-1][1] / 1000:.1f}" for v in out["cases"][c].values()) + " us"
-            for c in PAIR_CASES), flush=True)
+            for c in cases), flush=True)
     for j in (jx, jy, jo):
         j.close()
     return out
@@ -221,7 +221,9 @@ def in_process_report(res: dict, reps: int, iters: int) -> str:
              f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"shared with other jobs), python {platform.python_version()}, device {res['device']} "
              f"({res['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             f"`python -m benchmarks java_crossings --reps {reps} --iters {iters}`: one process; per round and op, "
+             f"`python -m benchmarks java_crossings --reps {reps} --iters {iters}"
+             f"{'' if tuple(res['cases']) == PAIR_CASES else ' --cases ' + ','.join(res['cases'])}`: one process; "
+             "per round and op, "
              f"{iters} calls by each path in turn, the order rotating every round, {reps} rounds. "
              "Old: the typed SPI method per op from before issue 12, then the result's shape and dtype asked in "
              "one crossing each (what the old `Ops.softmax` and `DeviceBuffer.wrap` did; those SPI methods remain, "
@@ -349,13 +351,14 @@ def main(argv=None) -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--iters", type=int, default=3000)
     p.add_argument("--out", type=Path, default=None, help="markdown report (default: print it)")
+    p.add_argument("--cases", default=",".join(PAIR_CASES), help="in one process: these ops only (comma-separated)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.iters)
         return
     if args.base is None:
-        res = in_process(args.reps, args.iters)
+        res = in_process(args.reps, args.iters, tuple(args.cases.split(",")))
         text = in_process_report(res, args.reps, args.iters)
         if args.out:
             args.out.write_text(text + "\n<!-- raw: " + json.dumps(res) + " -->\n")

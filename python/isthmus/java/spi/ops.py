@@ -38,24 +38,6 @@ def op_function(name: str):
     return registry.op(name).run
 
 
-class RegisteredOp:
-    """An op by name, on the device its buffers live on. The registry is read at each call (one
-    dict lookup), so an op a user registers again runs its newer spec."""
-
-    def __init__(self, name: str):
-        self.name = registry.op(name).name  # an unknown name fails here, before Java keeps a handle
-
-    def __call__(self, *args, **kwargs):
-        return registry.get(self.name).run(*args, **kwargs)
-
-    def prepare(self, *args, **kwargs):
-        """Prepared on the device of its first buffer argument (as the op would run there)."""
-        dev = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, Buffer)), None)
-        if dev is None:
-            raise InvalidArgumentError(f"{self.name}: no buffer among the arguments, so no device to prepare it on")
-        return registry.LibraryKernel(dev, self.name).prepare(*args, **kwargs)
-
-
 def options(joptions) -> dict:
     """An op's keyword arguments from a Java ``Map<String, Object>``."""
     return {str(e.getKey()): _option(e.getValue()) for e in joptions.entrySet()}
@@ -88,11 +70,19 @@ def call(fn, jargs, jout, joptions):
 def run(fn, jobjs, jout):
     """Run ``fn`` on Java arguments that crossed as parameters (``OpHandle.call1``..``call3``,
     ``call1Into``, ``call2Into``); ``jout``: the ``out=`` handle, or None."""
-    args = [argument(j) for j in jobjs]
+    # the handle test inline: this is every Java op call's path, and a call level costs here
+    args = [j.live() if type(j) is BufferHandle else argument(j) for j in jobjs]
     if jout is None:
-        return op_result(fn(*args), args, jobjs, None, None)
-    out = buffer(jout, "out")
-    return op_result(fn(*args, out=out), args, jobjs, out, jout)
+        result = fn(*args)
+    else:
+        out = buffer(jout, "out")
+        result = fn(*args, out=out)
+        if result is out:
+            return _own(jout)
+    for a, j in zip(args, jobjs):  # an op that updates an argument in place (axpy)
+        if a is result and type(j) is BufferHandle:
+            return _own(j)
+    return op_result(result, args, jobjs, None, None)
 
 
 def op_result(result, args, jobjs, out, jout):
@@ -140,39 +130,45 @@ def _java_dtype(dtype):
 
 @implements("io.isthmus.spi.OpHandle")
 class OpHandle:
-    """An op called from Java: ``kernel`` is a :class:`RegisteredOp` (``Runtime.library``: on the
-    device its buffers live on) or a library kernel bound to a device (``DeviceHandle.op``)."""
+    """An op called from Java: ``kernel``, a library kernel bound to a device (``DeviceHandle.op``),
+    or else ``name``, an op of the registry on the device its buffers live on
+    (``Runtime.library``), looked up at each call (one dict lookup), so an op a user registers
+    again runs its newer spec."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel=None, name: str | None = None):
         self.kernel = kernel
+        self.op = None if kernel is not None else registry.op(name).name  # an unknown name fails here
+
+    def _function(self):
+        return self.kernel if self.op is None else registry.get(self.op).run
 
     @spi
     def name(self):
-        return self.kernel.name
+        return self.kernel.name if self.op is None else self.op
 
     @spi
     def call(self, jargs, jout, joptions):
-        return call(self.kernel, jargs, jout, joptions)
+        return call(self._function(), jargs, jout, joptions)
 
     @spi
     def call1(self, a):
-        return run(self.kernel, (a,), None)
+        return run(self._function(), (a,), None)
 
     @spi
     def call2(self, a, b):
-        return run(self.kernel, (a, b), None)
+        return run(self._function(), (a, b), None)
 
     @spi
     def call3(self, a, b, c):
-        return run(self.kernel, (a, b, c), None)
+        return run(self._function(), (a, b, c), None)
 
     @spi
     def call1Into(self, a, jout):
-        return run(self.kernel, (a,), jout)
+        return run(self._function(), (a,), jout)
 
     @spi
     def call2Into(self, a, b, jout):
-        return run(self.kernel, (a, b), jout)
+        return run(self._function(), (a, b), jout)
 
     @spi
     def prepare(self, jargs, jout, joptions):
@@ -181,5 +177,15 @@ class OpHandle:
         args = arguments(jargs)
         kwargs = {} if joptions is None else options(joptions)
         if jout is not None:
-            kwargs["out"] = argument(jout)
-        return PlanHandle(self.kernel.prepare(*args, **kwargs), args + ([kwargs["out"]] if jout is not None else []))
+            kwargs["out"] = buffer(jout, "out")
+        return PlanHandle(self._kernel(args, kwargs).prepare(*args, **kwargs),
+                          args + ([kwargs["out"]] if jout is not None else []))
+
+    def _kernel(self, args, kwargs):
+        """The kernel to prepare: a registered op is prepared on the device of its first buffer."""
+        if self.op is None:
+            return self.kernel
+        dev = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, Buffer)), None)
+        if dev is None:
+            raise InvalidArgumentError(f"{self.op}: no buffer among the arguments, so no device to prepare it on")
+        return registry.LibraryKernel(dev, self.op)

@@ -36,7 +36,7 @@ class Runtime:
 
     @spi
     def library(self, name):
-        return ops.OpHandle(ops.RegisteredOp(str(name)))
+        return ops.OpHandle(name=str(name))
 
     # The deprecated one-method-per-op SPI (io.isthmus.Ops no longer calls it).
     @spi
