@@ -107,6 +107,24 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
         out.close()
 
 
+def test_an_in_place_op_as_the_first_op_of_a_process(jvm, J, dev, rng, monkeypatch):
+    """The OpResult class is looked up on first need, also when the first op Java runs updates its
+    argument (axpy) and so never builds a new result."""
+    from isthmus.java.spi import ops as spi_ops
+
+    monkeypatch.setattr(spi_ops, "_OP_RESULT", None)  # as in a fresh process
+    n = int(rng.integers(1, 999))
+    xs, ys = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    jdev = J.Isthmus.get().device(dev.id)
+    x, y = jdev.fromArray(jvm.JArray(jvm.JFloat)(xs)), jdev.fromArray(jvm.JArray(jvm.JFloat)(ys))
+    try:
+        J.Ops.axpy(2.0, x, y)
+        np.testing.assert_allclose(np.array(y.toFloatArray()), 2 * xs + ys, rtol=1e-6, atol=1e-6)
+    finally:
+        x.close()
+        y.close()
+
+
 @pytest.mark.parametrize("name", ["softmx", "Buffer", "_softmax", "annotations", "gemm_mma"])
 def test_runtime_op_names_only_registered_ops(jvm, J, dev, name):
     from isthmus.java import jvm as hosted

@@ -70,8 +70,9 @@ def call(fn, jargs, jout, joptions):
 def run(fn, jobjs, jout):
     """Run ``fn`` on Java arguments that crossed as parameters (``OpHandle.call1``..``call3``,
     ``call1Into``, ``call2Into``); ``jout``: the ``out=`` handle, or None."""
-    # the handle test inline: this is every Java op call's path, and a call level costs here
-    args = [j.live() if type(j) is BufferHandle else argument(j) for j in jobjs]
+    # handles and doubles tested inline: this is every Java op call's path, where a call level costs
+    args = [j.live() if type(j) is BufferHandle else float(j) if isinstance(j, float) else argument(j)
+            for j in jobjs]
     if jout is None:
         result = fn(*args)
     else:
@@ -88,19 +89,23 @@ def run(fn, jobjs, jout):
 def op_result(result, args, jobjs, out, jout):
     """The OpResult for an op's return value: the caller's own handle when it returned ``out`` or
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
-    global _OP_RESULT
     if result is None:
         return None
     if not isinstance(result, Buffer):
         raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
-    if _OP_RESULT is None:
-        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
     if result is out:
         return _own(jout)
     for a, j in zip(args, jobjs):
         if a is result and isinstance(j, BufferHandle):
             return _own(j)
-    return _OP_RESULT(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+    return _op_result_class()(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+
+
+def _op_result_class():
+    global _OP_RESULT
+    if _OP_RESULT is None:
+        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
+    return _OP_RESULT
 
 
 def _own(handle: BufferHandle):
@@ -108,7 +113,7 @@ def _own(handle: BufferHandle):
     its input in place, axpy or out=, is called in loops)."""
     result = handle.as_result
     if result is None:
-        result = handle.as_result = _OP_RESULT(handle, None, None)
+        result = handle.as_result = _op_result_class()(handle, None, None)
     return result
 
 
@@ -140,7 +145,9 @@ class OpHandle:
         self.op = None if kernel is not None else registry.op(name).name  # an unknown name fails here
 
     def _function(self):
-        return self.kernel if self.op is None else registry.get(self.op).run
+        if self.op is None:
+            return self.kernel
+        return (registry.get(self.op) or registry.op(self.op)).run  # (op(): the error for a name now gone)
 
     @spi
     def name(self):
