@@ -67,12 +67,19 @@ def call(fn, jargs, jout, joptions):
     return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
 
 
-def run(fn, jobjs, jout):
-    """Run ``fn`` on Java arguments that crossed as parameters (``OpHandle.call1``..``call3``,
-    ``call1Into``, ``call2Into``); ``jout``: the ``out=`` handle, or None."""
-    # handles and doubles tested inline: this is every Java op call's path, where a call level costs
-    args = [j.live() if type(j) is BufferHandle else float(j) if isinstance(j, float) else argument(j)
-            for j in jobjs]
+def arg(j):
+    """``argument`` with the two kinds every op call has tested first (a call level costs here)."""
+    if type(j) is BufferHandle:
+        return j.live()
+    if isinstance(j, float):  # java.lang.Double/Float
+        return float(j)
+    return argument(j)
+
+
+def run(fn, args: tuple, jobjs: tuple, jout):
+    """Run ``fn`` on ``args``, converted from the Java arguments ``jobjs`` that crossed as
+    parameters (``OpHandle.call1``..``call3``, ``call1Into``, ``call2Into``); ``jout``: the
+    ``out=`` handle, or None."""
     if jout is None:
         result = fn(*args)
     else:
@@ -80,9 +87,8 @@ def run(fn, jobjs, jout):
         result = fn(*args, out=out)
         if result is out:
             return _own(jout)
-    for a, j in zip(args, jobjs):  # an op that updates an argument in place (axpy)
-        if a is result and type(j) is BufferHandle:
-            return _own(j)
+    if result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
+        return _own(jobjs[-1])
     return op_result(result, args, jobjs, None, None)
 
 
@@ -157,25 +163,26 @@ class OpHandle:
     def call(self, jargs, jout, joptions):
         return call(self._function(), jargs, jout, joptions)
 
+    # The arguments converted one by one, not in a loop: this is the path of every Java op call.
     @spi
     def call1(self, a):
-        return run(self._function(), (a,), None)
+        return run(self._function(), (arg(a),), (a,), None)
 
     @spi
     def call2(self, a, b):
-        return run(self._function(), (a, b), None)
+        return run(self._function(), (arg(a), arg(b)), (a, b), None)
 
     @spi
     def call3(self, a, b, c):
-        return run(self._function(), (a, b, c), None)
+        return run(self._function(), (arg(a), arg(b), arg(c)), (a, b, c), None)
 
     @spi
     def call1Into(self, a, jout):
-        return run(self._function(), (a,), jout)
+        return run(self._function(), (arg(a),), (a,), jout)
 
     @spi
     def call2Into(self, a, b, jout):
-        return run(self._function(), (a, b), jout)
+        return run(self._function(), (arg(a), arg(b)), (a, b), jout)
 
     @spi
     def prepare(self, jargs, jout, joptions):
