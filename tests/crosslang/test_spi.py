@@ -224,3 +224,24 @@ def test_a_user_tunable_kernel_without_a_function_is_no_op_for_java(jvm, J, dev)
     finally:
         x.close()
         registry._registry.pop("r12jv_k", None)  # noqa: SLF001 - no public unregister
+
+
+def test_an_op_by_name_prepares_on_the_device_of_its_buffers(jvm, J, dev, rng):
+    """Runtime.library(name).prepare: the plan of a registered op is made where its buffers live."""
+    from isthmus.java import jvm as hosted
+
+    n = int(rng.integers(1, 999))
+    host = rng.standard_normal(n).astype(np.float32)
+    x = J.Isthmus.get().device(dev.id).fromArray(jvm.JArray(jvm.JFloat)(host))
+    op = hosted._runtime.library("scale")
+    try:
+        plan = op.prepare(jvm.JArray(jvm.JObject)([jvm.JDouble(3.0), J.Interop.handle(x)]), None, None)
+        plan.launch()
+        res = plan.result()
+        np.testing.assert_allclose(np.array(res.toArray("float")), 3 * host, rtol=1e-6)
+        res.close()
+        plan.close()
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException"), match="no buffer among the arguments"):
+            op.prepare(jvm.JArray(jvm.JObject)([jvm.JDouble(3.0)]), None, None)
+    finally:
+        x.close()
