@@ -153,7 +153,8 @@ class OpHandle:
     def _function(self):
         if self.op is None:
             return self.kernel
-        return (registry.get(self.op) or registry.op(self.op)).run  # (op(): the error for a name now gone)
+        # a name gone from the registry since: op() raises the error that lists the ops
+        return (registry.get(self.op) or registry.op(self.op)).run
 
     @spi
     def name(self):

@@ -3,9 +3,10 @@ package io.isthmus;
 import io.isthmus.spi.OpHandle;
 
 /**
- * An op of the isthmus library (or one registered in Python) bound to one device ({@link Device#library(String)}): launched with
- * the op's own arguments, it sizes its own grid from the tuning database. Its buffers must live
- * on its device. {@link Ops} runs the same ops on whichever device the buffers live on.
+ * An op of the isthmus library (or one registered in Python) bound to one device
+ * ({@link Device#library(String)}): launched with the op's own arguments, it sizes its own grid
+ * from the tuning database. Its buffers must live on its device. {@link Ops} runs the same ops
+ * on whichever device the buffers live on.
  *
  * <pre>{@code
  * LibraryKernel softmax = dev.library("softmax");
