@@ -85,6 +85,9 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
     p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
+    p.add_argument("--problem", action="append", default=None, metavar="K=V,...",
+                   help="tune these problems instead of the preset's (repeatable), e.g. rows=65521,cols=257")
+    p.add_argument("--evals", type=int, default=None, help="evaluations per run (default: per kernel, BUDGET)")
     p.add_argument("--strategy", default="anneal")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--merge-into", default=None, metavar="FILE.json",
@@ -112,6 +115,9 @@ def main(argv=None) -> int:
     if args.quick:
         preset = {k: v[:1] for k, v in preset.items()}
     kernels = args.kernels or list(preset)
+    if args.problem:
+        given = [{k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))} for spec in args.problem]
+        preset = {k: given for k in kernels}
     runs = [(k, size) for k in kernels for size in preset[k]]
     # Larger sizes get more time: their evaluations cost more, and they are the numbers that matter.
     weights = [WEIGHT.get(k, 1.0) * (1 + 0.5 * preset[k].index(size)) for k, size in runs]
@@ -133,7 +139,7 @@ def main(argv=None) -> int:
                 start = previous[kernel]
         try:
             r = isthmus.tune(kernel, device=dev, problem=size, strategy=args.strategy,
-                             budget=Budget(BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
+                             budget=Budget(args.evals or BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
                              measure=Measure(warmup=2, repeat=7, input_sets=3),
                              options={"start": start} if start else None)
         except Exception as exc:  # one kernel failing to tune must not lose the others' results
