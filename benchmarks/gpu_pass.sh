@@ -39,7 +39,7 @@ for stage in "$@"; do
     diag) timeout 120 python3 -m benchmarks cuda_launch_paths --out "$R" 2>&1 | tail -15
           timeout 120 python3 -m benchmarks cuda_alloc_paths --device $cuda --out "$R" 2>&1 | tail -20
           timeout 120 python3 -m benchmarks opencl_host_waits --device $ocl 2>&1 | tee "$R/opencl_host_waits.log" | tail -20 ;;
-    quicktest) timeout 200 python3 -m pytest tests/unit/test_plan.py tests/unit/test_graph.py tests/backends/test_cuda.py tests/backends/test_library.py \
+    quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
                   --seconds ${STRAT_S:-45} --out "$R" 2>&1 | tail -8 ;;

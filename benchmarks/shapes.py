@@ -244,15 +244,20 @@ def _gemm_case(dev, peers: Peers, rng, dtype, m, n, k, tb, label) -> Case:
         peer = cl.gemm_call(dtype, m, n, k, ba, bb, bc, tb)
         host_c = np.empty((m, n), a.dtype)
         peer_result = lambda: (cl.cl.enqueue_copy(cl.queue, host_c, bc), cl.queue.finish(), host_c.astype(np.float32))[2]
+        try:
+            peer()
+        except RuntimeError as exc:  # CLBlast's half gemm needs cl_khr_fp16 (NVIDIA's OpenCL has none): isthmus alone
+            peer = peer_result = None
+            note = f"no CLBlast peer ({exc}: its {dtype} gemm needs cl_khr_fp16)"
     elif peers.kind == "numpy" and dtype == "float32":
         peer = (lambda: a @ b.T) if tb else (lambda: a @ b)
         peer_result = lambda: (a @ b.T if tb else a @ b).astype(np.float32)  # noqa: E731
     else:
         note = f"no {peers.name()} peer for {dtype}"
-        if peers.kind == "numpy":  # still checked: against NumPy in float32
-            a32, b32 = a.astype(np.float32), b.astype(np.float32)
-            peer_result = lambda: a32 @ b32.T if tb else a32 @ b32  # noqa: E731
-            note += " (checked against float32 NumPy)"
+    if peer_result is None:  # still checked: against NumPy in float32
+        a32, b32 = a.astype(np.float32), b.astype(np.float32)
+        peer_result = lambda: a32 @ b32.T if tb else a32 @ b32  # noqa: E731
+        note += " (checked against float32 NumPy)"
     return Case("gemm", label, dtype, ours, result, peers.name(), peer, peer_result, flops, nbytes, note)
 
 

@@ -26,13 +26,16 @@ from isthmus import measure
 SMOKE = ["--quick", "--out", "{out}"]
 
 SIZES = {
-    "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
+    # a problem of each shape class of the sweep (benchmarks/shapes.py): square, narrow rows (bs:
+    # attention width and the odd 65521x257), vocabulary-wide rows (bb/e), odd transpose, skinny gemm (tbb, sbb)
+    "gpu": {"axpy": [{"n": 1 << 20}, {"n": 1 << 26}],
             "sum": [{"n": 1 << 20}, {"n": 1 << 24}, {"n": 1 << 26}],
             "max": [{"n": 1 << 24}, {"n": 1 << 26}],
-            "softmax": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
-            "transpose": [{"rows": 1024, "cols": 1024}, {"rows": 4096, "cols": 4096}, {"rows": 8192, "cols": 8192}],
-            "gemm": [{"m": 512, "n": 512, "k": 512}, {"m": 2048, "n": 2048, "k": 2048},
-                     {"m": 4096, "n": 4096, "k": 4096}]},
+            "softmax": [{"rows": 65521, "cols": 257}, {"rows": 262144, "cols": 128}, {"rows": 4096, "cols": 32000},
+                        {"rows": 1024, "cols": 128256}, {"rows": 8192, "cols": 8192}],
+            "transpose": [{"rows": 4096, "cols": 4096}, {"rows": 12345, "cols": 6789}, {"rows": 8192, "cols": 8192}],
+            "gemm": [{"m": 16, "n": 4096, "k": 4096}, {"m": 64, "n": 11008, "k": 4096},
+                     {"m": 2048, "n": 2048, "k": 2048}, {"m": 4096, "n": 4096, "k": 4096}]},
     # a problem of each shape class of the sweep (benchmarks/shapes.py, scaled for a CPU): square,
     # narrow rows (bs), vocabulary-wide rows (sb/e, bb/e), skinny gemm (tbb)
     "cpu": {"axpy": [{"n": 1 << 16}, {"n": 1 << 20}],
@@ -82,6 +85,9 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
     p.add_argument("--sizes", choices=sorted(SIZES), default=None, help="size preset (default: by device kind)")
+    p.add_argument("--problem", action="append", default=None, metavar="K=V,...",
+                   help="tune these problems instead of the preset's (repeatable), e.g. rows=65521,cols=257")
+    p.add_argument("--evals", type=int, default=None, help="evaluations per run (default: per kernel, BUDGET)")
     p.add_argument("--strategy", default="anneal")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--merge-into", default=None, metavar="FILE.json",
@@ -109,6 +115,9 @@ def main(argv=None) -> int:
     if args.quick:
         preset = {k: v[:1] for k, v in preset.items()}
     kernels = args.kernels or list(preset)
+    if args.problem:
+        given = [{k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))} for spec in args.problem]
+        preset = {k: given for k in kernels}
     runs = [(k, size) for k in kernels for size in preset[k]]
     # Larger sizes get more time: their evaluations cost more, and they are the numbers that matter.
     weights = [WEIGHT.get(k, 1.0) * (1 + 0.5 * preset[k].index(size)) for k, size in runs]
@@ -130,7 +139,7 @@ def main(argv=None) -> int:
                 start = previous[kernel]
         try:
             r = isthmus.tune(kernel, device=dev, problem=size, strategy=args.strategy,
-                             budget=Budget(BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
+                             budget=Budget(args.evals or BUDGET.get(kernel, 40), seconds), seed=args.seed, database=store,
                              measure=Measure(warmup=2, repeat=7, input_sets=3),
                              options={"start": start} if start else None)
         except Exception as exc:  # one kernel failing to tune must not lose the others' results

@@ -3,10 +3,9 @@
  * Select the operation with -DOP_SUM=1 or -DOP_MAX=1 (exactly one).
  * Kernels (all 1-D, local = (WG,)):
  *   __kernel void reduce_first(const long n, __global const T* x,   __global ACC* partial)
- *   __kernel void reduce_next (const long n, __global const ACC* x, __global ACC* partial)
  *   __kernel void reduce_final(const long n, __global const ACC* x, __global T* out)
  * Each work-group reduces a grid-strided share of x[0..n) and writes one value:
- *   reduce_first/next: partial[get_group_id(0)];  reduce_final: out[0] (cast to T; one group).
+ *   reduce_first: partial[get_group_id(0)];  reduce_final: out[0] (cast to T; one group).
  * dtypes: float double half int long uchar.  Sums accumulate in ACC (float for float/half,
  *   double for double); integer sums wrap modulo 2^bits of T (NumPy's x.sum(dtype=T)).
  *   Max: identity -INFINITY (floats), INT_MIN, LONG_MIN, 0 (uchar); NaN propagates.
@@ -18,9 +17,7 @@
  *   G = max(1, min(GROUPS, (n + WG*VPT - 1) // (WG*VPT)))
  *   stage 1: reduce_first(n, x, partial)   global = (G*WG,) local = (WG,)   -> G partials
  *   stage 2: reduce_final(G, partial, out) global = (WG,)   local = (WG,)   -> out[0]
- *   reduce_final grid-strides, so any G works with one group; reduce_next (same grid rule
- *   as reduce_first, with n = number of partials) is there to shrink very long partial
- *   vectors in more than one group when G is large: G2 = max(1, min(GROUPS, ceil(G/(WG*VPT)))).
+ *   reduce_final grid-strides, so any G works with one group.
  */
 #ifndef WG
 #define WG 256
@@ -174,17 +171,6 @@ void reduce_first(const long n, __global const T* x, __global ACC* partial)
     const int lid = (int)get_local_id(0);
     R acc = R_IDENTITY;
     FIRST_ACCUMULATE(acc, n);
-    GROUP_TREE(sh, lid, acc);
-    if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
-}
-
-__kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
-void reduce_next(const long n, __global const ACC* x, __global ACC* partial)
-{
-    __local R sh[WG];
-    const int lid = (int)get_local_id(0);
-    R acc = R_IDENTITY;
-    GRID_ACCUMULATE(acc, n, GET_ACC);
     GROUP_TREE(sh, lid, acc);
     if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
 }

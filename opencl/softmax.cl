@@ -88,7 +88,18 @@
 #if SPLIT > 1 && (RPG != 1 || SPLIT > WG)
 #  error "softmax.cl: SPLIT > 1 needs RPG = 1 and SPLIT <= WG"
 #endif
+#ifndef SHFL
+#define SHFL 0
+#endif
 #define TPR (WG / RPG)   /* items per row */
+/* SHFL = 1 (set by the op on devices with NVIDIA's inline PTX, not tuned): a team within one warp
+ * (TPR <= 32, whole warps per group, float accumulation, one group per row) merges its pairs by
+ * butterfly shuffles, without local memory or barriers: what narrow rows spend most time on */
+#if SHFL && TPR > 1 && TPR <= 32 && WG % 32 == 0 && SPLIT == 1 && T_ID != ISTHMUS_ID_double
+#  define TEAM_SHFL 1
+#else
+#  define TEAM_SHFL 0
+#endif
 /* first level of the reduction: PARTS items of a team merge TPR/PARTS pairs each */
 #if TPR >= 512
 #define PARTS 32
@@ -256,7 +267,34 @@ static inline void stream_stats(__global const T* x, long off, int from, int lim
     *ps = s;
 }
 
-#if TPR > 1
+#if TEAM_SHFL
+static inline float shfl_xor(float v, int lanes)
+{
+    float r;
+    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lanes));
+    return r;
+}
+
+/* phase 2 in a warp: the team's TPR lanes (an aligned part of one warp) merge their pairs by
+ * butterfly shuffles; every lane ends with the team's pair.  m is never NaN (a max over
+ * comparisons that skip NaN, from -inf), so the max is the same whichever lane holds it. */
+static inline void team_merge_shfl(ACC* pm, ACC* ps)
+{
+    ACC m = *pm, s = *ps;
+#pragma unroll
+    for (int o = TPR / 2; o > 0; o /= 2) {
+        const ACC om = shfl_xor(m, o), os = shfl_xor(s, o);
+        const ACC mm = om > m ? om : m;
+        const ACC sh = SHIFT(mm);
+        s = s * exp(m - sh) + os * exp(om - sh);
+        m = mm;
+    }
+    *pm = m;
+    *ps = s;
+}
+#endif
+
+#if TPR > 1 && !TEAM_SHFL
 /* phase 2: merge the team's TPR pairs into sm[base], ss[base] (every item of the group calls it).
  * Empty items carry m = -inf, s = 0: their terms are 0 (or NaN when their s is). */
 static inline void team_merge(LOCAL_PTR ACC* sm, LOCAL_PTR ACC* ss, int lid, int t, int base, ACC m, ACC s)
@@ -287,7 +325,7 @@ static inline void team_merge(LOCAL_PTR ACC* sm, LOCAL_PTR ACC* ss, int lid, int
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void softmax(const int rows, const int cols, __global const T* x, __global T* y, __global wsword* ws)
 {
-#if TPR > 1
+#if TPR > 1 && !TEAM_SHFL
     __local ACC sm[WG];
     __local ACC ss[WG];
 #endif
@@ -350,7 +388,11 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y,
     stream_stats(x, off, first, lim, &m, &s);
 
     /* phase 2: the team's (max, sum) */
-#if TPR > 1
+#if TEAM_SHFL
+    team_merge_shfl(&m, &s);
+    const ACC mx = m;
+    const ACC inv = (ACC)1 / s;   /* all -inf: 1/0 = inf, and the results below are NaN */
+#elif TPR > 1
     team_merge(sm, ss, lid, t, base, m, s);
 #if SPLIT > 1
     {

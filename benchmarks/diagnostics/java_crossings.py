@@ -3,8 +3,9 @@ per op, two ways:
 
 - in one process (default): the path before (the per-op SPI method, then shape and dtype asked
   one crossing each, as the old ``Ops`` and ``DeviceBuffer.wrap`` did; those SPI methods remain,
-  deprecated) and the path now (``Ops``: ``Runtime.op``, one crossing) timed alternately, several
-  rounds, so drift on a shared machine hits both alike;
+  deprecated), the generic ``Runtime.op(name, Object[], out, options)`` crossing and the path
+  now (``Ops``: one call on the op's handle, arguments as parameters) timed in turn, several
+  rounds, so drift on a shared machine hits all alike;
 - with ``--base DIR``: in alternating processes, one running a base checkout's Python package and
   jar, the next this checkout's (the whole old code, but process-to-process noise is larger).
 
@@ -87,23 +88,31 @@ package io.isthmus;
 import io.isthmus.spi.BufferHandle;
 import io.isthmus.spi.Runtime;
 
+import java.util.Map;
+
 public final class CrossingsPairs {
+    private static final Map<String, Object> NONE = null;
+
     private CrossingsPairs() {
     }
 
-    /** {wall, calling-thread CPU} nanoseconds per call; {@code old}: the path before issue 12. */
-    @SuppressWarnings("deprecation")
-    public static double[] time(String what, boolean old, DeviceBuffer x, DeviceBuffer y, int iters) {
+    /**
+     * {wall, calling-thread CPU} nanoseconds per call of {@code what} by path {@code side}: "old",
+     * the typed SPI method per op from before issue 12; "generic", {@code Runtime.op(name,
+     * Object[], out, options)} as {@code Ops} called it until the op handles; "new", {@code Ops}.
+     */
+    public static double[] time(String what, String side, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out,
+                                int iters) {
         java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
         Runtime rt = Isthmus.get().runtime();
         for (int i = 0; i < iters / 10 + 10; i++) {
-            once(rt, what, old, x, y);
+            once(rt, what, side, x, y, out);
         }
         x.device().synchronize();
         long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < iters; i++) {
-            once(rt, what, old, x, y);
+            once(rt, what, side, x, y, out);
         }
         x.device().synchronize();
         long t1 = System.nanoTime();
@@ -111,32 +120,62 @@ public final class CrossingsPairs {
         return new double[] {(t1 - t0) / (double) iters, (c1 - c0) / (double) iters};
     }
 
+    private static void once(Runtime rt, String what, String side, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
+        switch (side) {
+            case "old" -> old(rt, what, x, y);
+            case "generic" -> generic(rt, what, x, y, out);
+            default -> now(what, x, y, out);
+        }
+    }
+
     @SuppressWarnings("deprecation")
-    private static void once(Runtime rt, String what, boolean old, DeviceBuffer x, DeviceBuffer y) {
-        BufferHandle h = old ? x.handle() : null;
+    private static void old(Runtime rt, String what, DeviceBuffer x, DeviceBuffer y) {
+        BufferHandle h = x.handle();
         switch (what) {
-            case "softmax" -> (old ? DeviceBuffer.wrap(rt.softmax(h)) : Ops.softmax(x)).close();
-            case "sum" -> (old ? DeviceBuffer.wrap(rt.sum(h)) : Ops.sum(x)).close();
-            case "transpose" -> (old ? DeviceBuffer.wrap(rt.transpose(h)) : Ops.transpose(x)).close();
-            case "gemm" -> (old ? DeviceBuffer.wrap(rt.gemm(h, y.handle(), null, 1.0, 0.0, false, false))
-                                : Ops.gemm(x, y)).close();
-            case "axpy" -> {
-                if (old) {
-                    rt.axpy(0.5, h, x.handle());
-                } else {
-                    Ops.axpy(0.5, x, x);
-                }
-            }
+            case "softmax" -> DeviceBuffer.wrap(rt.softmax(h)).close();
+            case "sum" -> DeviceBuffer.wrap(rt.sum(h)).close();
+            case "transpose" -> DeviceBuffer.wrap(rt.transpose(h)).close();
+            case "gemm" -> DeviceBuffer.wrap(rt.gemm(h, y.handle(), null, 1.0, 0.0, false, false)).close();
+            case "axpy" -> rt.axpy(0.5, h, x.handle());
+            default -> throw new IllegalArgumentException(what);
+        }
+    }
+
+    private static void generic(Runtime rt, String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
+        switch (what) {
+            case "softmax", "sum", "transpose" ->
+                OpCall.result(rt.op(what, Kernel.handles(new Object[] {x}), null, NONE), new Object[] {x}, null).close();
+            case "gemm" ->
+                OpCall.result(rt.op(what, Kernel.handles(new Object[] {x, y}), null, NONE), new Object[] {x, y}, null)
+                        .close();
+            case "axpy" -> OpCall.result(rt.op(what, Kernel.handles(new Object[] {0.5, x, x}), null, NONE),
+                                         new Object[] {0.5, x, x}, null);
+            case "softmax out=" -> OpCall.result(rt.op("softmax", Kernel.handles(new Object[] {x}), out.handle(), NONE),
+                                                 new Object[] {x}, out);
+            default -> throw new IllegalArgumentException(what);
+        }
+    }
+
+    private static void now(String what, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
+        switch (what) {
+            case "softmax" -> Ops.softmax(x).close();
+            case "sum" -> Ops.sum(x).close();
+            case "transpose" -> Ops.transpose(x).close();
+            case "gemm" -> Ops.gemm(x, y).close();
+            case "axpy" -> Ops.axpy(0.5, x, x);
+            case "softmax out=" -> Ops.softmax(x, out);
             default -> throw new IllegalArgumentException(what);
         }
     }
 }
 """
-PAIR_CASES = ("softmax", "sum", "transpose", "gemm", "axpy")
+PAIR_CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
+SIDES = ("old", "generic", "new")
 
 
-def in_process(reps: int, iters: int) -> dict:
-    """Old and new Java paths timed alternately in this process: {case: {"old"|"new": [(wall, cpu)...]}}."""
+def in_process(reps: int, iters: int, cases: tuple = PAIR_CASES) -> dict:
+    """The Java paths timed in turn in this process, the order rotating every round:
+    {case: {"old"|"generic"|"new": [(wall, cpu)...]}} (``softmax out=`` has no "old" path)."""
     import numpy as np
 
     import isthmus
@@ -155,45 +194,64 @@ def in_process(reps: int, iters: int) -> dict:
     pairs = jpype.JClass("io.isthmus.CrossingsPairs")
     dev = isthmus.device()
     host = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
-    x, y = dev.asarray(host), dev.asarray(host)
-    jx, jy = isthmus.java.to_java(x), isthmus.java.to_java(y)
-    out = {"device": dev.id, "device_name": dev.name, "cases": {c: {"old": [], "new": []} for c in PAIR_CASES}}
+    x, y, o = dev.asarray(host), dev.asarray(host), dev.zeros((8, 8), np.float32)
+    jx, jy, jo = (isthmus.java.to_java(b) for b in (x, y, o))
+    out = {"device": dev.id, "device_name": dev.name,
+           "cases": {c: {s: [] for s in SIDES if s != "old" or "out=" not in c} for c in cases}}
     for rep in range(reps):
-        for case in PAIR_CASES:
-            for side in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-                wall, cpu = pairs.time(case, side == "old", jx, jy, iters)
+        for case in cases:
+            sides = list(out["cases"][case])
+            for side in sides[rep % len(sides):] + sides[:rep % len(sides)]:
+                wall, cpu = pairs.time(case, side, jx, jy, jo, iters)
                 out["cases"][case][side].append((float(wall), float(cpu)))
         print(f"round {rep + 1}/{reps}: " + ", ".join(
-            f"{c} {out['cases'][c]['old'][-1][1] / 1000:.1f} -> {out['cases'][c]['new'][-1][1] / 1000:.1f} us"
-            for c in PAIR_CASES), flush=True)
-    jx.close()
-    jy.close()
+            f"{c} " + " / ".join(f"{v[-1][1] / 1000:.1f}" for v in out["cases"][c].values()) + " us"
+            for c in cases), flush=True)
+    for j in (jx, jy, jo):
+        j.close()
     return out
 
 
+def _stat(vals: list) -> tuple:
+    return statistics.median(vals), min(vals), max(vals)
+
+
 def in_process_report(res: dict, reps: int, iters: int) -> str:
-    lines = ["# Java library calls: one crossing per op (issue 12), host time per call", "",
+    lines = ["# Java library calls: host time per call by path (issue 12)", "",
              f"machine {platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"shared with other jobs), python {platform.python_version()}, device {res['device']} "
              f"({res['device_name']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             f"`python -m benchmarks java_crossings --reps {reps} --iters {iters}`: one process; per round and op, "
-             f"{iters} calls by the path before and {iters} by the path now, in alternating order, {reps} rounds. "
-             "Before: the per-op SPI method, then the result's shape and dtype asked in one crossing each (what "
-             "the old `Ops.softmax` and `DeviceBuffer.wrap` did; those SPI methods remain, deprecated). Now: "
-             "`Ops.softmax(x)`, one crossing returning handle, shape and dtype. A loop in Java on the thread "
-             "Python started, an 8x8 float32 input, every result closed (one more crossing each, both paths). "
-             "Median over rounds, min..max in brackets, microseconds per call.", "",
-             "| op | CPU before | CPU now | change | wall before | wall now | change |", "|---|---|---|---|---|---|---|"]
+             f"`python -m benchmarks java_crossings --reps {reps} --iters {iters}"
+             f"{'' if tuple(res['cases']) == PAIR_CASES else ' --cases ' + ','.join(res['cases'])}`: one process; "
+             "per round and op, "
+             f"{iters} calls by each path in turn, the order rotating every round, {reps} rounds. "
+             "Old: the typed SPI method per op from before issue 12, then the result's shape and dtype asked in "
+             "one crossing each (what the old `Ops.softmax` and `DeviceBuffer.wrap` did; those SPI methods remain, "
+             "deprecated). Generic: `Runtime.op(name, Object[] args, out, options)`, one crossing (what `Ops` "
+             "called until the op handles). Now: `Ops.softmax(x)`, one call on the op's handle (resolved once per "
+             "name), arguments as parameters. A loop in Java on the thread Python started, an 8x8 float32 input, "
+             "every new result closed (one more crossing each, all paths). CPU time of the calling thread (the "
+             "host cost of the call), median over rounds, min..max in brackets, microseconds per call; the change "
+             "is the median over rounds of now/old (now/generic) in the same round.", "",
+             "| op | CPU old | CPU generic | CPU now | now vs old | now vs generic | wall old | wall generic | wall now |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for case, sides in res["cases"].items():
-        def stat(side, k):
-            vals = [v[k] / 1000 for v in sides[side]]
-            return statistics.median(vals), min(vals), max(vals)
-        cb, cn, wb, wn = stat("old", 1), stat("new", 1), stat("old", 0), stat("new", 0)
-        lines.append(f"| {case} | {cb[0]:.1f} [{cb[1]:.1f}..{cb[2]:.1f}] | {cn[0]:.1f} [{cn[1]:.1f}..{cn[2]:.1f}] | "
-                     f"{(cn[0] - cb[0]) / cb[0] * 100:+.0f}% | {wb[0]:.1f} | {wn[0]:.1f} | "
-                     f"{(wn[0] - wb[0]) / wb[0] * 100:+.0f}% |")
-    return "\n".join(lines) + "\n"
+        def cpu(side):
+            if side not in sides:
+                return "n/a"
+            m, lo, hi = _stat([v[1] / 1000 for v in sides[side]])
+            return f"{m:.1f} [{lo:.1f}..{hi:.1f}]"
 
+        def wall(side):
+            return f"{_stat([v[0] / 1000 for v in sides[side]])[0]:.1f}" if side in sides else "n/a"
+
+        def change(base):
+            if base not in sides:
+                return ""
+            return f"{(statistics.median(n[1] / b[1] for n, b in zip(sides['new'], sides[base])) - 1) * 100:+.0f}%"
+        lines.append(f"| {case} | {cpu('old')} | {cpu('generic')} | {cpu('new')} | {change('old')} | "
+                     f"{change('generic')} | {wall('old')} | {wall('generic')} | {wall('new')} |")
+    return "\n".join(lines) + "\n"
 
 
 def child(iters: int) -> None:
@@ -293,13 +351,14 @@ def main(argv=None) -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--iters", type=int, default=3000)
     p.add_argument("--out", type=Path, default=None, help="markdown report (default: print it)")
+    p.add_argument("--cases", default=",".join(PAIR_CASES), help="in one process: these ops only (comma-separated)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.iters)
         return
     if args.base is None:
-        res = in_process(args.reps, args.iters)
+        res = in_process(args.reps, args.iters, tuple(args.cases.split(",")))
         text = in_process_report(res, args.reps, args.iters)
         if args.out:
             args.out.write_text(text + "\n<!-- raw: " + json.dumps(res) + " -->\n")

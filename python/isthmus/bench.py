@@ -76,64 +76,32 @@ class DirectCalls:
     """The same launches made straight through PyOpenCL or CuPy, as a user without isthmus would."""
 
     def __init__(self, dev, rec: Recording):
-        self.dev = dev
         self.rec = rec  # keeps the recorded buffers alive
         # the packed arguments as the backend's own call takes them (isthmus packs a buffer as an
         # object that holds its memory); the recording keeps the buffers alive
-        launches = [(k, g, loc, [dev._native_arg(v) for v in packed]) for k, g, loc, packed in rec.launches]
-        self.calls = []
-        if dev.backend == "opencl":
-            import pyopencl as cl
-
-            for k, g, loc, packed in launches:
-                native = cl.Kernel(k.program.native, k.name)  # an independent kernel object
-                self.calls.append((native, g, loc, packed))
-        else:
-            import cupy
-
-            from .backends.cuda import defines_as_source
-            from .program import _options
-
-            for k, g, loc, packed in launches:
-                src = defines_as_source(_options(k.program.defines)) + dev._prepare_source(k.program.source)
-                raw = cupy.RawKernel(src, k.name, options=tuple(dev._nvrtc_options()))
-                block = loc
-                grid = tuple(a // b for a, b in zip(g, block))
-                self.calls.append((raw, grid, block, packed))
+        self.calls = [dev._direct_call(k, g, loc, [dev._native_arg(v) for v in packed])
+                      for k, g, loc, packed in rec.launches]
 
     def __call__(self):
-        if self.dev.backend == "opencl":
-            q = self.dev.queue
-            for native, g, loc, packed in self.calls:
-                native(q, g, loc, *packed)
-        else:
-            s = self.dev.stream
-            for raw, grid, block, packed in self.calls:
-                raw(grid, block, packed, stream=s)
+        for fn, args, kwargs in self.calls:
+            fn(*args, **kwargs)
 
 
 def _vendor(dev, w, args):
-    """The vendor-library call a CUDA user would make (CuPy / cuBLAS), or None."""
-    if dev.backend != "cuda":
-        return None
-    import cupy
+    """The vendor-library call a user of the backend would make (CuPy / cuBLAS on CUDA), or None."""
+    def make(views):
+        import cupy
 
-    views = [dev._cupy_view(a) for a in args]
-    fns = {
-        "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
-        "sum": lambda: views[0].sum(),
-        "max": lambda: views[0].max(),
-        "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
-            cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
-        "transpose": lambda: cupy.ascontiguousarray(views[0].T),
-        "gemm": lambda: cupy.matmul(views[0], views[1]),
-    }
-    fn = fns[w.op]
-
-    def run():
-        with dev._cp_device, dev.stream:
-            fn()
-    return run
+        return {
+            "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
+            "sum": lambda: views[0].sum(),
+            "max": lambda: views[0].max(),
+            "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
+                cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
+            "transpose": lambda: cupy.ascontiguousarray(views[0].T),
+            "gemm": lambda: cupy.matmul(views[0], views[1]),
+        }[w.op]
+    return dev._vendor_call(make, args)
 
 
 NUMPY_REPEAT = 5  # warm NumPy calls timed per figure, --quick too: one call is mostly its cold start

@@ -1,6 +1,6 @@
 """Devices: the base class every backend fills in, and discovery over all backends.
 
-Public methods live here; a backend (``backends/opencl.py``, ``backends/cuda.py``) provides the
+Public methods live here; a backend (``backends/opencl/``, ``backends/cuda/``) provides the
 underscored hooks. Nothing is probed at import: discovery runs on the first call to
 :func:`devices` or :func:`device` and is remembered.
 """
@@ -45,6 +45,13 @@ class Device:
     # Whether kernels may use NVIDIA's inline PTX tensor-core instructions (mma.sync m16n8k16,
     # ldmatrix, cp.async: sm_80 and later); the backends that can tell set it.
     mma_sync: bool = False
+    # Local memory a kernel may take at launch (Kernel.dynamic_local_bytes: CUDA's opt-in dynamic
+    # shared memory, past the static local_mem_size); None where kernels have static local memory only.
+    local_mem_optin: int | None = None
+    # What the tuning lookup's architecture classes read (tune/lookup.py) where the backend knows
+    # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
+    compute_capability: str | None = None
+    native_vector_width_float: int = 0
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
@@ -302,6 +309,16 @@ class Device:
     def _buffer_arg(self, buf): raise NotImplementedError
     def _memory_of(self, packed): raise NotImplementedError
     def _native_arg(self, packed): raise NotImplementedError
+    # isthmus bench's baselines: the same work through the backend's own Python API, no isthmus
+    def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
+        """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see _native_arg)
+        made straight through PyOpenCL or CuPy, as a user without isthmus would."""
+        raise NotImplementedError
+
+    def _vendor_call(self, make, buffers: list):
+        """A call of the backend's vendor array library (CuPy/cuBLAS on CUDA) on ``buffers``:
+        ``make(arrays)`` returns it, run here on this device's stream; None where there is none."""
+        return None
 
     def _graph(self, steps: tuple):
         """A captured Graph's steps (callables that queue work) as an object whose ``launch()``

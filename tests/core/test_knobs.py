@@ -15,6 +15,8 @@ from isthmus.errors import BackendUnavailableError
 def test_kernel_dir_is_the_package_isthmus_opencl(monkeypatch):
     monkeypatch.delenv("ISTHMUS_KERNEL_DIR", raising=False)
     spec = importlib.util.find_spec("isthmus.opencl")
+    if spec is None:  # the GPU machine runs the source tree (PYTHONPATH=python), where opencl/ is not a package
+        pytest.skip("isthmus is not installed here: the package isthmus.opencl exists only in an install")
     assert knobs.kernel_dir() in [Path(p) for p in spec.submodule_search_locations]
     assert {"dtype.h", "cuda_prelude.h", "axpy.cl", "gemm.cl"} <= {p.name for p in knobs.kernel_dir().iterdir()}
     monkeypatch.setenv("ISTHMUS_KERNEL_DIR", "/elsewhere/opencl")

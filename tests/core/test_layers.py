@@ -79,3 +79,23 @@ def test_no_import_circle_spans_core_backends_and_ops():
             layers[start] = {_layer(m) for m in seen}
     spanning = {m: sorted(ls) for m, ls in layers.items() if len(ls) > 1}
     assert not spanning, spanning
+
+
+def _device_probe(node) -> bool:
+    """``<x>.backend == "cuda"``-like comparisons, and hasattr/getattr on a device."""
+    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "backend":
+        return any(isinstance(c, ast.Constant) and c.value in ("cuda", "opencl") for c in node.comparators)
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("hasattr", "getattr") and node.args:
+        target = node.args[0]
+        return getattr(target, "id", None) in ("dev", "device") or getattr(target, "attr", None) in ("dev", "device")
+    return False
+
+
+def test_backend_differences_are_hooks_declared_on_device():
+    """No module outside backends/ asks which backend a device is or probes it for an attribute:
+    what differs is a hook or attribute declared, with a default, on Device. (isthmus.ray picks its
+    Ray resources and transfer lanes per backend, ray/lanes.py: outside this rule for now.)"""
+    probes = [f"{name}:{node.lineno}" for name, path in _modules().items()
+              if not name.startswith(("isthmus.backends", "isthmus.ray"))
+              for node in ast.walk(ast.parse(path.read_text())) if _device_probe(node)]
+    assert not probes, probes

@@ -338,7 +338,7 @@ def test_cuda_eager_memo_refills_scratch_first_then_keeps_a_repeated_launch_prep
 
     dev = object.__new__(cuda.CudaDevice)
     dev._prepare = lambda kernel, g, l, packed: Fake(packed)
-    kernel = SimpleNamespace(name="k", _types=(np.float32,))  # one float parameter
+    kernel = SimpleNamespace(name="k", _types=(np.float32,), _launch_memo=None)  # one float parameter
     g, l = (64,), (64,)
     dev._launch(kernel, g, l, [np.float32(1)])  # first sighting: the scratch launch
     dev._launch(kernel, g, l, [np.float32(2)])  # another first sighting: the same scratch

@@ -84,24 +84,49 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
     x = jdev.fromArray(jvm.JArray(jvm.JFloat)(host), rows, cols)
     out = jdev.allocate(J.DType.FLOAT32, rows, cols)
     try:
+        # each op's handle is resolved on its first use in the session (Runtime.library), not counted here
+        J.Ops.softmax(x).close()
+        J.Ops.axpy(0.0, x, out)
+        J.Ops.gemm(x, x, J.Transpose.B).close()
         crossings.clear()
         with J.Ops.softmax(x) as p:
-            assert crossings == {"Runtime.op": 1}, crossings  # before: Runtime.softmax, BufferHandle.shape, .dtype
+            # before: Runtime.softmax, BufferHandle.shape, .dtype; then Runtime.op (name and Object[])
+            assert crossings == {"OpHandle.call1": 1}, crossings
             assert list(p.shape()) == [rows, cols] and str(p.dtype()) == "FLOAT32"
             want = np.exp(host.reshape(rows, cols) - host.reshape(rows, cols).max(1, keepdims=True))
             np.testing.assert_allclose(np.array(p.toFloatArray()).reshape(rows, cols),
                                        want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
         crossings.clear()
         assert J.Ops.softmax(x, out).equals(out)
+        J.Ops.axpy(0.5, x, out)
         J.Ops.gemm(x, x, J.Transpose.B).close()
-        assert crossings == {"Runtime.op": 2, "BufferHandle.close": 1}, crossings
+        assert crossings == {"OpHandle.call1Into": 1, "OpHandle.call3": 1, "OpHandle.call": 1,
+                             "BufferHandle.close": 1}, crossings
     finally:
         x.close()
         out.close()
 
 
-@pytest.mark.parametrize("name", ["softmx", "Buffer", "_softmax", "annotations"])
-def test_runtime_op_names_only_public_op_functions(jvm, J, dev, name):
+def test_an_in_place_op_as_the_first_op_of_a_process(jvm, J, dev, rng, monkeypatch):
+    """The OpResult class is looked up on first need, also when the first op Java runs updates its
+    argument (axpy) and so never builds a new result."""
+    from isthmus.java.spi import ops as spi_ops
+
+    monkeypatch.setattr(spi_ops, "_OP_RESULT", None)  # as in a fresh process
+    n = int(rng.integers(1, 999))
+    xs, ys = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    jdev = J.Isthmus.get().device(dev.id)
+    x, y = jdev.fromArray(jvm.JArray(jvm.JFloat)(xs)), jdev.fromArray(jvm.JArray(jvm.JFloat)(ys))
+    try:
+        J.Ops.axpy(2.0, x, y)
+        np.testing.assert_allclose(np.array(y.toFloatArray()), 2 * xs + ys, rtol=1e-6, atol=1e-6)
+    finally:
+        x.close()
+        y.close()
+
+
+@pytest.mark.parametrize("name", ["softmx", "Buffer", "_softmax", "annotations", "gemm_mma"])
+def test_runtime_op_names_only_registered_ops(jvm, J, dev, name):
     from isthmus.java import jvm as hosted
 
     x = J.Isthmus.get().device(dev.id).fromArray(jvm.JArray(jvm.JFloat)([1.0, 2.0]))
@@ -109,6 +134,114 @@ def test_runtime_op_names_only_public_op_functions(jvm, J, dev, name):
         args = jvm.JArray(jvm.JObject)([J.Interop.handle(x)])
         with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException")) as info:
             hosted._runtime.op(name, args, None, None)
-        assert "isthmus.ops has" in str(info.value.getMessage()) and "softmax" in str(info.value.getMessage())
+        assert "the library has" in str(info.value.getMessage()) and "softmax" in str(info.value.getMessage())
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException")):
+            J.Ops.call(name, x)
+    finally:
+        x.close()
+
+
+# ---- an op a user registers in Python is an op from Java too ------------------------------------
+_ADDC = """__kernel void addc(__global const float* x, __global float* y, const float c, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i] + c;
+}"""
+
+
+def _addc(sign: float):
+    """A user's op: out = x + sign * c, with its own kernel (not a library one)."""
+    import isthmus
+
+    def addc(c, x, out=None):
+        y = x.device.empty(x.shape, x.dtype) if out is None else out
+        x.device.compile(_ADDC, "addc")(x, y, np.float32(sign * c), np.int32(x.size),
+                                       config=isthmus.LaunchConfig((x.size,)))
+        return y
+    return addc
+
+
+@pytest.fixture
+def user_op():
+    """Registers a user's op under a fresh name (the Java side keeps handles by name for the whole
+    session); yields (name, register) to register it again."""
+    import uuid
+
+    from isthmus.ops import registry
+    from isthmus.ops.spec import OpSpec
+
+    name = f"addc_{uuid.uuid4().hex[:8]}"
+
+    def register(sign: float):
+        registry.register(OpSpec(name=name, source="<user>", entries=("addc",), dtypes=("float32",), tunables=(),
+                                 problem=("n",), run=_addc(sign), library=False))
+    register(1.0)
+    yield name, register
+    registry._registry.pop(name, None)  # noqa: SLF001 - no public unregister: the test's op leaves with it
+
+
+def test_an_op_registered_in_python_is_callable_from_java(jvm, J, dev, rng, user_op, crossings):
+    name, register = user_op
+    n = int(rng.integers(1, 3000))
+    host = rng.standard_normal(n).astype(np.float32)
+    c = float(rng.uniform(-2, 2))
+    jdev = J.Isthmus.get().device(dev.id)
+    x = jdev.fromArray(jvm.JArray(jvm.JFloat)(host))
+    out = jdev.fromArray(jvm.JArray(jvm.JFloat)(np.full(n, np.nan, np.float32)))  # poisoned
+    try:
+        crossings.clear()
+        with J.Ops.call(name, c, x) as y:  # first use: resolved once, then one call
+            assert crossings == {"Runtime.library": 1, "OpHandle.call2": 1}, crossings
+            np.testing.assert_allclose(np.array(y.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
+        crossings.clear()
+        assert J.Ops.callInto(name, out, c, x).equals(out)
+        assert crossings == {"OpHandle.call2Into": 1}, crossings
+        np.testing.assert_allclose(np.array(out.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
+        with jdev.library(name).launch(c, x) as y:  # bound to the device: the registry's op too
+            np.testing.assert_allclose(np.array(y.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
+        register(-1.0)  # registered again: Java's handle runs the newer spec
+        with J.Ops.call(name, c, x) as y:
+            np.testing.assert_allclose(np.array(y.toFloatArray()), host - np.float32(c), rtol=1e-6, atol=1e-6)
+    finally:
+        x.close()
+        out.close()
+
+
+def test_a_user_tunable_kernel_without_a_function_is_no_op_for_java(jvm, J, dev):
+    """Kernels declared for tuning (isthmus.tune.declare) are in the registry with no function to call."""
+    from isthmus.tune import declare
+
+    src = "__kernel void r12jv_k(const long n, __global float* x) { long i = get_global_id(0); if (i < n) x[i] += 1; }"
+    declare("r12jv_k", src, tunables={"WG": ((32, 64), 64)}, problem=("n",),
+            grid=lambda p, cfg: ((-(-p["n"] // cfg["WG"]) * cfg["WG"],), (cfg["WG"],)),
+            inputs=lambda p, dt, rng: (np.ones(p["n"], dt),), scalars=lambda p: (p["n"],), output=0,
+            reference=lambda x: x + 1)
+    from isthmus.ops import registry
+
+    x = J.Isthmus.get().device(dev.id).fromArray(jvm.JArray(jvm.JFloat)([1.0, 2.0]))
+    try:
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException"), match="the library has"):
+            J.Ops.call("r12jv_k", x)
+    finally:
+        x.close()
+        registry._registry.pop("r12jv_k", None)  # noqa: SLF001 - no public unregister
+
+
+def test_an_op_by_name_prepares_on_the_device_of_its_buffers(jvm, J, dev, rng):
+    """Runtime.library(name).prepare: the plan of a registered op is made where its buffers live."""
+    from isthmus.java import jvm as hosted
+
+    n = int(rng.integers(1, 999))
+    host = rng.standard_normal(n).astype(np.float32)
+    x = J.Isthmus.get().device(dev.id).fromArray(jvm.JArray(jvm.JFloat)(host))
+    op = hosted._runtime.library("scale")
+    try:
+        plan = op.prepare(jvm.JArray(jvm.JObject)([jvm.JDouble(3.0), J.Interop.handle(x)]), None, None)
+        plan.launch()
+        res = plan.result()
+        np.testing.assert_allclose(np.array(res.toArray("float")), 3 * host, rtol=1e-6)
+        res.close()
+        plan.close()
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException"), match="no buffer among the arguments"):
+            op.prepare(jvm.JArray(jvm.JObject)([jvm.JDouble(3.0)]), None, None)
     finally:
         x.close()

@@ -14,6 +14,7 @@ import pytest
 
 from isthmus import __version__ as V
 from isthmus.errors import BackendUnavailableError
+from isthmus.cli.java import maven_install
 from isthmus.java import jvm, jvm_home, maven
 
 
@@ -52,7 +53,7 @@ def test_maven_install_writes_the_repository_layout(tmp_path, monkeypatch):
     meta = repo / "io" / "isthmus" / "isthmus" / "maven-metadata-local.xml"
     meta.parent.mkdir(parents=True)
     meta.write_text("<metadata><versioning><versions><version>0.0.9</version></versions></versioning></metadata>")
-    assert maven.main(["--repo", str(repo)]) == 0
+    assert maven_install(["--repo", str(repo)]) == 0
     folder = repo / "io" / "isthmus" / "isthmus" / V
     for suffix, data in contents.items():
         assert (folder / f"isthmus-{V}{suffix}").read_bytes() == data
@@ -66,7 +67,7 @@ def test_maven_install_without_an_artifact_is_one_typed_error(tmp_path, monkeypa
     monkeypatch.setattr(jvm, "_LIB", tmp_path / "empty")
     with pytest.raises(BackendUnavailableError, match="install isthmus from a wheel"):
         maven.artifact_files()
-    assert maven.main(["--repo", str(tmp_path / "repo")]) == 2
+    assert maven_install(["--repo", str(tmp_path / "repo")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "BackendUnavailableError" in err
     assert not (tmp_path / "repo").exists()  # nothing half-installed

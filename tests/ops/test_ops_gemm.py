@@ -141,11 +141,11 @@ def test_tall_m_beyond_the_cuda_grid(dev, rng):
 
 
 class _Gpu:
-    kind, compute_units, max_work_group_size, local_mem_size = "gpu", 132, 1024, 48 * 1024
+    kind, compute_units, max_work_group_size, local_mem_size, local_mem_optin = "gpu", 132, 1024, 48 * 1024, None
 
 
 class _Cpu:
-    kind, compute_units, max_work_group_size, local_mem_size = "cpu", 2, 4096, 1 << 21
+    kind, compute_units, max_work_group_size, local_mem_size, local_mem_optin = "cpu", 2, 4096, 1 << 21, None
 
 
 def test_the_rule_picks_a_variant_from_the_shape():

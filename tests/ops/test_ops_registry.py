@@ -82,3 +82,26 @@ def test_capture_and_bench_install_a_recorder_and_patch_nothing(dev, rng):
     graph.launch()
     assert s.to_numpy()[0] == pytest.approx(float(x.to_numpy().astype(np.float64).sum()), rel=1e-4)
     graph.close()
+
+
+def test_registry_op_is_the_op_table_library_ops_and_users_registered_ones(dev, rng, monkeypatch):
+    """``registry.op`` (what Java's op handles read): every library op, and a spec with a function
+    that a user registers; not the library's internal families nor a tunable kernel without one."""
+    for name, spec in registry.FAMILIES.items():
+        assert registry.op(name) is spec
+    for internal in ("gemm_mma", "nope"):
+        with pytest.raises(isthmus.InvalidArgumentError, match="no library kernel .*the library has axpy"):
+            registry.op(internal)
+
+    def halve(x, out=None):
+        return ops.scale(0.5, x, out=out)
+    spec = OpSpec(name="r12jv_halve", source="<user>", entries=(), dtypes=("float32",), tunables=(), problem=("n",),
+                  run=halve, library=False)
+    monkeypatch.setitem(registry._registry, "r12jv_halve", spec)  # registered for this test only
+    monkeypatch.setitem(registry._registry, "r12jv_nofn", spec.completed(name="r12jv_nofn", run=None))
+    assert registry.op("r12jv_halve") is spec
+    with pytest.raises(isthmus.InvalidArgumentError, match="registered ops: .*r12jv_halve"):
+        registry.op("r12jv_nofn")
+    host = rng.standard_normal(int(rng.integers(1, 999))).astype(np.float32)
+    x = dev.asarray(host)
+    np.testing.assert_allclose(dev.kernel("r12jv_halve")(x).to_numpy(), host * np.float32(0.5), rtol=1e-6)

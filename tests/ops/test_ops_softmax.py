@@ -186,6 +186,7 @@ class _Big:
     kind = "gpu"
     max_work_group_size = 1024
     local_mem_size = 1 << 20
+    local_mem_optin = None
 
 
 class _Cpu(_Big):

@@ -18,6 +18,8 @@ class FakeGpu:
     kind = "gpu"
     max_work_group_size = 1024
     local_mem_size = 49152
+    local_mem_optin = compute_capability = None
+    native_vector_width_float = 0
     name, driver, id = "Fake GPU", "1.0", "fake:0"
 
     def identity(self):

@@ -30,6 +30,8 @@ class FakeDevice:
     kind = "gpu"
     max_work_group_size = 1024
     local_mem_size = 49152
+    local_mem_optin = compute_capability = None
+    native_vector_width_float = 0
 
     def __init__(self, name="Fake GPU", driver="1.0", id="fake:0"):
         self.name, self.driver, self.id = name, driver, id
@@ -344,7 +346,7 @@ def test_launch_through_a_database_of_bad_rows_uses_the_defaults(dev, rng, tunin
 
 
 def test_db_show_prints_what_it_can(db, capsys):
-    from isthmus.tune import dbcli
+    from isthmus.cli import db as dbcli
 
     dev = FakeDevice()
     _record(db, dev, 1 << 10, {"WG": 128, "VPT": 2}, 1.0)
@@ -398,7 +400,7 @@ def _write_doc(path, text: str, encoding="utf-8"):
                                   "schema_true", "schema_float", "long_source_hash", "long_device", "nan",
                                   "huge_bucket", "too_big"])
 def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
-    from isthmus.tune import dbcli
+    from isthmus.cli import db as dbcli
     from isthmus.tune.exchange import MAX_DOCUMENT_BYTES
 
     good = json.dumps(_doc(_entry()))

@@ -14,6 +14,7 @@ from isthmus.tune.space import Space
 class _Dev:
     max_work_group_size = 1024
     local_mem_size = 1 << 16
+    local_mem_optin = None
     kind = "gpu"
 
 

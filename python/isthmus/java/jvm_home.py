@@ -1,4 +1,4 @@
-"""``isthmus jvm-home``: a folder that looks like a Java home whose ``bin/java`` is ``isthmus java``
+"""``isthmus jvm-home`` (:mod:`isthmus.cli.java`): a folder that looks like a Java home whose ``bin/java`` is ``isthmus java``
 run by this very Python interpreter, for tools that want a ``java`` executable: Maven surefire's
 ``<jvm>`` (tests run on the real runtime), IDE run configurations, ``exec``.
 
@@ -14,7 +14,6 @@ surefire reads to pick its launch options.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import sys
@@ -82,23 +81,3 @@ def create(home: Path, python: str | None = None) -> Path:
     script.chmod(0o755)
     (home / "release").write_text(f'JAVA_VERSION="{_java_version(jdk)}"\nIMPLEMENTOR="isthmus java launcher"\n')
     return home
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="isthmus jvm-home",
-                                description="create a Java home whose bin/java runs `isthmus java` with this Python "
-                                            "(for surefire's <jvm>, IDEs); prints the folder")
-    p.add_argument("dir", nargs="?", default=str(DEFAULT), help=f"where (default: {DEFAULT})")
-    args = p.parse_args(argv)
-    try:
-        home = create(Path(args.dir))
-    except OSError as exc:
-        print(f"isthmus jvm-home: cannot create {args.dir}: {exc}", file=sys.stderr)
-        return 2
-    print(home)
-    print(f"{home / 'bin' / 'java'} runs `isthmus java` with {sys.executable}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
-"""``isthmus maven-install``: io.isthmus:isthmus (jar, pom, sources, javadoc) from this installed
-package into a local Maven repository, so that a Java project's ``pom.xml`` resolves the
-dependency with no checkout of isthmus and no network.
+"""Installing io.isthmus:isthmus (jar, pom, sources, javadoc) from this installed package into a
+local Maven repository (``isthmus maven-install``, :mod:`isthmus.cli.java`), so that a Java
+project's ``pom.xml`` resolves the dependency with no checkout of isthmus and no network.
 
 The files are written in the repository's layout, as ``mvn install:install-file`` would write
 them, without Maven or a plugin to download. The repository is ``--repo``, else
@@ -9,11 +9,9 @@ else ``~/.m2/repository`` (Maven's own order).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -103,32 +101,3 @@ def _write_atomic(dest: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def main(argv: list[str] | None = None) -> int:
-    from isthmus import __version__
-
-    p = argparse.ArgumentParser(prog="isthmus maven-install",
-                                description=f"install {GROUP}:{ARTIFACT}:{__version__} (jar, pom, sources, javadoc) "
-                                            "from this package into a local Maven repository")
-    p.add_argument("--repo", default=None, metavar="DIR",
-                   help="the local repository (default: -Dmaven.repo.local in MAVEN_OPTS, else ~/.m2/settings.xml's "
-                        "localRepository, else ~/.m2/repository)")
-    args = p.parse_args(argv)
-    from isthmus.errors import IsthmusError
-
-    repo = local_repository(args.repo)
-    try:
-        written = install(repo)
-    except (IsthmusError, OSError) as exc:
-        print(f"isthmus maven-install: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    print(f"installed {GROUP}:{ARTIFACT}:{__version__} into {repo}:", file=sys.stderr)
-    for path in written:
-        print(f"  {path}", file=sys.stderr)
-    print("tests run on the runtime through surefire's <jvm>: see `isthmus jvm-home`", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

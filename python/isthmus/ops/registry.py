@@ -50,6 +50,18 @@ def names() -> list[str]:
     return list(FAMILIES) + sorted(n for n in _registry if n not in FAMILIES)
 
 
+def op(name: str) -> OpSpec:
+    """The op callable as ``name``: a library op, or a spec with a ``run`` that a user registered
+    (``spec.run`` is the function; the Java SPI's op table is this). The library's internal
+    families (``gemm_mma``: part of gemm) are not ops of their own."""
+    spec = _registry.get(name)
+    if spec is None or spec.run is None or (name in _shipped and not spec.library):
+        users = sorted(n for n, s in _registry.items() if n not in _shipped and s.run is not None)
+        raise InvalidArgumentError(f"no library kernel {name!r}; the library has {', '.join(FAMILIES)}"
+                                   + (f"; registered ops: {', '.join(users)}" if users else ""))
+    return spec
+
+
 def family(name: str) -> OpSpec:
     """The library op ``name`` (an error listing the library's ops otherwise)."""
     try:
@@ -59,13 +71,13 @@ def family(name: str) -> OpSpec:
 
 
 class LibraryKernel:
-    """A library kernel bound to a device: ``dev.kernel("softmax")(x)`` is ``isthmus.ops.softmax(x)``
-    with the check that the buffers live on that device."""
+    """A library kernel (or a user's registered op) bound to a device: ``dev.kernel("softmax")(x)``
+    is ``isthmus.ops.softmax(x)`` with the check that the buffers live on that device."""
 
     def __init__(self, device, name: str):
         self.device = device
         self.name = name
-        self.family = family(name)
+        self.family = op(name)
         self._run = self.family.run
 
     def __call__(self, *args, **kwargs):
@@ -95,4 +107,4 @@ def library_kernel(device, name: str) -> LibraryKernel:
     return LibraryKernel(device, name)
 
 
-__all__ = ["FAMILIES", "REFERENCES", "LibraryKernel", "family", "get", "library_kernel", "names", "register"]
+__all__ = ["FAMILIES", "REFERENCES", "LibraryKernel", "family", "get", "library_kernel", "names", "op", "register"]

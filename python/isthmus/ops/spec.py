@@ -121,8 +121,8 @@ class OpSpec:
         ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
                    # what a kernel that takes its local memory at launch may use (CUDA's opt-in
                    # dynamic shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
-                   "local_mem_optin": getattr(device, "local_mem_optin", None) or device.local_mem_size,
-                   "is_cpu": getattr(device, "kind", None) == "cpu",
+                   "local_mem_optin": device.local_mem_optin or device.local_mem_size,
+                   "is_cpu": device.kind == "cpu",
                    "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
                    "min": min, "max": max})
         ns.update(params)

@@ -11,10 +11,11 @@ kernel of your own tunable, ``isthmus.tune.db`` is the database.
 Parts: ``space.py`` (valid configs and their neighbourhoods), ``strategies/`` (exhaustive,
 random, anneal, genetic: one ``tune()`` each and an ``OPTIONS`` table), ``runner.py`` (measure
 and check one config; budgets; replay of recorded times), ``targets.py`` (what is measured:
-library ops, declared kernels), ``db.py`` (SQLite WAL database, fallback lookup, memo),
-``exchange.py`` (validated JSON export/import), ``cli.py``/``dbcli.py`` (``isthmus tune``,
-``isthmus db``), ``java_spi.py`` (``io.isthmus.Tuner`` and ``TunableKernel``), ``bundled/``
-(configs shipped with the package, consulted after the user's database).
+library ops, declared kernels), ``storage.py`` (one SQLite WAL database file and its keys),
+``lookup.py`` (which stored config a launch uses), ``db.py`` (this process's user and bundled
+databases), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
+and ``TunableKernel``), ``bundled/`` (configs shipped with the package, consulted after the
+user's database). The commands ``isthmus tune`` and ``isthmus db`` are :mod:`isthmus.cli`'s.
 
 The user's database is ``ISTHMUS_TUNING_DB`` (default ``<cache dir>/tuning.sqlite``).
 """
@@ -89,7 +90,7 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
 
     tgt = get_target(kernel)
     fam = tgt.family
-    dev = get_device(device) if not hasattr(device, "identity") else device
+    dev = get_device(device)
     dt = dtype_lookup(dtype)
     fam.check_dtype(dev, dt)
     if problem is None or set(problem) != set(fam.problem):

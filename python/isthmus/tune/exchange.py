@@ -17,7 +17,7 @@ import json
 import math
 
 from ..errors import DatabaseError
-from .db import FORMAT, SCHEMA, canonical
+from .storage import FORMAT, SCHEMA, canonical, parse_best
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
 # Bounds on what an import reads: far above any real export (a few KB per entry), far below what
@@ -55,13 +55,12 @@ def _no_constant(name: str):
 def to_entry(row: dict) -> dict | None:
     """A stored best-config row as an export entry, or None when the row's values are unreadable
     (the caller leaves it out: a bad row must not hide the good ones)."""
-    from .db import _parse_best
     from .space import kernel_family
 
     try:
         family = kernel_family(row["kernel"])
         dims = len(family.problem) if family is not None else len(json.loads(row["bucket"]))
-        parsed = _parse_best(row["bucket"], row["params"], dims)
+        parsed = parse_best(row["bucket"], row["params"], dims)
         time_ms, default_ms = row["time_ms"], row.get("default_ms")
         if parsed is None or not _is_number(time_ms) or (default_ms is not None and not _is_number(default_ms)):
             return None
@@ -82,6 +81,7 @@ class _Unlimited:
 
     max_work_group_size = 1 << 30
     local_mem_size = 1 << 40
+    local_mem_optin = None
     kind = "gpu"
 
 

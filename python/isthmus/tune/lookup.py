@@ -5,7 +5,8 @@ First match wins, and every candidate's restrictions are checked again for the d
 here is skipped, never launched:
 
 1. the user's database: this device (name and driver) at this problem bucket, then its nearest
-   bucket; then the same device model with another driver (nearest bucket first);
+   bucket; then the same device model with another driver (nearest bucket first); only buckets of
+   the problem's shape class (a config tuned for square problems never runs a tall or narrow one);
 2. the configs bundled with isthmus, the same way;
 3. the user's database, then the bundled configs: another device of the same architecture and
    backend (same vendor first, then nearest bucket);
@@ -24,11 +25,15 @@ has only backend, vendor and name):
 """
 from __future__ import annotations
 
+import functools
+import math
 import platform
 import re
 import sqlite3
 import warnings
 from typing import Iterator
+
+from .storage import TuningDatabaseWarning, key_for
 
 # LLVM x86 CPU names (as PoCL reports them) -> SIMD width in bits for float arithmetic
 _X86_SIMD = {
@@ -86,34 +91,35 @@ def _pocl_simd_width(name: str) -> int | None:
 
 def device_arch(device) -> str | None:
     """The architecture class of the device at hand (it may know more than its name says)."""
+    if device.compute_capability:
+        return f"nvidia-sm{device.compute_capability}"
     ident = device.identity()
-    capability = getattr(device, "compute_capability", None)
-    if ident["backend"] == "cuda" and capability:
-        return f"nvidia-sm{capability}"
     arch = arch_of(ident["backend"], ident["vendor"], ident["name"])
-    if arch is None and getattr(device, "kind", None) == "cpu" and platform.machine().lower() in ("x86_64", "amd64"):
-        width = getattr(device, "native_vector_width_float", 0)  # an OpenCL CPU device is this host's CPU
-        if width:
-            return f"x86-64-simd{32 * width}"
+    width = device.native_vector_width_float
+    if arch is None and width and device.kind == "cpu" and platform.machine().lower() in ("x86_64", "amd64"):
+        return f"x86-64-simd{32 * width}"  # an OpenCL CPU device is this host's CPU
     return arch
 
 
 def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | None:
     """(where, params) of the config a launch uses, or None for the defaults. ``sources`` are
     (name, database getter) pairs in order (the user's, then the bundled one)."""
-    from .db import key_for
+    from ..ops.spec import shape_class
 
     key = key_for(family, device, dt.name, problem)
     fits = _fits_here(family, device, problem, dt)
+    shape = shape_class(key.bucket)
+    # each database is read once, and only when the sources before it had nothing that fits
+    rows = functools.cache(lambda get: [r for r in _read(lambda: get().best_rows(key)) if shape_class(r[3]) == shape])
     for name, get in sources:
-        for level, params in _read(lambda: get().candidates(key)):
+        for level, params in _same_device(rows(get), key):
             if fits(params):
                 return f"{name} database, {level}", params
     arch = device_arch(device)
     if arch is None:
         return None
     for name, get in sources:
-        for params in _read(lambda: _same_arch(get(), key, arch)):
+        for params in _same_arch(rows(get), key, arch):
             if fits(params):
                 return f"{name} database, same architecture ({arch})", params
     return None
@@ -122,8 +128,6 @@ def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | No
 def _read(rows) -> list:
     """``rows()`` as a list, or none (with a warning) when the database fails while being read: an
     unwritable cache or a file damaged while open must not stop launches, which use the next source."""
-    from .db import TuningDatabaseWarning
-
     try:
         return list(rows())
     except (sqlite3.Error, OSError) as exc:
@@ -140,21 +144,26 @@ def _fits_here(family, device, problem: dict, dt):
     return fits
 
 
-def _same_arch(store, key, arch: str) -> Iterator[dict]:
-    """Params tuned on other devices of architecture ``arch``: same vendor first, then nearest bucket."""
-    from ..ops.spec import shape_class
-    from .db import _distance, _parse_best
+def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a, b))
 
+
+def _same_device(rows, key) -> Iterator[tuple[str, dict]]:
+    """(level, params) of this device model's rows: exact, nearest bucket, other driver."""
     ranked = []
-    for i, (vendor, name, bucket, params) in enumerate(store.rows_like(key)):
+    for vendor, name, driver, bucket, params in rows:
         if name == key.device and vendor == key.vendor:
-            continue  # this device's own rows: consulted already at the levels before
-        if arch_of(key.backend, vendor, name) != arch:
-            continue
-        parsed = _parse_best(bucket, params, len(key.bucket))
-        if parsed is None or shape_class(parsed[0]) != shape_class(key.bucket):
-            continue  # a bad row (candidates() warns about those), or another shape class
-        b, p = parsed
-        ranked.append((vendor != key.vendor, _distance(b, key.bucket), name, str(bucket), i, p))
-    for *_, params in sorted(ranked):
+            level = 0 if (driver == key.driver and bucket == key.bucket) else 1 if driver == key.driver else 2
+            ranked.append((level, _distance(bucket, key.bucket), params))
+    for level, _, params in sorted(ranked, key=lambda r: r[:2]):
+        yield ("exact", "nearest bucket", "other driver")[level], params
+
+
+def _same_arch(rows, key, arch: str) -> Iterator[dict]:
+    """Params tuned on other devices of architecture ``arch``: same vendor first, then nearest bucket."""
+    ranked = [(vendor != key.vendor, _distance(bucket, key.bucket), params)
+              for vendor, name, _, bucket, params in rows
+              if not (name == key.device and vendor == key.vendor)  # consulted at the levels before
+              and arch_of(key.backend, vendor, name) == arch]
+    for *_, params in sorted(ranked, key=lambda r: r[:2]):
         yield params

@@ -1,21 +1,27 @@
-"""Library ops from Java in one crossing: ``Runtime.op(name, args, out, options)`` calls the public
-``isthmus.ops`` function of that name and returns an ``io.isthmus.spi.OpResult`` that carries the
-result's handle, shape and dtype together (Java asks for nothing more). ``OpHandle`` is the same
-for an op bound to one device (``Device.library``)."""
+"""Ops from Java in one crossing each. ``Runtime.library(name)`` resolves an op of the registry
+(:func:`isthmus.ops.registry.op`: a library op, or one a user registered) into an ``OpHandle``
+once; Java keeps it per name (``io.isthmus.Isthmus``), so a call carries no name. Each call
+returns an ``io.isthmus.spi.OpResult`` that holds the result's handle, shape and dtype together
+(Java asks for nothing more). ``Runtime.op(name, args, out, options)`` is the same call by name;
+``DeviceHandle.op(name)`` gives an ``OpHandle`` bound to one device (``Device.library``).
+
+Why ``OpHandle`` has ``call1``..``call3`` next to ``call(Object[], ...)``: JPype converts a
+method's parameters together with the call, but every element read out of an ``Object[]`` costs
+it a wrapper object of its own, and the array one more (a boxed Double read from an array: about
+3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host time than the
+typed crossing it replaced; as three parameters it costs what that did
+(benchmarks/results/issue12-java-host-pocl.md)."""
 from __future__ import annotations
 
 import jpype
 
 from isthmus.buffer import Buffer
 from isthmus.errors import InvalidArgumentError
+from isthmus.ops import registry
 
-from .buffers import BufferHandle, argument, arguments
+from .buffers import BufferHandle, argument, arguments, buffer
 from .proxy import implements, spi
 
-# The one table from op names to the functions Java runs: filled from the public functions of
-# isthmus.ops on first use, so a new op needs no entry here (the typed io.isthmus.Ops method is
-# its only Java-side line).
-_OPS: dict[str, object] = {}
 _OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
 
 # Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
@@ -27,18 +33,9 @@ _DTYPES: dict[object, object] = {}
 
 
 def op_function(name: str):
-    """The public ``isthmus.ops`` function called ``name``."""
-    fn = _OPS.get(name)
-    if fn is None:
-        import isthmus.ops
-
-        # public callables that are neither classes (Buffer) nor modules: the op functions
-        public = {n: f for n, f in vars(isthmus.ops).items()
-                  if not n.startswith("_") and callable(f) and not isinstance(f, type)}
-        if name not in public:
-            raise InvalidArgumentError(f"no library op {name!r}; isthmus.ops has {', '.join(sorted(public))}")
-        fn = _OPS[name] = public[name]
-    return fn
+    """The function of the op registered as ``name`` (the registry is the op table: a library op
+    or a user's)."""
+    return registry.op(name).run
 
 
 def options(joptions) -> dict:
@@ -70,22 +67,51 @@ def call(fn, jargs, jout, joptions):
     return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
 
 
+def arg(j):
+    """``argument`` with the two kinds every op call has tested first (a call level costs here)."""
+    if type(j) is BufferHandle:
+        return j.live()
+    if isinstance(j, float):  # java.lang.Double/Float
+        return float(j)
+    return argument(j)
+
+
+def run(fn, args: tuple, jobjs: tuple, jout):
+    """Run ``fn`` on ``args``, converted from the Java arguments ``jobjs`` that crossed as
+    parameters (``OpHandle.call1``..``call3``, ``call1Into``, ``call2Into``); ``jout``: the
+    ``out=`` handle, or None."""
+    if jout is None:
+        result = fn(*args)
+    else:
+        out = buffer(jout, "out")
+        result = fn(*args, out=out)
+        if result is out:
+            return _own(jout)
+    if result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
+        return _own(jobjs[-1])
+    return op_result(result, args, jobjs, None, None)
+
+
 def op_result(result, args, jobjs, out, jout):
     """The OpResult for an op's return value: the caller's own handle when it returned ``out`` or
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
-    global _OP_RESULT
     if result is None:
         return None
     if not isinstance(result, Buffer):
         raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
-    if _OP_RESULT is None:
-        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
     if result is out:
         return _own(jout)
     for a, j in zip(args, jobjs):
         if a is result and isinstance(j, BufferHandle):
             return _own(j)
-    return _OP_RESULT(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+    return _op_result_class()(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
+
+
+def _op_result_class():
+    global _OP_RESULT
+    if _OP_RESULT is None:
+        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
+    return _OP_RESULT
 
 
 def _own(handle: BufferHandle):
@@ -93,7 +119,7 @@ def _own(handle: BufferHandle):
     its input in place, axpy or out=, is called in loops)."""
     result = handle.as_result
     if result is None:
-        result = handle.as_result = _OP_RESULT(handle, None, None)
+        result = handle.as_result = _op_result_class()(handle, None, None)
     return result
 
 
@@ -115,18 +141,49 @@ def _java_dtype(dtype):
 
 @implements("io.isthmus.spi.OpHandle")
 class OpHandle:
-    """A library op bound to a device (Python's ``device.kernel(name)``), called from Java."""
+    """An op called from Java: ``kernel``, a library kernel bound to a device (``DeviceHandle.op``),
+    or else ``name``, an op of the registry on the device its buffers live on
+    (``Runtime.library``), looked up at each call (one dict lookup), so an op a user registers
+    again runs its newer spec."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel=None, name: str | None = None):
         self.kernel = kernel
+        self.op = None if kernel is not None else registry.op(name).name  # an unknown name fails here
+
+    def _function(self):
+        if self.op is None:
+            return self.kernel
+        # a name gone from the registry since: op() raises the error that lists the ops
+        return (registry.get(self.op) or registry.op(self.op)).run
 
     @spi
     def name(self):
-        return self.kernel.name
+        return self.kernel.name if self.op is None else self.op
 
     @spi
     def call(self, jargs, jout, joptions):
-        return call(self.kernel, jargs, jout, joptions)
+        return call(self._function(), jargs, jout, joptions)
+
+    # The arguments converted one by one, not in a loop: this is the path of every Java op call.
+    @spi
+    def call1(self, a):
+        return run(self._function(), (arg(a),), (a,), None)
+
+    @spi
+    def call2(self, a, b):
+        return run(self._function(), (arg(a), arg(b)), (a, b), None)
+
+    @spi
+    def call3(self, a, b, c):
+        return run(self._function(), (arg(a), arg(b), arg(c)), (a, b, c), None)
+
+    @spi
+    def call1Into(self, a, jout):
+        return run(self._function(), (arg(a),), (a,), jout)
+
+    @spi
+    def call2Into(self, a, b, jout):
+        return run(self._function(), (arg(a), arg(b)), (a, b), jout)
 
     @spi
     def prepare(self, jargs, jout, joptions):
@@ -135,5 +192,15 @@ class OpHandle:
         args = arguments(jargs)
         kwargs = {} if joptions is None else options(joptions)
         if jout is not None:
-            kwargs["out"] = argument(jout)
-        return PlanHandle(self.kernel.prepare(*args, **kwargs), args + ([kwargs["out"]] if jout is not None else []))
+            kwargs["out"] = buffer(jout, "out")
+        return PlanHandle(self._kernel(args, kwargs).prepare(*args, **kwargs),
+                          args + ([kwargs["out"]] if jout is not None else []))
+
+    def _kernel(self, args, kwargs):
+        """The kernel to prepare: a registered op is prepared on the device of its first buffer."""
+        if self.op is None:
+            return self.kernel
+        dev = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, Buffer)), None)
+        if dev is None:
+            raise InvalidArgumentError(f"{self.op}: no buffer among the arguments, so no device to prepare it on")
+        return registry.LibraryKernel(dev, self.op)

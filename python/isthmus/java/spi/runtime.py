@@ -34,6 +34,10 @@ class Runtime:
     def op(self, name, jargs, jout, joptions):
         return ops.call(ops.op_function(str(name)), jargs, jout, joptions)
 
+    @spi
+    def library(self, name):
+        return ops.OpHandle(name=str(name))
+
     # The deprecated one-method-per-op SPI (io.isthmus.Ops no longer calls it).
     @spi
     def axpy(self, a, x, y):

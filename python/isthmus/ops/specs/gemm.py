@@ -47,7 +47,7 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
         if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there
             return dict(params, CM=bucket(m), CR=1)
         return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
-    units = max(1, int(getattr(device, "compute_units", 1) or 1))
+    units = max(1, int(device.compute_units or 1))
     if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
         return _rows_rule(m, n, units, params)
     tm, tn, wptm, wptn, ks = _skinny_tiles(m, n, k, units) if min(m, n) <= 64 else _big_tiles(m, n, k, units)

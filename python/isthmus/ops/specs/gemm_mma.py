@@ -45,12 +45,12 @@ _NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
 def _rule(buckets: dict, device, dt, params: dict) -> dict:
     """The tile for a problem's shape class (see above); devices without mma.sync (the portable
     path) keep the defaults."""
-    if not getattr(device, "mma_sync", False):
+    if not device.mma_sync:
         return {}
     m, n = buckets["m"], buckets["n"]
     if min(m, n) <= 64:
         return _SKINNY
-    if device.backend != "cuda":
+    if device.local_mem_optin is None:  # static local memory only: NVIDIA's OpenCL
         return _NV_OPENCL
     return _BIG_CUDA if min(m, n) >= 4096 else _MID_CUDA
 
@@ -109,7 +109,7 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
     ldb = shape.k if tb else shape.n
     return (("TRANS_A", int(ta)), ("TRANS_B", int(tb)), ("VEC", int(lda % 8 == 0 and ldb % 8 == 0)),
             ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)),
-            ("DYN_SMEM", int(dev.backend == "cuda")))  # CUDA: the ring in dynamic shared memory
+            ("DYN_SMEM", int(dev.local_mem_optin is not None)))  # CUDA: the ring in dynamic shared memory
 
 
 def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:

@@ -118,13 +118,14 @@ def _workspace(dev, nbytes: int) -> _Scratch:
 def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
     """(kernel, global, local, rows, cols, bytes, workspace, its bytes, split): the workspace is kept
     with the steps (the split rows' tagged (max, sum) pairs need no reset between launches)."""
-    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)})
+    shfl = (("SHFL", int(dev.mma_sync)),)  # NVIDIA's inline PTX: warp shuffles merge narrow rows' teams
+    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, shfl)
     if in_place and params.get("SPLIT", 1) > 1:
         # a split row's group that reads the whole row itself (its siblings late) could read a
         # chunk a sibling already wrote: in place, one group per row (the same config's chunk
         # held, the rest of the row streamed; correct for any row, slower for wide ones)
         params = {**params, "SPLIT": 1}
-        kernels = FAMILY.kernels(dev, dt, params)
+        kernels = FAMILY.kernels(dev, dt, {**params, **dict(shfl)})
     wsn = workspace_nbytes(rows, params, dt)
     return (kernels["softmax"], *grid(rows, params), np.int32(rows), np.int32(cols), rows * cols * dt.np.itemsize,
             _workspace(dev, wsn), wsn, params.get("SPLIT", 1) > 1)
@@ -142,7 +143,7 @@ def softmax(x, out=None):
     # in place is fine: each item reads the elements it writes before it writes them
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
-        if dev._recording() is None:
+        if dev._recorder is None or dev._recording() is None:  # (the common case without a call)
             dev.launch(k, g, loc, [rows, cols, x, y, ws.arg])
         else:  # a graph being captured keeps a workspace of its own, zeroed as a step of the graph
             own = dev._temporary(ws_nbytes)

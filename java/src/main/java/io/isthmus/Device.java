@@ -192,9 +192,10 @@ public final class Device {
     }
 
     /**
-     * @param name an op of the isthmus library, e.g. {@code "softmax"}
+     * @param name an op of the isthmus library, e.g. {@code "softmax"}, or one registered in Python
+     *     ({@code isthmus.ops.registry.register})
      * @return the op bound to this device, launched with {@link LibraryKernel#launch(Object...)}
-     * @throws InvalidArgumentException if the library has no such op
+     * @throws InvalidArgumentException if no op is registered under {@code name}
      */
     public LibraryKernel library(String name) {
         if (name == null) {

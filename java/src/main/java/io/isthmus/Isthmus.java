@@ -1,10 +1,12 @@
 package io.isthmus;
 
 import io.isthmus.spi.DeviceHandle;
+import io.isthmus.spi.OpHandle;
 import io.isthmus.spi.Runtime;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 
 /**
@@ -36,6 +38,8 @@ public final class Isthmus {
     private static volatile Isthmus current;
 
     private final Runtime runtime;
+    /** Ops resolved by name, once each: a call then crosses with its arguments only. */
+    private final ConcurrentHashMap<String, OpHandle> ops = new ConcurrentHashMap<>();
 
     private Isthmus(Runtime runtime) {
         this.runtime = runtime;
@@ -66,6 +70,22 @@ public final class Isthmus {
 
     Runtime runtime() {
         return runtime;
+    }
+
+    /**
+     * @param name an op of the runtime's registry
+     * @return its handle, resolved on first use (an unknown name throws and keeps nothing)
+     */
+    OpHandle op(String name) {
+        OpHandle h = ops.get(name);
+        if (h == null) {
+            h = runtime.library(name);
+            OpHandle raced = ops.putIfAbsent(name, h);
+            if (raced != null) {
+                h = raced;
+            }
+        }
+        return h;
     }
 
     /** @return every device of every available backend */

@@ -128,9 +128,17 @@ public final class Kernel {
         }
         Object[] out = new Object[args.length];
         for (int i = 0; i < args.length; i++) {
-            out[i] = handle(args[i], "argument " + i);
+            out[i] = handle(args[i], i);
         }
         return out;
+    }
+
+    /** {@link #handle(Object, String)} for argument {@code index}, with no string built unless it fails. */
+    static Object handle(Object a, int index) {
+        if (a instanceof DeviceBuffer b) {
+            return b.handle();
+        }
+        return a instanceof Number ? a : handle(a, "argument " + index);
     }
 
     static Object handle(Object a, String what) {

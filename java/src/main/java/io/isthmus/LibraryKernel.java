@@ -3,9 +3,10 @@ package io.isthmus;
 import io.isthmus.spi.OpHandle;
 
 /**
- * An op of the isthmus library bound to one device ({@link Device#library(String)}): launched with
- * the op's own arguments, it sizes its own grid from the tuning database. Its buffers must live
- * on its device. {@link Ops} runs the same ops on whichever device the buffers live on.
+ * An op of the isthmus library (or one registered in Python) bound to one device
+ * ({@link Device#library(String)}): launched with the op's own arguments, it sizes its own grid
+ * from the tuning database. Its buffers must live on its device. {@link Ops} runs the same ops
+ * on whichever device the buffers live on.
  *
  * <pre>{@code
  * LibraryKernel softmax = dev.library("softmax");
@@ -42,8 +43,7 @@ public final class LibraryKernel {
      *     {@code null} for an op that returns nothing
      */
     public DeviceBuffer launch(Object... args) {
-        Object[] safe = args == null ? new Object[0] : args;
-        return OpCall.result(handle.call(Kernel.handles(safe), null, null), safe, null);
+        return OpCall.call(handle, null, null, args == null ? new Object[0] : args);
     }
 
     /**
@@ -57,8 +57,7 @@ public final class LibraryKernel {
         if (out == null) {
             throw new InvalidArgumentException("out must not be null; use launch(args...) to allocate the result");
         }
-        Object[] safe = args == null ? new Object[0] : args;
-        return OpCall.result(handle.call(Kernel.handles(safe), out.handle(), null), safe, out);
+        return OpCall.call(handle, out, null, args == null ? new Object[0] : args);
     }
 
     /**

@@ -1,17 +1,18 @@
 package io.isthmus;
 
 import io.isthmus.spi.BufferHandle;
+import io.isthmus.spi.OpHandle;
 import io.isthmus.spi.OpResult;
 
 import java.util.Map;
 
-/** The Java half of one library-op crossing: arguments to handles, the {@link OpResult} to a buffer. */
+/** The Java half of one op crossing: arguments to handles, the {@link OpResult} to a buffer. */
 final class OpCall {
     private OpCall() {
     }
 
     /**
-     * Runs {@code name} through {@link io.isthmus.spi.Runtime#op} on the device its buffers live on.
+     * Runs the op registered as {@code name} on the device its buffers live on.
      *
      * @param name the op
      * @param out the buffer to write into, or {@code null}
@@ -20,9 +21,48 @@ final class OpCall {
      * @return the result (a caller's own buffer when the op returned it), or {@code null}
      */
     static DeviceBuffer run(String name, DeviceBuffer out, Map<String, Object> options, Object... args) {
+        return call(Isthmus.get().op(name), out, options, args);
+    }
+
+    /**
+     * Runs {@code op} in one crossing.
+     *
+     * @param op the op
+     * @param out the buffer to write into, or {@code null}
+     * @param options the op's keyword arguments, or {@code null}
+     * @param args the op's positional arguments: {@link DeviceBuffer}s and Java numbers
+     * @return the result (a caller's own buffer when the op returned it), or {@code null}
+     */
+    static DeviceBuffer call(OpHandle op, DeviceBuffer out, Map<String, Object> options, Object[] args) {
         BufferHandle outHandle = out == null ? null : out.handle();
-        OpResult r = Isthmus.get().runtime().op(name, Kernel.handles(args), outHandle, options);
-        return result(r, args, out);
+        return result(cross(op, outHandle, options, args), args, out);
+    }
+
+    /**
+     * A few arguments cross as parameters of their own ({@link OpHandle#call1} and the like):
+     * the bridge converts those with the call, while each element of an array costs it one more
+     * conversion (+30-60% host time on axpy; benchmarks/results/issue12-java-host-pocl.md).
+     */
+    private static OpResult cross(OpHandle op, BufferHandle out, Map<String, Object> options, Object[] args) {
+        if (options == null) {
+            int n = args.length;
+            if (out == null && n == 1) {
+                return op.call1(Kernel.handle(args[0], 0));
+            }
+            if (out == null && n == 2) {
+                return op.call2(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1));
+            }
+            if (out == null && n == 3) {
+                return op.call3(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1), Kernel.handle(args[2], 2));
+            }
+            if (out != null && n == 1) {
+                return op.call1Into(Kernel.handle(args[0], 0), out);
+            }
+            if (out != null && n == 2) {
+                return op.call2Into(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1), out);
+            }
+        }
+        return op.call(Kernel.handles(args), out, options);
     }
 
     /**

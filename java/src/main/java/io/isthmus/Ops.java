@@ -204,6 +204,43 @@ public final class Ops {
         return OpCall.run("gemm", null, scaled, need(a, "a"), need(b, "b"));
     }
 
+    /**
+     * Any op of the runtime's registry by name: a library op, or one registered in Python
+     * ({@code isthmus.ops.registry.register(spec)}), on the device its buffers live on.
+     *
+     * <pre>{@code
+     * DeviceBuffer y = Ops.call("scale", 0.5, x);   // the same as Ops.scale(0.5, x)
+     * }</pre>
+     *
+     * @param name the op, as registered
+     * @param args its positional arguments: {@link DeviceBuffer}s and Java numbers
+     * @return its result (the caller's own buffer when the op returns an argument), or {@code null}
+     *     when it returns nothing
+     * @throws InvalidArgumentException if no op is registered under {@code name}; the message lists them
+     */
+    public static DeviceBuffer call(String name, Object... args) {
+        return OpCall.run(needName(name), null, null, args == null ? new Object[0] : args);
+    }
+
+    /**
+     * {@link #call(String, Object...)} writing the result into {@code out} (Python's {@code out=}).
+     *
+     * @param name the op, as registered
+     * @param out the buffer to write the result into
+     * @param args its positional arguments: {@link DeviceBuffer}s and Java numbers
+     * @return {@code out}, as the op returns it
+     */
+    public static DeviceBuffer callInto(String name, DeviceBuffer out, Object... args) {
+        return OpCall.run(needName(name), need(out, "out"), null, args == null ? new Object[0] : args);
+    }
+
+    private static String needName(String name) {
+        if (name == null) {
+            throw new InvalidArgumentException("the op name must not be null");
+        }
+        return name;
+    }
+
     private static DeviceBuffer need(DeviceBuffer b, String name) {
         if (b == null) {
             throw new InvalidArgumentException(name + " must not be null");

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Random;
 
@@ -180,6 +181,45 @@ class OpsTest {
         }
         try (DeviceBuffer x = dev.fromArray(random(r, 6), 2, 3)) {
             assertThrows(InvalidArgumentException.class, () -> Ops.gemm(x, x, null));
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void anyRegisteredOpByName(Device dev) {
+        Random r = new Random();
+        int n = 1 + r.nextInt(3000);
+        float[] xs = random(r, n);
+        float[] ys = random(r, n);
+        float alpha = r.nextFloat() * 4 - 2;
+        float[] scaled = new float[n];
+        float[] axpy = new float[n];
+        for (int i = 0; i < n; i++) {
+            scaled[i] = alpha * xs[i];
+            axpy[i] = alpha * xs[i] + ys[i];
+        }
+        float[] poison = new float[n];
+        java.util.Arrays.fill(poison, Float.NaN);
+        try (DeviceBuffer x = dev.fromArray(xs); DeviceBuffer y = dev.fromArray(ys);
+             DeviceBuffer out = dev.fromArray(poison); DeviceBuffer s = Ops.call("scale", (double) alpha, x)) {
+            assertArrayEquals(scaled, s.toFloatArray(), 1e-6f);
+            assertSame(out, Ops.callInto("scale", out, (double) alpha, x));
+            assertArrayEquals(scaled, out.toFloatArray(), 1e-6f);
+            assertSame(y, Ops.call("axpy", (double) alpha, x, y));  // the op updates y: the caller's own buffer
+            assertArrayEquals(axpy, y.toFloatArray(), 1e-5f);
+            try (DeviceBuffer t = Ops.call("sum", x)) {
+                assertArrayEquals(new long[] {1}, t.shape());
+            }
+            InvalidArgumentException unknown = assertThrows(InvalidArgumentException.class,
+                    () -> Ops.call("softmx", x));
+            assertTrue(unknown.getMessage().contains("softmax"), unknown.getMessage());
+            assertThrows(InvalidArgumentException.class, () -> Ops.call(null, x));
+            assertThrows(InvalidArgumentException.class, () -> Ops.callInto("scale", null, 1.0, x));
+            assertThrows(InvalidArgumentException.class, () -> Ops.call("scale", x));  // alpha missing
+            assertThrows(InvalidArgumentException.class, () -> Ops.call("scale", "2", x));
+            DeviceBuffer closed = dev.fromArray(xs);
+            closed.close();
+            assertThrows(ClosedBufferException.class, () -> Ops.call("scale", 2.0, closed));
         }
     }
 }

@@ -29,6 +29,17 @@ public interface Runtime {
     OpResult op(String name, Object[] args, BufferHandle out, Map<String, Object> options);
 
     /**
+     * Resolves an op of the runtime's registry (a library op, or one registered in Python with
+     * {@code isthmus.ops.registry.register}) once; the handle runs it on the device its buffers
+     * live on, one crossing a call, with no name to pass ({@link io.isthmus.Ops} keeps one per name).
+     *
+     * @param name the op, e.g. {@code "softmax"}
+     * @return the op
+     * @throws io.isthmus.InvalidArgumentException if no op is registered under {@code name}
+     */
+    OpHandle library(String name);
+
+    /**
      * In place: {@code y = a * x + y}.
      *
      * @param a scale

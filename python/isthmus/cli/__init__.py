@@ -1,4 +1,7 @@
-"""``isthmus devices | demo | bench | tune | db | java | maven-install | jvm-home`` (also ``python -m isthmus``)."""
+"""``isthmus devices | demo | bench | tune | db | java | maven-install | jvm-home`` (also ``python -m isthmus``
+and ``python -m isthmus.cli``): the verbs with their own options live in this package, one module
+per concern (:mod:`.tune`, :mod:`.db`, :mod:`.java`); the JVM launcher's options are java's own
+(:mod:`isthmus.java.launcher`)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +10,7 @@ import sys
 
 
 def _devices(args) -> int:
-    from .device import devices, _problems
+    from ..device import _problems, devices
 
     found = devices()
     if args.json:
@@ -32,36 +35,37 @@ def _devices(args) -> int:
 
 
 def _demo(args) -> int:
-    from .demo import main as demo
+    from ..demo import main as demo
 
     return demo(args.device)
 
 
 def _bench(args) -> int:
-    from .bench import main as bench
+    from ..bench import main as bench
 
     return bench(args.device, quick=args.quick, out=args.out)
 
 
-def _forward(module: str, argv: list[str]) -> int:
+def _forward(target: str, argv: list[str]) -> int:
     import importlib
 
-    return importlib.import_module(module).main(argv)
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function or "main")(argv)
 
 
 # Verbs whose arguments belong to another parser (the JVM launcher, the tuner, ...) are forwarded whole.
 FORWARDED = {
     "java": ("isthmus.java.launcher", "run a Java main class or jar with the runtime attached (java's options)"),
-    "tune": ("isthmus.tune.cli", "tune a library kernel on a device"),
-    "db": ("isthmus.tune.dbcli", "show/export/import/clear the tuning database"),
-    "maven-install": ("isthmus.java.maven", "install the Java artifact io.isthmus:isthmus into the local Maven "
-                                            "repository"),
-    "jvm-home": ("isthmus.java.jvm_home", "create a Java home whose bin/java runs `isthmus java` (surefire's <jvm>)"),
+    "tune": ("isthmus.cli.tune", "tune a library kernel on a device"),
+    "db": ("isthmus.cli.db", "show/export/import/clear the tuning database"),
+    "maven-install": ("isthmus.cli.java:maven_install", "install the Java artifact io.isthmus:isthmus into the local "
+                                                        "Maven repository"),
+    "jvm-home": ("isthmus.cli.java:jvm_home", "create a Java home whose bin/java runs `isthmus java` (surefire's <jvm>)"),
 }
 
 
 def parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels written once in OpenCL C, for Python "
                                      "and Java")
@@ -92,14 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:  # bare `isthmus`: what it can do
         parser().print_help()
         return 0
-    from .errors import IsthmusError
+    from ..errors import IsthmusError
 
     try:
         return args.run(args)
     except IsthmusError as exc:
         print(f"isthmus: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,7 @@ def _size(text: str) -> tuple[str, int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .strategies import NAMES
+    from ..tune.strategies import NAMES
 
     p = argparse.ArgumentParser(prog="isthmus tune", description="tune a kernel's launch parameters on a device "
                                 "and store the best in the tuning database")
@@ -56,8 +56,8 @@ def _run(args) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..device import device as get_device
-    from . import tune
-    from .runner import Budget, Measure
+    from ..tune import tune
+    from ..tune.runner import Budget, Measure
 
     console = Console(stderr=True)
     if args.plot:
@@ -221,7 +221,3 @@ def figure(result, device_name: str | None = None):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,7 +38,7 @@ def _show(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from . import db
+    from ..tune import db
 
     store = db.bundled() if args.bundled else db.user()
     doc = store.export()
@@ -76,15 +76,15 @@ def _console():
 
 def _current(entry: dict) -> bool:
     """Whether the entry was tuned for the kernel source (and options) this isthmus has."""
-    from .db import fingerprint
-    from .space import kernel_family
+    from ..tune.db import fingerprint
+    from ..tune.space import kernel_family
 
     family = kernel_family(entry["kernel"])
     return family is not None and fingerprint(family, entry["dtype"]) == (entry["source_hash"], entry["options"])
 
 
 def _export(args) -> int:
-    from . import db
+    from ..tune import db
 
     doc = db.user().export()
     text = json.dumps(doc, indent=1, sort_keys=True)
@@ -98,8 +98,8 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    from . import db
-    from .exchange import MAX_DOCUMENT_BYTES, load_document
+    from ..tune import db
+    from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document
 
     with open(args.file, "rb") as f:
         data = f.read(MAX_DOCUMENT_BYTES + 1)
@@ -111,7 +111,7 @@ def _import(args) -> int:
 
 
 def _clear(args) -> int:
-    from . import db
+    from ..tune import db
 
     store = db.user()
     if not args.yes:
@@ -130,6 +130,3 @@ def _clear(args) -> int:
 
 
 _VERBS = {"show": _show, "export": _export, "import": _import, "clear": _clear}
-
-if __name__ == "__main__":
-    sys.exit(main())

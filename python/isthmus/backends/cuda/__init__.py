@@ -1,0 +1,36 @@
+"""CUDA backend (CuPy): OpenCL C sources compiled by NVRTC behind ``opencl/cuda_prelude.h``.
+
+Every call names its device and stream explicitly (CuPy keeps per-thread current-device and
+current-stream state, and a thread Java started has neither set).
+
+One module per concern, each a part of :class:`CudaDevice`: ``device.py`` (the device, its
+stream and events), ``memory.py`` (CuPy's pool, copies, views for CuPy and DLPack),
+``compiler.py`` (NVRTC and modules), ``launch.py`` (packed arguments, the launch memo, prepared
+launches), ``graphs.py`` (CUDA graphs).
+"""
+from __future__ import annotations
+
+from ...errors import BackendUnavailableError
+from .compiler import defines_as_source  # noqa: F401
+from .device import NAME, CudaDevice  # noqa: F401
+from .launch import _NULL, _DevicePointer, _LaunchMemo, _PreparedLaunch  # noqa: F401
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise BackendUnavailableError(f"CuPy is not installed ({exc}); pip install cupy-cuda12x (CUDA 12 drivers) or "
+                                      "cupy-cuda13x (CUDA 13)") from exc
+    return cupy
+
+
+def discover() -> list["CudaDevice"]:
+    cupy = _cupy()
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver / no device
+        raise BackendUnavailableError(f"CuPy found no CUDA device ({exc})") from exc
+    if count == 0:
+        raise BackendUnavailableError("CuPy found no CUDA device")
+    return [CudaDevice(cupy, i) for i in range(count)]

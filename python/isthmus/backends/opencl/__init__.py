@@ -1,0 +1,45 @@
+"""OpenCL backend (PyOpenCL): any OpenCL device — NVIDIA, AMD, Intel GPUs, PoCL on a CPU.
+
+One context and one in-order, profiling-enabled queue per device; programs are built from source
+with PyOpenCL's low-level ``_Program`` so that isthmus' own recipe-keyed cache is the only one.
+
+One module per concern, each a part of :class:`OpenCLDevice`: ``device.py`` (the device, its
+context and queue, events), ``memory.py`` (buffers and their cache), ``compiler.py`` (programs),
+``launch.py`` (arguments set on the kernel object, prepared launches).
+"""
+from __future__ import annotations
+
+from ...errors import BackendUnavailableError
+from .device import NAME, OpenCLDevice  # noqa: F401
+from .launch import _PreparedLaunch  # noqa: F401
+from .memory import _Mem  # noqa: F401
+
+
+def _cl():
+    try:
+        import pyopencl
+    except ImportError as exc:
+        raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install pyopencl (what isthmus' "
+                                      "opencl extra installs)") from exc
+    return pyopencl
+
+
+def discover() -> list["OpenCLDevice"]:
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:  # no ICD loader entries: PLATFORM_NOT_FOUND_KHR
+        raise BackendUnavailableError(f"no OpenCL platform found ({exc}); for a CPU device install PoCL: apt-get "
+                                      "install pocl-opencl-icd (Debian/Ubuntu) or pip install "
+                                      "pocl-binary-distribution") from exc
+    found = []
+    for platform in platforms:
+        try:
+            devs = platform.get_devices()
+        except cl.Error:
+            continue
+        for d in devs:
+            found.append(OpenCLDevice(cl, platform, d, len(found)))
+    if not found:
+        raise BackendUnavailableError("OpenCL platforms report no devices")
+    return found

@@ -1,0 +1,106 @@
+"""The OpenCL device: its properties, its context and queue (made on first use), events. The other
+hooks are the parts of their concern (memory, compiler, launch), mixed in."""
+from __future__ import annotations
+
+import threading
+
+from ...device import Device
+from ...launch import GridLimits
+from .compiler import _Compiler
+from .launch import _Launch
+from .memory import _Memory
+
+NAME = "opencl"
+# PoCL's CPU scheduler numbers work-groups with 32-bit unsigned integers and aborts the process
+# (an assertion) on a launch of more; no OpenCL query reports such a limit, so every OpenCL device
+# gets it (2**32 work-groups is far beyond a real launch on any of them).
+_MAX_GROUPS = 2**32 - 1
+# NVIDIA's private (CUDA "local") memory per work-item; other vendors report no limit (PoCL reports
+# 1024 bytes for every kernel, whatever its private arrays: it cannot be checked there).
+_NVIDIA_PRIVATE_LIMIT = 512 * 1024
+
+
+def _kind(cl, d) -> str:
+    t = d.type
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+def _nvidia_sm(cl, d) -> int:
+    """The compute capability (major*10 + minor) of an NVIDIA OpenCL device, else 0."""
+    if "cl_nv_device_attribute_query" not in d.extensions:
+        return 0
+    try:
+        return int(d.compute_capability_major_nv) * 10 + int(d.compute_capability_minor_nv)
+    except (cl.Error, AttributeError):
+        return 0
+
+
+class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
+    backend = NAME
+
+    def __init__(self, cl, platform, d, index: int):
+        self._cl = cl
+        self._dev = d
+        # 16-bit floats are stored and converted without `half` arithmetic (vload_half/vstore_half are
+        # core OpenCL; bfloat16 is ushort bits), so every device has them, cl_khr_fp16 or not
+        # (NVIDIA's OpenCL has no cl_khr_fp16).
+        dtypes = ["float32", "float16", "bfloat16", "int32", "int64", "uint8"]
+        if "cl_khr_fp64" in d.extensions or d.double_fp_config:
+            dtypes.insert(1, "float64")
+        super().__init__(
+            index=index, name=d.name.strip(), vendor=d.vendor.strip(), kind=_kind(cl, d),
+            memory=int(d.global_mem_size), compute_units=int(d.max_compute_units),
+            max_work_group_size=int(d.max_work_group_size), max_work_item_sizes=tuple(d.max_work_item_sizes),
+            local_mem_size=int(d.local_mem_size), driver_version=d.driver_version.strip(),
+            platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes))
+        self.max_alloc = int(d.max_mem_alloc_size)
+        # size_t on the device is address_bits wide: wider sizes do not reach the driver
+        self.grid_limits = GridLimits(index_bits=int(d.address_bits), max_groups=(_MAX_GROUPS,) * 3,
+                                      max_total_groups=_MAX_GROUPS, runtime_picks_local=True)
+        if "nvidia" in self.vendor.lower():
+            self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
+        self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
+        self.mma_sync = _nvidia_sm(cl, d) >= 80  # NVIDIA's OpenCL takes inline PTX
+        self._ctx = None
+        self._queue = None
+        self._init_lock = threading.Lock()
+        self._in_use = 0
+        # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this
+        # thread already holds the lock (inside _alloc/_release): with a plain Lock the process hangs.
+        self._in_use_lock = threading.RLock()
+        # A caching allocator like CuPy's: freed buffers are kept by size and handed out again. On an
+        # in-order queue that is safe: work on the old owner was enqueued before any on the new one.
+        self._pool: dict[int, list] = {}
+        self._pooled = 0
+        self._pool_limit = None
+
+    # The context is made on first use, not at discovery: listing devices stays cheap.
+    @property
+    def queue(self):
+        if self._queue is None:
+            with self._init_lock:
+                if self._queue is None:
+                    cl = self._cl
+                    self._ctx = cl.Context([self._dev])
+                    self._queue = cl.CommandQueue(self._ctx, self._dev,
+                                                  properties=cl.command_queue_properties.PROFILING_ENABLE)
+        return self._queue
+
+    @property
+    def context(self):
+        self.queue
+        return self._ctx
+
+    def _synchronize(self):
+        self._guard(self.queue.finish, "synchronize")
+
+    def _record(self):
+        return self._cl.enqueue_marker(self.queue)
+
+    def _elapsed_ms(self, start, end) -> float:
+        end.wait()
+        return (end.profile.end - start.profile.end) * 1e-6
