@@ -1,6 +1,7 @@
 """Merge the configs of a tune_gpu.py run (its bundled-<tag>.json) into a shipped bundled file, as
 ``tune_gpu.py --merge-into`` does at the end of a run: for the device and kernels the bundle
-holds, its entries replace the file's; entries that no longer validate are dropped.
+holds, its entries replace the file's of the same problems and those tuned for an older source;
+entries that no longer validate are dropped.
 
     python -m benchmarks merge_bundled /tmp/r/bundled-cuda-nvidia-h200.json \\
         python/isthmus/tune/bundled/cuda-h200.json --kernels softmax
@@ -19,15 +20,29 @@ from pathlib import Path
 SMOKE = "rewrites a shipped bundled file (a maintenance tool, run by hand)"
 
 
+def _slot(e: dict) -> tuple:
+    return e["kernel"], json.dumps(e["device"], sort_keys=True)
+
+
+def _problem(e: dict) -> tuple:
+    return (*_slot(e), json.dumps(e["bucket"], sort_keys=True), e["dtype"], e["options"])
+
+
 def merge(path: Path, bundle: dict) -> None:
-    """Put ``bundle``'s entries into the bundled file at ``path``, replacing what it had for the
-    same kernels on the same device (and entries that no longer validate); validated like any import."""
+    """Put ``bundle``'s entries into the bundled file at ``path``: for the kernels and device it
+    holds, they replace the file's entries of the same problem and every entry tuned for another
+    source of the kernel; the file's other problems stay (a run may re-tune a few shapes). Entries
+    that no longer validate are dropped; validated like any import."""
     from isthmus.tune.exchange import validate
 
     old = json.loads(path.read_text()) if path.exists() else {"format": bundle["format"], "schema": bundle["schema"],
                                                                "entries": []}
-    tuned = {(e["kernel"], json.dumps(e["device"], sort_keys=True)) for e in bundle["entries"]}
-    kept = [e for e in old["entries"] if (e["kernel"], json.dumps(e["device"], sort_keys=True)) not in tuned]
+    # per kernel and device, the source the bundle was tuned for: the file's entries of another
+    # source are stale; those of the same source stay unless the bundle re-tuned their problem
+    source = {_slot(e): e["source_hash"] for e in bundle["entries"]}
+    retuned = {_problem(e) for e in bundle["entries"]}
+    kept = [e for e in old["entries"]
+            if _slot(e) not in source or (e["source_hash"] == source[_slot(e)] and _problem(e) not in retuned)]
     fits = [e for e in kept if validate(dict(old, entries=[e]), skip_bad=True)]
     if len(fits) < len(kept):  # tuned for tunables a kernel no longer has
         print(f"dropped {len(kept) - len(fits)} stale configs from {path}", file=sys.stderr)
