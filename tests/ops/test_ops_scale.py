@@ -109,6 +109,10 @@ def test_vector_layout_rounds_and_keeps_nan_and_infinities(dev, rng, dtype):
 
 
 class _Device:
+    """A stand-in with the limits the restrictions read (Device declares them)."""
+
+    local_mem_optin = None
+
     def __init__(self, kind):
         self.kind, self.max_work_group_size, self.local_mem_size = kind, 1024, 49152
 
