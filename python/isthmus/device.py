@@ -320,6 +320,13 @@ class Device:
         ``make(arrays)`` returns it, run here on this device's stream; None where there is none."""
         return None
 
+    def _transfer_lane(self):
+        """A second queue (OpenCL) or stream (CUDA) of this device for host<->device copies that must
+        not wait behind the kernels queued on the device's own queue (isthmus.ray's pipeline overlaps
+        one shard's copies with another's kernels): ``upload(buf, host)`` and ``download(buf)`` return
+        when their copy is done, ``wait(marker)`` waits for a marker of ``_record``."""
+        raise NotImplementedError(f"{self.id}: this backend has no transfer lane")
+
     def _graph(self, steps: tuple):
         """A captured Graph's steps (callables that queue work) as an object whose ``launch()``
         replays them all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA

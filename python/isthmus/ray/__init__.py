@@ -12,8 +12,9 @@ touches a device at import time.
 >>> same = isthmus.ray.run_local(lambda dev, bufs: isthmus.ops.softmax(bufs[0]), shards)  # no Ray
 
 Parts: ``pool.py`` (DevicePool: actors, replacement), ``actor.py`` (the device actor),
-``claim.py`` (which device an actor owns), ``pipeline.py`` + ``lanes.py`` (upload / compute /
-download overlap inside an actor), ``tasks.py`` (Python callables, Java ``io.isthmus.ShardTask``),
+``claim.py`` (which device an actor owns), ``pipeline.py`` (upload / compute / download overlap
+inside an actor, through the device's transfer lane), ``tasks.py`` (Python callables, Java
+``io.isthmus.ShardTask``),
 ``shards.py`` (shard and result forms), ``scheduler.py`` (map: order, retries, reruns),
 ``tuning.py`` (tune once per device model, install everywhere).
 

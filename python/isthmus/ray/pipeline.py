@@ -5,7 +5,7 @@ Each in-flight shard runs ``Pipeline.run`` on its own thread (the actor is a thr
 Stages, per shard:
 
 1. take a slot (a set of device buffers kept across shards) and upload the shard's arrays into it
-   on the transfer lane (lanes.py), while another shard's kernels run on the device queue;
+   on the transfer lane (`Device._transfer_lane`), while another shard's kernels run on the device queue;
 2. under the enqueue lock, call the task (it queues its kernels on the device's queue) and record a
    marker after them; the lock is released at once, so the next shard's kernels queue right behind
    and the device does not idle between shards;
@@ -28,7 +28,6 @@ import numpy as np
 from isthmus.buffer import Buffer
 from isthmus.device import Device
 
-from .lanes import lane_for
 from .shards import task_outputs
 
 
@@ -74,7 +73,7 @@ class Pipeline:
 
     def __init__(self, device: Device, depth: int = 3):
         self.device = device
-        self._lane = lane_for(device)
+        self._lane = device._transfer_lane()
         self._enqueue = threading.Lock()
         self._slots: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         for _ in range(max(1, depth)):

@@ -2,6 +2,8 @@
 host memory, and views of device memory for CuPy, DLPack and ``__cuda_array_interface__``."""
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import DeviceError, OutOfMemoryError
 
 
@@ -24,6 +26,9 @@ class _Memory:
                 return self._cp_alloc(nbytes)
         except cp.cuda.memory.OutOfMemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
+
+    def _transfer_lane(self):
+        return _TransferLane(self)
 
     def _free_pool(self) -> None:
         with self._cp_device:
@@ -91,3 +96,37 @@ class _Memory:
             with self._cp_device, self.stream:
                 fn()
         return run
+
+
+class _TransferLane:
+    """A non-blocking stream of the device (it does not wait for the device's own stream)."""
+
+    def __init__(self, device):
+        self._device = device
+        with device._cp_device:
+            self._stream = device._cp.cuda.Stream(non_blocking=True)
+
+    def upload(self, buf: Buffer, host: np.ndarray) -> None:
+        mem, stream = buf._handle(), self._stream
+
+        def run():
+            with self._device._cp_device:
+                mem.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
+                stream.synchronize()  # the host array may go away as soon as we return
+        self._device._guard(run, "host->device copy (transfer lane)")
+
+    def download(self, buf: Buffer) -> np.ndarray:
+        out = np.empty(buf.shape, buf.dtype)
+        if buf.nbytes:
+            mem, stream = buf._handle(), self._stream
+
+            def run():
+                with self._device._cp_device:
+                    mem.copy_to_host_async(out.ctypes.data, out.nbytes, stream)
+                    stream.synchronize()
+            self._device._guard(run, "device->host copy (transfer lane)")
+        return out
+
+    @staticmethod
+    def wait(marker) -> None:
+        marker.synchronize()

@@ -128,6 +128,9 @@ class _Memory:
                                          is_blocking=True)
         return array
 
+    def _transfer_lane(self):
+        return _TransferLane(self)
+
     def _guard(self, fn, what: str):
         cl = self._cl
         try:
@@ -136,3 +139,30 @@ class _Memory:
             raise OutOfMemoryError(f"{what} on {self.id}: {exc}") from exc
         except cl.Error as exc:
             raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
+
+
+class _TransferLane:
+    """A second in-order command queue on the device's context (same device, same memory)."""
+
+    def __init__(self, device: "OpenCLDevice"):
+        cl = device._cl
+        self._cl = cl
+        self._device = device
+        self._queue = cl.CommandQueue(device.context, device._dev)
+
+    def upload(self, buf: Buffer, host: np.ndarray) -> None:
+        cl, queue = self._cl, self._queue
+        self._device._guard(lambda: cl.enqueue_copy(queue, buf._handle().cl, host, is_blocking=True),
+                            "host->device copy (transfer lane)")
+
+    def download(self, buf: Buffer) -> np.ndarray:
+        out = np.empty(buf.shape, buf.dtype)
+        if buf.nbytes:
+            cl, queue = self._cl, self._queue
+            self._device._guard(lambda: cl.enqueue_copy(queue, out, buf._handle().cl, is_blocking=True),
+                                "device->host copy (transfer lane)")
+        return out
+
+    @staticmethod
+    def wait(marker) -> None:
+        marker.wait()
