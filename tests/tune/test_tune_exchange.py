@@ -1,0 +1,138 @@
+"""tune/exchange.py: tuning documents exported and imported (round trip, bad entries and documents
+refused naming what is wrong and changing nothing, hostile files as typed errors), and the shipped
+bundled documents valid. Uses the stand-in device of test_tune_db."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isthmus.errors import DatabaseError
+from isthmus.tune import db as dbmod
+from isthmus.ops.registry import FAMILIES
+from isthmus.tune.db import Database
+from test_tune_db import GEMM, FakeDevice, _G, _record
+
+
+def _entry(**over):
+    e = {"kernel": "gemm", "source_hash": "abc", "options": "{}", "dtype": "float32",
+         "device": {"backend": "cuda", "vendor": "NVIDIA", "name": "H200", "driver": "570"},
+         "bucket": {"m": 512, "n": 512, "k": 512}, "params": {**_G, "TM": 64, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4},
+         "time_ms": 1.5, "default_ms": 2.0}
+    e.update(over)
+    return e
+
+
+def _doc(*entries):
+    return {"format": "isthmus-tuning", "schema": 1, "entries": list(entries)}
+
+
+def test_export_import_round_trip(db, tmp_path):
+    dev = FakeDevice()
+    _record(db, dev, 1000, {"WG": 128, "VPT": 4}, 2.0)
+    _record(db, dev, {"m": 64, "n": 64, "k": 64}, {**_G, "TM": 32, "TN": 32, "TK": 16, "WPTM": 4, "WPTN": 4}, 1.0,
+            family=GEMM)
+    doc = json.loads(json.dumps(db.export()))
+    other = Database(tmp_path / "other.sqlite")
+    assert other.import_document(doc) == 2
+    assert other.export() == doc
+
+
+@pytest.mark.parametrize("bad, message", [
+    (_entry(kernel="fft"), "entry 1 .*unknown kernel 'fft'"),
+    (_entry(params={**_G, "TM": "64", "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "entry 1 \\(gemm\\).*TM = '64'"),
+    (_entry(params={**_G, "TM": 48, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4}), "TM = 48 is out of the space"),
+    (_entry(params={**_G, "TM": 64, "TN": 64, "TK": 16, "WPTM": 4}), "tunables"),
+    (_entry(time_ms=-1), "time_ms"),
+    (_entry(time_ms=True), "time_ms"),
+    (_entry(dtype="int32"), "no dtype int32"),
+    (_entry(bucket={"m": 500, "n": 512, "k": 512}), "power of two"),
+    (_entry(bucket={"n": 512}), "bucket"),
+    (_entry(device={"backend": "cuda"}), "device"),
+    (_entry(extra=1), "unknown fields"),
+])
+def test_bad_import_is_rejected_naming_the_entry_and_changes_nothing(db, bad, message):
+    _record(db, FakeDevice(), 1000, {"WG": 128, "VPT": 4}, 2.0)
+    before = db.export()
+    with pytest.raises(DatabaseError, match=message):
+        db.import_document(_doc(_entry(), bad))
+    assert db.export() == before
+
+
+@pytest.mark.parametrize("doc", [[], {"format": "other", "schema": 1, "entries": []},
+                                 {"format": "isthmus-tuning", "schema": 2, "entries": []},
+                                 {"format": "isthmus-tuning", "schema": 1, "entries": {}}])
+def test_bad_documents_are_rejected(db, doc):
+    with pytest.raises(DatabaseError):
+        db.import_document(doc)
+
+
+def test_shipped_bundled_configs_are_valid(db):
+    bundled = dbmod.bundled()
+    assert bundled.readonly
+    with pytest.raises(DatabaseError, match="read-only"):
+        bundled.clear()
+    for entry in bundled.export()["entries"]:
+        assert entry["kernel"] in FAMILIES
+
+
+def _write_doc(path, text: str, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["huge_float", "huge_exponent_int", "many_digits", "deep", "not_utf8", "utf16",
+                                  "schema_true", "schema_float", "long_source_hash", "long_device", "nan",
+                                  "huge_bucket", "too_big"])
+def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
+    from isthmus.cli import db as dbcli
+    from isthmus.tune.exchange import MAX_DOCUMENT_BYTES
+
+    good = json.dumps(_doc(_entry()))
+    f = tmp_path / "doc.json"
+    text = {
+        "huge_float": good.replace('"time_ms": 1.5', '"time_ms": 1e999'),
+        "huge_exponent_int": good.replace('"time_ms": 1.5', '"time_ms": ' + "9" * 400),
+        "many_digits": good.replace('"time_ms": 1.5', '"time_ms": ' + "7" * 5000),
+        "deep": "[" * 200_000 + "]" * 200_000,
+        "schema_true": good.replace('"schema": 1', '"schema": true'),
+        "schema_float": good.replace('"schema": 1', '"schema": 1.0'),
+        "long_source_hash": good.replace('"abc"', '"' + "a" * 5_000_000 + '"'),
+        "long_device": good.replace('"H200"', '"' + "H" * 100_000 + '"'),
+        "nan": good.replace('"time_ms": 1.5', '"time_ms": NaN'),
+        "huge_bucket": good.replace('"m": 512', '"m": ' + str(2 ** 200)),
+    }.get(case)
+    if case == "not_utf8":
+        f.write_bytes(good.encode().replace(b"H200", b"H\xff\xfe200"))
+    elif case == "utf16":
+        _write_doc(f, good, "utf-16")
+    elif case == "too_big":
+        with open(f, "wb") as out:
+            out.truncate(MAX_DOCUMENT_BYTES + 10)
+    else:
+        assert text != good
+        _write_doc(f, text)
+    before = db.export()
+    assert dbcli.main(["import", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "DatabaseError" in err and "Traceback" not in err
+    assert db.export() == before
+
+
+def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):
+    for doc in ({**_doc(_entry()), "schema": True}, {**_doc(_entry()), "schema": 1.0},
+                _doc(_entry(time_ms=10 ** 400)), _doc(_entry(default_ms=10 ** 5000)),
+                _doc(_entry(source_hash="s" * 200_000))):
+        with pytest.raises(DatabaseError):
+            db.import_document(doc)
+    assert db.import_document(_doc(_entry())) == 1
+
+
+def test_import_takes_configs_of_cpu_only_variants(db):
+    """A config of a variant only CPUs may run (gemm's VARIANT 2, `is_cpu` in its restrictions) is
+    valid in a document: the device it was tuned on is not known here, and the lookup re-checks it
+    against the device at hand."""
+    cpu = _entry(device={"backend": "opencl", "vendor": "GenuineIntel", "name": "pthread-x", "driver": "3.1"},
+                 params={**_G, "TM": 128, "TN": 128, "TK": 16, "WPTM": 8, "WPTN": 8,
+                         "VARIANT": 2, "CM": 2, "CN": 8, "CV": 16, "CR": 8})
+    assert db.import_document(_doc(cpu)) == 1
