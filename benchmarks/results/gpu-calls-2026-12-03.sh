@@ -1,4 +1,4 @@
-# The two GPU calls of the 2026-12-03 06:00 session, as run (command: source .device/setup.sh && bash FILE)
+# The GPU calls of the 2026-12-03 06:00 session, as run (command: source .device/setup.sh && bash FILE)
 # ---- call 1 (.xfer/gpu1.sh)
 # GPU call 1 (2026-12-03): issue-12 host overhead before/after, GPU tests + Java JUnit, H200 CUDA tuning per shape class
 set -u
@@ -50,3 +50,39 @@ el tests
 left=$(( 585 - ($(date +%s) - T0) ))
 timeout $left python3 -m pytest tests/core tests/backends tests/ops -q -p no:cacheprovider -rfE > $OUT/pytest-gpu.log 2>&1; tail -5 $OUT/pytest-gpu.log
 el done
+
+# ---- call 3 (.xfer/gpu3.sh; carry .device .devjava .xfer/rayg)
+# GPU call 3 (2026-12-03): the merged tree's GPU tests (Python and Java JUnit), softmax with warp shuffles
+# (sweep rows, then a softmax re-tune of the narrow classes), Ray on cuda:0 (issue 14)
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+R=/tmp/r; mkdir -p $R
+pack() { tar czf $OUT/r.tgz -C $R . ; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+mkdir -p python/isthmus/java/lib target
+cp .device/jars/*.jar python/isthmus/java/lib/
+cp -r .devjava/test-classes target/ && ls "$PWD"/.devjava/m2jars/*.jar | tr '\n' ':' | sed 's/:$//' > target/test-classpath.txt
+el tests
+timeout 220 python3 -m pytest tests/core tests/backends tests/ops -q -p no:cacheprovider -rfE > $R/pytest-gpu.log 2>&1; tail -4 $R/pytest-gpu.log
+el junit
+timeout 100 python3 -m pytest tests/crosslang tests/java -q -p no:cacheprovider -rfE > $R/pytest-java.log 2>&1; tail -3 $R/pytest-java.log
+pack
+el softmax
+for d in cuda:0 opencl:0; do timeout 60 python3 -m benchmarks shapes --device $d --ops softmax --out $R > $R/shapes-softmax-${d%%:*}.log 2>&1; grep "^| softmax" $R/shapes-softmax-${d%%:*}.log; done
+pack
+el ray
+left=$(( 570 - ($(date +%s) - T0) ))
+if [ $left -gt 150 ]; then
+  RAYG_BUNDLE=.xfer/rayg RAYG_BUDGET_S=$(( left > 280 ? 280 : left - 20 )) OUT=$R/ray bash benchmarks/tools/ray_gpu.sh > /dev/null 2>&1; tail -30 $R/ray/ray_gpu.log
+fi
+pack
+el done
+
+# ---- call 4 (.xfer/gpu4.sh)
+# GPU call 4 (2026-12-03): softmax re-tuned on cuda:0 for the narrow classes now that teams merge by warp shuffles
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+timeout 150 python3 -m benchmarks tune_gpu --device cuda:0 --kernels softmax --problem rows=65521,cols=257 \
+  --problem rows=262144,cols=128 --evals 66 --seconds 110 --out $OUT --tag narrow > $OUT/tune.log 2>&1
+rm -f $OUT/*.sqlite*; tail -8 $OUT/tune.log
