@@ -88,13 +88,16 @@
  * accumulators. Sequential addresses stay in one core's cache and prefetcher stream, and the
  * unrolled accumulators vectorize (PoCL: about 2x NumPy's float32 sum on two cores, where the
  * strided GPU layout reaches a seventh of it). Chunks are whole multiples of VPT. */
-#define GRID_ACCUMULATE(acc, n, GET)                                           \
-    do {                                                                       \
+/* this work-item's chunk [i_, hi_) of [0, n): an equal share, rounded up to whole VPT steps */
+#define CHUNK_BOUNDS(n)                                                        \
         const long items_ = (long)get_global_size(0);                          \
         const long per_ = (((n) + items_ - 1) / items_ + VPT - 1) / VPT * VPT; \
         long i_ = (long)get_global_id(0) * per_;                               \
         long hi_ = i_ + per_;                                                  \
-        if (hi_ > (n)) hi_ = (n);                                              \
+        if (hi_ > (n)) hi_ = (n)
+#define GRID_ACCUMULATE(acc, n, GET)                                           \
+    do {                                                                       \
+        CHUNK_BOUNDS(n);                                                       \
         R a_[VPT];                                                             \
         for (int k_ = 0; k_ < VPT; ++k_) a_[k_] = R_IDENTITY;                  \
         for (; i_ + VPT <= hi_; i_ += VPT) {                                   \
@@ -143,11 +146,7 @@
 #  endif
 #  define FIRST_ACCUMULATE(acc, n)                                             \
     do {                                                                       \
-        const long items_ = (long)get_global_size(0);                          \
-        const long per_ = (((n) + items_ - 1) / items_ + VPT - 1) / VPT * VPT; \
-        long i_ = (long)get_global_id(0) * per_;                               \
-        long hi_ = i_ + per_;                                                  \
-        if (hi_ > (n)) hi_ = (n);                                              \
+        CHUNK_BOUNDS(n);                                                       \
         RV a_[NV];                                                             \
         for (int k_ = 0; k_ < NV; ++k_) a_[k_] = (RV)(R_IDENTITY);             \
         for (; i_ + VPT <= hi_; i_ += VPT) {                                   \
