@@ -41,9 +41,8 @@ class Recording(Recorder):
 
     def launch(self, device, kernel, gsize, lsize, args) -> None:
         packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in args]
-        device._pack(kernel, packed)  # (numbers converted)
+        device._launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
         self.launches.append((kernel, gsize, lsize, list(packed)))
-        device._launch(kernel, gsize, lsize, packed)
 
     def plan(self, plan) -> None:
         plan._go()

@@ -205,18 +205,6 @@ class Device:
             return
         self._launch(kernel, global_size, local_size, args)
 
-    def _pack(self, kernel: "Kernel", args: list) -> list:
-        """``args`` as the backend takes them, in place: each Buffer as its kept packed argument
-        (which holds its memory), each number as the declared scalar type."""
-        types = kernel._types
-        for i, v in enumerate(args):
-            c = v.__class__
-            if c is Buffer:
-                args[i] = v._arg or v._launch_arg()
-            elif c is not types[i] and types[i] is not None:
-                args[i] = kernel._convert(i, v)
-        return args
-
     def _recording(self) -> "Recorder | None":
         rec = self._recorder
         return rec if rec is not None and rec.thread == threading.get_ident() else None
@@ -303,7 +291,8 @@ class Device:
     def _load_binary(self, binary: bytes, options: list[str]): raise NotImplementedError
     def _function(self, native, name: str): raise NotImplementedError
     def _kernel_limits(self, kernel): raise NotImplementedError
-    # launching: ``args`` as Device.launch takes them (packs them in place, see _pack)
+    # launching: ``args`` as Device.launch takes them, packed in place on the way (each Buffer as
+    # its kept packed argument, which holds its memory; each number as the declared scalar type)
     def _launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
     def _prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError
     def _buffer_arg(self, buf): raise NotImplementedError

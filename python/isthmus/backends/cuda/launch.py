@@ -93,9 +93,9 @@ class _Launch:
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
 
     def _launch(self, kernel, gsize, lsize, args):
-        # Device._pack's pass, inline (this is the hot path of every call: a frame less), then the
-        # launch key. Packed buffers are _DevicePointer ints, so hashing the key and comparing it
-        # with a remembered one (plain ints) stays in C.
+        # The arguments packed in place (Device._launch's contract), then the launch key. Packed
+        # buffers are _DevicePointer ints, so hashing the key and comparing it with a remembered
+        # one (plain ints) stays in C.
         types = kernel._types
         for i, v in enumerate(args):
             c = v.__class__
