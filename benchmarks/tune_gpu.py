@@ -93,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--merge-into", default=None, metavar="FILE.json",
                    help="also merge the new configs into this bundled file (same device and kernel: replaced)")
     args = p.parse_args(argv)
+    if args.problem and not args.kernels:
+        p.error("--problem names one op's sizes: give the op with --kernels (e.g. --kernels softmax)")
     if args.quick:
         args.kernels, args.seconds = args.kernels or ["axpy"], min(args.seconds, 2.0)
 
