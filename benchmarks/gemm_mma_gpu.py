@@ -58,6 +58,13 @@ FORCED_CUDA = [  # rings over 48 KiB
     dict(BM=128, BN=256, BK=64, WM=2, WN=4, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=0),
 ]
 
+FORCED_WGMMA = [  # Hopper under CUDA: warpgroup MMA, every operand layout (the first two cases)
+    dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1),
+    dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1),
+    dict(BM=64, BN=64, BK=64, WM=4, WN=1, STAGES=3, GM=1, WGMMA=1),
+    dict(BM=192, BN=128, BK=64, WM=12, WN=1, STAGES=3, GM=8, WGMMA=1),
+]
+
 
 def _c(bm, bn, bk, wm, wn, st, gm=8, swz=1):
     return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=st, GM=gm, LDSM=1, ASYNC=1, SWZ=swz)
@@ -79,12 +86,24 @@ NAMED = {
     "final_opencl": [None, dict(_MID, PIPE=0), dict(_c(128, 128, 32, 2, 2, 2, swz=0), PIPE=0),
                      dict(_c(128, 128, 32, 2, 2, 2), PIPE=0)],
     "resolved": [None],
+    "wgmma": [None, _c(128, 256, 32, 2, 4, 3), dict(FORCED_WGMMA[0], STAGES=3), FORCED_WGMMA[1],
+              dict(FORCED_WGMMA[1], STAGES=6), dict(FORCED_WGMMA[1], STAGES=4), FORCED_WGMMA[3],
+              dict(FORCED_WGMMA[0], GM=16)],
 }
 # small and skinny problems: (m, n, k, trans_b) and the configs tried there (None: resolved)
 SHAPES = [(512, 512, 512, False), (1024, 1024, 1024, False), (2048, 2048, 2048, False), (16, 4096, 4096, True),
-          (64, 4096, 4096, True)]
+          (64, 4096, 4096, True), (16, 4096, 11008, True), (64, 4096, 11008, True), (16, 11008, 4096, True)]
 SMALL = [None, _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 3), _c(64, 64, 32, 2, 2, 3),
-         _c(64, 128, 32, 2, 2, 3), _c(32, 64, 64, 1, 2, 3), _c(32, 32, 64, 1, 2, 4, gm=1), _c(64, 64, 64, 2, 2, 3, gm=1)]
+         _c(64, 128, 32, 2, 2, 3), _c(32, 64, 64, 1, 2, 3), _c(32, 32, 64, 1, 2, 4, gm=1), _c(64, 64, 64, 2, 2, 3, gm=1),
+         _c(64, 32, 64, 2, 2, 3, gm=1), _c(32, 32, 64, 1, 2, 3, gm=1), _c(32, 32, 64, 1, 2, 6, gm=1),
+         _c(64, 32, 64, 2, 2, 6, gm=1), _c(32, 64, 64, 1, 2, 6, gm=1), _c(64, 64, 64, 2, 2, 5, gm=1),
+         dict(BM=64, BN=64, BK=64, WM=4, WN=1, STAGES=4, GM=1, WGMMA=1),
+         dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)]
+
+
+def _small(dev):
+    """SMALL, less the wgmma configs where the device has no warpgroup MMA."""
+    return [p for p in SMALL if dev.wgmma or not (p or {}).get("WGMMA")]
 
 
 def pick_device(spec: str):
@@ -131,7 +150,7 @@ def check(dev, rng, log):
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "case": list(case), "err": err, "ok": ok})
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
-        for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []):
+        for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []) + (FORCED_WGMMA if dev.wgmma else []):
             try:
                 with forced(gemm_mma.FAMILY, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
@@ -214,7 +233,8 @@ def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
                 except Exception as exc:  # noqa: BLE001
                     entry.update(error=str(exc)[:300])
                 rows.append(entry)
-                cfg = "resolved" if p is None else "{BM}x{BN}x{BK} w{WM}x{WN} s{STAGES} gm{GM} swz{SWZ}".format(**p)
+                cfg = "resolved" if p is None else "{BM}x{BN}x{BK} w{WM}x{WN} s{STAGES} gm{GM}".format(**p) + (
+                    " wgmma" if p.get("WGMMA") else f" swz{p.get('SWZ', 0)}")
                 log(f"time {dev.id} {m}x{n}x{k}{' tb' if tb else ''} {name} {cfg}: "
                     + (f"{entry['tflops']:.1f} TFLOP/s, torch {entry['torch_tflops']:.1f}, "
                        f"ratio {entry['ratio']:.3f}, err {entry['err']:.2e}" if "ms" in entry else entry["error"]))
@@ -275,13 +295,13 @@ def precompile(spec, dev, args, workers, log):
         for name in DTYPES:
             for (_, _, m, n, k, ta, tb, f32, _) in CASES:
                 add(None, name, m, n, k, ta, tb, f32)
-            for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []):
+            for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []) + (FORCED_WGMMA if dev.wgmma else []):
                 for case in CASES[:2]:
                     add(p, name, *case[2:5], case[5], case[6], case[7])
     squares = [(n, n, n, False) for n in args.time]
     configs = ((NAMED[args.configs] if args.configs in NAMED else json.loads(args.configs)) if args.configs else
                SWEEP + (SWEEP_CUDA if dev.backend == "cuda" else []) if args.sweep else [None])
-    for shapes, cfgs in ((squares, configs), (SHAPES if args.shapes else [], [None] if args.shapes_resolved else SMALL)):
+    for shapes, cfgs in ((squares, configs), (SHAPES if args.shapes else [], [None] if args.shapes_resolved else _small(dev))):
         for (m, n, k, tb) in shapes:
             for name in args.dtypes:
                 for p in cfgs:
@@ -358,7 +378,7 @@ def main(argv=None) -> int:
             shapes = [(n, n, n, False) for n in args.time]
             result["time"] += timing(dev, rng, shapes, configs, log, args.dtypes, top=args.top)
         if args.shapes:
-            configs = [None] if args.shapes_resolved else SMALL
+            configs = [None] if args.shapes_resolved else _small(dev)
             result["time"] += timing(dev, rng, SHAPES, configs, log, args.dtypes)
     except Exception:  # noqa: BLE001
         log(traceback.format_exc())

@@ -27,6 +27,14 @@
  *     each k16 step loads its fragments, then multiplies).
  *   DYN_SMEM=1 (CUDA only): the ring is dynamic shared memory, SMEM_ELEMS * 2 bytes given at
  *     launch (the host raises the kernel's limit past 48 KiB: deeper rings, bigger tiles).
+ *   WGMMA=1 (CUDA on sm_90a, with DYN_SMEM): Hopper's warpgroup MMA (`wgmma.mma_async`, m64nBNk16)
+ *     reads both operands straight from local memory. Each warpgroup (4 warps) owns 64 rows x BN
+ *     columns of C (WN=1, WM=BM/16: warp w's accumulators are rows 16w.. as with mma.sync), BK=64,
+ *     and tiles are stored as wgmma's 128-byte swizzle atoms (panels of 64 columns, the 16-byte chunk
+ *     c of row r at chunk c ^ (r % 8); the ring starts on a 1024-byte boundary). One K-step's four
+ *     k16 steps are one wgmma group; the group of the previous K-step may still run while this one
+ *     is issued, so copies run STAGES-2 K-steps ahead (the stage they overwrite was read two groups
+ *     before, and every warpgroup has waited for that group before the K-step's barrier).
  *   MMA_PTX=0 (every other device): the same tiles, ring and fragment ownership; each work-item
  *     computes its fragment elements with f32 multiply-adds (portable OpenCL C, no extension).
  *   VEC=1 (host-chosen when every operand's contiguous dimension is a multiple of 8): 16-byte
@@ -34,7 +42,7 @@
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
  * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ, PIPE; their values, defaults and restrictions are declared once, in the op's
+ *   LDSM, ASYNC, SWZ, PIPE, WGMMA; their values, defaults and restrictions are declared once, in the op's
  *   spec (python/isthmus/ops/specs/gemm_mma.py). Local memory is static everywhere but on CUDA with
  *   DYN_SMEM=1, where the opt-in maximum applies.
  * Launch (3-D): local = (32*WM*WN, 1, 1),
@@ -76,6 +84,9 @@
 #ifndef PIPE
 #define PIPE 1
 #endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
 #ifndef TRANS_A
 #define TRANS_A 0
 #endif
@@ -97,6 +108,13 @@
 #define CT ushort
 #endif
 
+/* K-steps whose copies are in flight ahead of the one multiplied (WGMMA: one stage more is still
+ * being read by the previous K-step's wgmma group) */
+#if WGMMA
+#  define AHEAD (STAGES - 2)
+#else
+#  define AHEAD (STAGES - 1)
+#endif
 #define NT (WM * WN * 32)
 #define WTM (BM / WM)      /* rows of C per warp */
 #define WTN (BN / WN)      /* cols of C per warp */
@@ -105,6 +123,10 @@
 
 #if BM % (16 * WM) != 0 || BN % (16 * WN) != 0 || (BK != 16 && BK != 32 && BK != 64) || STAGES < 2
 #  error "gemm_mma.cl: BM % (16*WM), BN % (16*WN) must be 0, BK 16, 32 or 64, and STAGES >= 2"
+#endif
+#if WGMMA && (!MMA_PTX || !DYN_SMEM || BK != 64 || WN != 1 || WM * 16 != BM || BM % 64 != 0 \
+              || (BN != 64 && BN != 128 && BN != 256) || STAGES < 3)
+#  error "gemm_mma.cl: WGMMA needs MMA_PTX, DYN_SMEM, BK=64, WN=1, WM=BM/16 (BM a multiple of 64), BN 64/128/256, STAGES >= 3"
 #endif
 
 /* local tiles: [rows][cols] in the operand's global layout. SWZ=0: each row padded by 8 elements
@@ -126,7 +148,13 @@
 #  define B_ROWS BK
 #  define B_COLS BN
 #endif
-#if SWZ
+#if WGMMA
+/* wgmma's 128-byte swizzle: panels of 64 columns (128 bytes) x the tile's rows; an m/n-contiguous
+ * tile (the only kind wider than 64 columns) has BK rows, so panels are BK * 64 elements apart */
+#  define AP A_COLS
+#  define BP B_COLS
+#  define TILE_OFF(r, c, COLS) (((c) >> 6) * (BK * 64) + (r) * 64 + (((((c) >> 3) & 7) ^ ((r) & 7)) << 3) + ((c) & 7))
+#elif SWZ
 #  define AP A_COLS
 #  define BP B_COLS
 /* rows sharing a 128-byte line (COLS/8 chunks each): the XOR term changes every 8/(COLS/8) rows */
@@ -228,13 +256,117 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
                  :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
 #    define ASYNC_COMMIT() __asm__ __volatile__("cp.async.commit_group;" ::: "memory")
-#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory")
+#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(AHEAD - 1) : "memory")
+#  endif
+
+#  if WGMMA
+/* wgmma.mma_async m64nBNk16 (f32 accumulators d, both operands in local memory through matrix
+ * descriptors); operand transposes: A m-contiguous (TRANS_A), B n-contiguous (!TRANS_B) */
+#    if TRANS_A
+#      define WG_TA "1"
+#    else
+#      define WG_TA "0"
+#    endif
+#    if TRANS_B
+#      define WG_TB "0"
+#    else
+#      define WG_TB "1"
+#    endif
+#    define WG_TNSP WG_TA ", " WG_TB
+#    define WG_D4(i) "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3])
+#    define WG_D16(i) WG_D4(i), WG_D4((i) + 4), WG_D4((i) + 8), WG_D4((i) + 12)
+#    define WG_D32(i) WG_D16(i), WG_D16((i) + 16)
+#    define WG_D64(i) WG_D32(i), WG_D32((i) + 32)
+#    define WG_D128(i) WG_D64(i), WG_D64((i) + 64)
+#    if BN == 64
+static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
+{
+    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_AB " {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                 "%24,%25,%26,%27,%28,%29,%30,%31"
+                 "}, %32, %33, p, 1, 1, " WG_TNSP "; }"
+                 : WG_D32(0)
+                 : "l"(da), "l"(db), "r"(1));
+}
+#    elif BN == 128
+static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
+{
+    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_AB " {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
+                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+                 "}, %64, %65, p, 1, 1, " WG_TNSP "; }"
+                 : WG_D64(0)
+                 : "l"(da), "l"(db), "r"(1));
+}
+#    else
+static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
+{
+    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_AB " {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
+                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,"
+                 "%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,"
+                 "%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,"
+                 "%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,"
+                 "%126,%127"
+                 "}, %128, %129, p, 1, 1, " WG_TNSP "; }"
+                 : WG_D128(0)
+                 : "l"(da), "l"(db), "r"(1));
+}
+#    endif
+/* a shared-memory matrix descriptor: start address, leading and stride byte offsets, 128-byte
+ * swizzle (the fields drop the low 4 bits) */
+static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
+{
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16)
+         | ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+/* K-major tiles (A rows m, B rows n; 128 bytes a row): 8-row atoms 1024 bytes apart, a k16 step
+ * 32 bytes into the row. m/n-major tiles (rows k, panels of 64 columns): 8-row groups of k 1024
+ * bytes apart, panels BK * 128 bytes apart, a k16 step 16 rows (2048 bytes) down. */
+#    ifndef WG_MN_SWAP
+#      define WG_MN_SWAP 0
+#    endif
+#    if WG_MN_SWAP
+#      define WG_MN_DESC(addr) wg_desc((addr), 1024u, BK * 128u)
+#    else
+#      define WG_MN_DESC(addr) wg_desc((addr), BK * 128u, 1024u)
+#    endif
+#    if TRANS_A
+#      define WG_DESC_A(st, kk) WG_MN_DESC(as_s + 2u * (uint)((st) * A_STAGE + wg * (BK * 64)) + (kk) * 128u)
+#    else
+#      define WG_DESC_A(st, kk) wg_desc(as_s + 2u * (uint)((st) * A_STAGE + wg * (64 * 64)) + (kk) * 2u, 16u, 1024u)
+#    endif
+#    if TRANS_B
+#      define WG_DESC_B(st, kk) wg_desc(bs_s + 2u * (uint)((st) * B_STAGE) + (kk) * 2u, 16u, 1024u)
+#    else
+#      define WG_DESC_B(st, kk) WG_MN_DESC(bs_s + 2u * (uint)((st) * B_STAGE) + (kk) * 128u)
+#    endif
+#    define WG_FENCE() __asm__ __volatile__("wgmma.fence.sync.aligned;" ::: "memory")
+#    define WG_COMMIT() __asm__ __volatile__("wgmma.commit_group.sync.aligned;" ::: "memory")
+#    define WG_WAIT(n) __asm__ __volatile__("wgmma.wait_group.sync.aligned %0;" :: "n"(n) : "memory")
+/* local-memory writes of the generic proxy (cp.async, stores) made visible to wgmma's async proxy */
+#    define PROXY_FENCE() __asm__ __volatile__("fence.proxy.async.shared::cta;" ::: "memory")
+/* The compiler sees a wgmma as an ordinary instruction that writes d at once; these empty
+ * statements "rewrite" every accumulator so that no read or copy of d moves across a wait */
+#    define WG_FENCE_ACC()                                                                          \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int i_ = 0; i_ < BN / 2; ++i_) __asm__ __volatile__("" : "+f"(d[i_]) :: "memory");     \
+    } while (0)
 #  endif
 #endif /* MMA_PTX */
 
 #ifndef ASYNC_COMMIT
 #  define ASYNC_COMMIT() do { } while (0)
 #  define ASYNC_WAIT() do { } while (0)
+#endif
+#ifndef PROXY_FENCE
+#  define PROXY_FENCE() do { } while (0)
 #endif
 
 /* One operand tile (ROWS x COLS of its global layout, rows row0.., cols col0..) into local
@@ -365,8 +497,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     /* CUDA: the ring is dynamic shared memory (the host sets its size, SMEM_ELEMS * 2 bytes, at
      * launch and raises the kernel's limit), so it may exceed the 48 KiB of a static array */
     extern __shared__ __align__(16) ushort gemm_mma_smem[];
+#  if WGMMA  /* swizzle atoms start on 1024-byte boundaries: the host gives 1024 bytes more */
+    ushort* const As = gemm_mma_smem + ((1024u - (smem_addr(gemm_mma_smem) & 1023u)) & 1023u) / 2u;
+#  else
     ushort* const As = gemm_mma_smem;
-    ushort* const Bs = gemm_mma_smem + STAGES * A_STAGE;
+#  endif
+    ushort* const Bs = As + STAGES * A_STAGE;
 #else
     __local ushort As[STAGES * A_STAGE] ISTHMUS_ALIGN(16);
     __local ushort Bs[STAGES * B_STAGE] ISTHMUS_ALIGN(16);
@@ -432,7 +568,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
 
     const int ntiles = (K + BK - 1) / BK;
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < AHEAD; ++s) {
         if (s < ntiles) {
             LOAD_A(s, s * BK);
             LOAD_B(s, s * BK);
@@ -441,10 +577,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     }
 
 #if MMA_PTX
-#  if LDSM
+#  if LDSM && !WGMMA
     const int lj = lane >> 3, lr = lane & 7;
 #  endif
+#  if !WGMMA
     uint af[2][MI][4], bf[2][NI][2];
+#  endif
 #  define MMA_ALL(f)                                                                                 \
     do {                                                                                             \
         _Pragma("unroll")                                                                            \
@@ -452,8 +590,36 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
             _Pragma("unroll")                                                                        \
             for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[f][i], bf[f][j][0], bf[f][j][1]);    \
     } while (0)
-    int rs = 0, ws = STAGES - 1;  /* the stage read now, the stage refilled next */
-#  if PIPE
+    int rs = 0, ws = AHEAD;  /* the stage read now, the stage refilled next */
+#  if WGMMA
+    const int wg = warp >> 2;  /* this warpgroup: rows 64 * wg.. of the tile */
+    float* const d = &acc[0][0][0];
+    WG_FENCE_ACC();
+    for (int kt = 0; kt < ntiles; ++kt) {
+        ASYNC_WAIT();   /* this work-item's copies of the stage read now have landed */
+        PROXY_FENCE();
+        barrier(CLK_LOCAL_MEM_FENCE);  /* everyone's have; every warpgroup is done with kt - 2 */
+        {
+            const int nk = kt + AHEAD;
+            if (nk < ntiles) {
+                LOAD_A(ws, nk * BK);
+                LOAD_B(ws, nk * BK);
+            }
+            ASYNC_COMMIT();
+            ws = ws + 1 == STAGES ? 0 : ws + 1;
+        }
+        WG_FENCE_ACC();
+        WG_FENCE();
+#    pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) wgmma_k16(d, WG_DESC_A(rs, kk), WG_DESC_B(rs, kk));
+        WG_COMMIT();
+        WG_WAIT(1);     /* the group of K-step kt - 1 is done: its stage may be refilled */
+        WG_FENCE_ACC();
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+    }
+    WG_WAIT(0);
+    WG_FENCE_ACC();
+#  elif PIPE
     /* Software pipeline: the fragments of the next k16 step are read from local memory (into the
      * other half of af/bf) while the tensor cores multiply the current one, across K-steps too:
      * the one barrier of a K-step comes before its last k16 step, so the next stage's first

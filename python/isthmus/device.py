@@ -45,6 +45,9 @@ class Device:
     # Whether kernels may use NVIDIA's inline PTX tensor-core instructions (mma.sync m16n8k16,
     # ldmatrix, cp.async: sm_80 and later); the backends that can tell set it.
     mma_sync: bool = False
+    # Whether kernels may use Hopper's warpgroup MMA (wgmma.mma_async: sm_90a, CUDA only; NVIDIA's
+    # OpenCL compiles for sm_90 without the "a" features).
+    wgmma: bool = False
     # Local memory a kernel may take at launch (Kernel.dynamic_local_bytes: CUDA's opt-in dynamic
     # shared memory, past the static local_mem_size); None where kernels have static local memory only.
     local_mem_optin: int | None = None

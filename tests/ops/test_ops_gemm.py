@@ -142,10 +142,12 @@ def test_tall_m_beyond_the_cuda_grid(dev, rng):
 
 class _Gpu:
     kind, compute_units, max_work_group_size, local_mem_size, local_mem_optin = "gpu", 132, 1024, 48 * 1024, None
+    wgmma = False
 
 
 class _Cpu:
     kind, compute_units, max_work_group_size, local_mem_size, local_mem_optin = "cpu", 2, 4096, 1 << 21, None
+    wgmma = False
 
 
 def test_the_rule_picks_a_variant_from_the_shape():

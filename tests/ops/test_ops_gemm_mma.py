@@ -94,12 +94,33 @@ def test_gemm_mma_swizzled_tiles(dev, rng):
         _check(dev, rng, BF16, 64, 48, 96, tb=True)
 
 
+@pytest.mark.parametrize("params", [
+    dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1),
+    dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1),
+    dict(BM=64, BN=64, BK=64, WM=4, WN=1, STAGES=3, GM=1, WGMMA=1),
+])
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_gemm_mma_warpgroup_mma(dev, rng, params, ta, tb):
+    """Hopper's wgmma path (CUDA on sm_90): every operand layout through 16-byte copies (sizes that
+    are multiples of 8, several K-steps, partial tiles) and element-wise ones (odd sizes), batched,
+    both dtypes, 16-bit and f32 results."""
+    if not dev.wgmma:
+        pytest.skip("no warpgroup MMA on this device (Hopper under CUDA only)")
+    with forced(gemm_mma.FAMILY, params):
+        _check(dev, rng, np.dtype(np.float16), 200, 264, 328, ta, tb, out="float32", beta=0.5)
+        _check(dev, rng, BF16, 136, 72, 520, ta, tb)
+        _check(dev, rng, BF16, 70, 45, 83, ta, tb, out="float32")
+        _check(dev, rng, np.dtype(np.float16), 64, 128, 64, ta, tb, batch_a=3, batch_b=3)
+
+
 def test_gemm_mma_ring_bytes_match_the_kernel():
     """smem_bytes (the dynamic shared memory CUDA launches pass) is the ring the source declares."""
     p = dict(BM=128, BN=256, BK=32, STAGES=3, SWZ=1)
     assert gemm_mma.smem_bytes(p, False, False) == 3 * 2 * (128 * 32 + 32 * 256)
     assert gemm_mma.smem_bytes(dict(p, SWZ=0), False, True) == 3 * 2 * (128 * 40 + 256 * 40)
     assert gemm_mma.smem_bytes(dict(p, SWZ=0), True, False) == 3 * 2 * (32 * 136 + 32 * 264)
+    # wgmma: unpadded 128-byte swizzle rows, and 1 KiB to align the ring
+    assert gemm_mma.smem_bytes(dict(p, BK=64, SWZ=0, WGMMA=1), True, False) == 3 * 2 * (128 + 256) * 64 + 1024
 
 
 def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
@@ -136,15 +157,17 @@ class _NvidiaLike:
 
     mma_sync, kind, max_work_group_size, local_mem_size = True, "gpu", 1024, 48 * 1024
 
-    def __init__(self, backend, optin=None):
-        self.backend, self.local_mem_optin = backend, optin
+    def __init__(self, backend, optin=None, wgmma=False):
+        self.backend, self.local_mem_optin, self.wgmma = backend, optin, wgmma
 
 
-@pytest.mark.parametrize("backend, optin", [("cuda", 227 * 1024), ("opencl", None)])
-def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin):
+@pytest.mark.parametrize("backend, optin, wgmma", [("cuda", 227 * 1024, True), ("cuda", 163 * 1024, False),
+                                                   ("opencl", None, False)])
+def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin, wgmma):
     """Skinny problems get small tiles, big squares the largest ring the backend allows; every pick
-    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory)."""
-    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin)
+    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory); warpgroup MMA only where the
+    device has it (Hopper under CUDA), for every problem but the skinny ones."""
+    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin, wgmma)
     picks = {}
     for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
         problem = {"m": m, "n": n, "k": k}
@@ -156,6 +179,8 @@ def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin):
     assert big["BM"] * big["BN"] >= picks[(16, 4096)]["BM"] * picks[(16, 4096)]["BN"] * 4
     if backend == "cuda":  # the 72 KiB ring only CUDA's dynamic shared memory holds
         assert gemm_mma.smem_bytes(big, False, False) > dev.local_mem_size
+    assert [p.get("WGMMA", 0) for p in picks.values()] == [0, 0] + [int(wgmma)] * 3
+    assert not fam.is_valid(dict(big, WGMMA=1), _NvidiaLike(backend, optin, False), {"m": 8192, "n": 8192, "k": 8192})
 
 
 def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):

@@ -112,6 +112,7 @@ class _Device:
     """A stand-in with the limits the restrictions read (Device declares them)."""
 
     local_mem_optin = None
+    wgmma = False
 
     def __init__(self, kind):
         self.kind, self.max_work_group_size, self.local_mem_size = kind, 1024, 49152

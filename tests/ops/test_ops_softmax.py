@@ -187,6 +187,7 @@ class _Big:
     max_work_group_size = 1024
     local_mem_size = 1 << 20
     local_mem_optin = None
+    wgmma = False
 
 
 class _Cpu(_Big):

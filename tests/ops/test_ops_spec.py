@@ -19,6 +19,7 @@ class FakeGpu:
     max_work_group_size = 1024
     local_mem_size = 49152
     local_mem_optin = compute_capability = None
+    wgmma = False
     native_vector_width_float = 0
     name, driver, id = "Fake GPU", "1.0", "fake:0"
 

@@ -70,6 +70,7 @@ def test_every_config_of_the_space_is_valid_for_tall_problems():
         max_work_group_size = 1024
         local_mem_size = 49152
         local_mem_optin = None
+        wgmma = False
 
     space = list(FAMILY.space(Big(), {"rows": 1 << 30, "cols": 1}, lookup("float32")))
     assert len(space) == len(list(FAMILY.space(Big(), {"rows": 64, "cols": 64}, lookup("float32")))) > 0

@@ -28,6 +28,7 @@ class FakeDevice:
     max_work_group_size = 1024
     local_mem_size = 49152
     local_mem_optin = compute_capability = None
+    wgmma = False
     native_vector_width_float = 0
 
     def __init__(self, name="Fake GPU", driver="1.0", id="fake:0"):

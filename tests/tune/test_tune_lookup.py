@@ -22,6 +22,7 @@ class StandIn:
     """A device as the lookup sees it: identity, kind and limits (plus what CUDA/OpenCL add)."""
 
     local_mem_optin = compute_capability = None
+    wgmma = False
     native_vector_width_float = 0
 
     def __init__(self, name, backend="opencl", vendor="GenuineIntel", driver="1.0", kind="cpu", wg=4096,

@@ -15,6 +15,7 @@ class _Dev:
     max_work_group_size = 1024
     local_mem_size = 1 << 16
     local_mem_optin = None
+    wgmma = False
     kind = "gpu"
 
 

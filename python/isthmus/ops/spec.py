@@ -122,7 +122,7 @@ class OpSpec:
                    # what a kernel that takes its local memory at launch may use (CUDA's opt-in
                    # dynamic shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
                    "local_mem_optin": device.local_mem_optin or device.local_mem_size,
-                   "is_cpu": device.kind == "cpu",
+                   "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
                    "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
                    "min": min, "max": max})
         ns.update(params)

@@ -82,6 +82,7 @@ class _Unlimited:
     max_work_group_size = 1 << 30
     local_mem_size = 1 << 40
     local_mem_optin = None
+    wgmma = True
     kind = "gpu"
 
 

@@ -32,7 +32,12 @@ class _Compiler:
     def _compiler_id(self) -> dict:
         from cupy_backends.cuda.libs import nvrtc
 
-        return {"cupy": self._cp.__version__, "nvrtc": list(nvrtc.getVersion()), "arch": f"sm_{self.compute_capability}"}
+        return {"cupy": self._cp.__version__, "nvrtc": list(nvrtc.getVersion()), "arch": self._arch()}
+
+    def _arch(self) -> str:
+        # sm_90a: the architecture-specific features of Hopper (wgmma); such a cubin runs on sm_90 only,
+        # which is the device it is compiled for
+        return f"sm_{self.compute_capability}" + ("a" if self.wgmma else "")
 
     def _include_dirs(self) -> list[str]:
         cp = self._cp
@@ -47,7 +52,7 @@ class _Compiler:
         return dirs
 
     def _nvrtc_options(self) -> list[str]:
-        return [f"-arch=sm_{self.compute_capability}", "-std=c++17", "-default-device",
+        return [f"-arch={self._arch()}", "-std=c++17", "-default-device",
                 *(f"-I{d}" for d in self._include_dirs())]
 
     def _build(self, source: str, options: list[str], name: str):

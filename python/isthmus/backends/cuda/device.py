@@ -42,6 +42,7 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
             dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
         self._cp_device = cupy.cuda.Device(index)
         self.mma_sync = int(p["major"]) >= 8
+        self.wgmma = self.compute_capability == "90"  # compiled for sm_90a (_Compiler._arch)
         # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
         self.local_mem_optin = int(p.get("sharedMemPerBlockOptin") or
                                    rt.deviceGetAttribute(_ATTR_DEV_SMEM_OPTIN, index) or p["sharedMemPerBlock"])

@@ -40,6 +40,10 @@ _BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared m
 # loop measured 5-12% slower there than padded rows, 2 stages and a barrier at the top of each
 # K-step (PIPE=0), the reverse of CUDA; the compiled code has no spills in either (ptxas -v).
 _NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
+# Hopper under CUDA (Device.wgmma): warpgroup MMA from local memory, a warpgroup per 64 rows, BK=64,
+# rings of 160-192 KiB
+_WG_BIG = dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1)
+_WG_MID = dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)
 
 
 def _rule(buckets: dict, device, dt, params: dict) -> dict:
@@ -52,23 +56,30 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
         return _SKINNY
     if device.local_mem_optin is None:  # static local memory only: NVIDIA's OpenCL
         return _NV_OPENCL
+    if device.wgmma:
+        return _WG_BIG if min(m, n) >= 4096 else _WG_MID
     return _BIG_CUDA if min(m, n) >= 4096 else _MID_CUDA
 
 
 FAMILY = Family(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
-              Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4), 2), Tunable("WN", (1, 2, 4), 2),
-              Tunable("STAGES", (2, 3, 4), 2), Tunable("GM", (1, 4, 8, 16), 8),
+              Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
+              Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8),
               Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
-              Tunable("PIPE", (0, 1), 1)),
+              Tunable("PIPE", (0, 1), 1), Tunable("WGMMA", (0, 1), 0)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
                   # the ring, either operand layout (SWZ=0 pads rows by 8 elements); on CUDA it is
-                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there
-                  "STAGES * 2 * ((BM + BN) * BK if SWZ else max(BM * (BK + 8), BK * (BM + 8))"
-                  " + max(BN * (BK + 8), BK * (BN + 8))) <= local_mem_optin",
+                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there; WGMMA
+                  # takes 1 KiB more to start its swizzle atoms on a 1024-byte boundary
+                  "STAGES * 2 * ((BM + BN) * BK if SWZ or WGMMA else max(BM * (BK + 8), BK * (BM + 8))"
+                  " + max(BN * (BK + 8), BK * (BN + 8))) + 1024 * WGMMA <= local_mem_optin",
+                  # a warpgroup (4 warps of 16 rows) per 64 rows of the tile, whole 128-byte
+                  # swizzle rows; the mma.sync path's own tunables stay at their defaults
+                  "not WGMMA or (wgmma and BK == 64 and WN == 1 and WM * 16 == BM and BM % 64 == 0"
+                  " and BN in (64, 128, 256) and STAGES >= 3 and LDSM == 1 and SWZ == 0 and PIPE == 1)",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
@@ -81,10 +92,11 @@ _MAX_BATCH = 65535  # CUDA's gridDim.z
 
 def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
     """Bytes of the kernel's local-memory ring (its SMEM_ELEMS * 2) for config ``p``."""
-    pad = 0 if p.get("SWZ") else 8
+    wgmma = p.get("WGMMA", 0)
+    pad = 0 if p.get("SWZ") or wgmma else 8
     a_rows, a_cols = (p["BK"], p["BM"]) if ta else (p["BM"], p["BK"])
     b_rows, b_cols = (p["BN"], p["BK"]) if tb else (p["BK"], p["BN"])
-    return p["STAGES"] * 2 * (a_rows * (a_cols + pad) + b_rows * (b_cols + pad))
+    return p["STAGES"] * 2 * (a_rows * (a_cols + pad) + b_rows * (b_cols + pad)) + 1024 * wgmma
 
 
 def grid(m: int, n: int, batch: int, p: dict):
