@@ -57,7 +57,7 @@ def from_java(device_buffer) -> Buffer:
     if not isinstance(handle, BufferHandle):
         raise InvalidArgumentError("this DeviceBuffer is not backed by the isthmus Python runtime")
     handle.owned = False
-    return handle.live()
+    return handle._live()
 
 
 __all__ = ["classpath", "from_java", "shutdown", "start", "started", "to_java"]

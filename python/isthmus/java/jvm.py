@@ -175,7 +175,7 @@ def shutdown() -> None:
     if _runtime is None or not jpype.isJVMStarted():
         return
     jpype.JClass("io.isthmus.Interop").detach(5000)
-    _runtime.join_threads(5.0)
+    _runtime._join_threads(5.0)
     if threading.current_thread() is threading.main_thread():
         _runtime = None
         _remove_exit_hook()

@@ -7,7 +7,7 @@ import math
 import jpype
 import numpy as np
 
-from ..java.spi.proxy import implements, spi
+from ..java.spi.proxy import implements
 
 
 def _problem(jmap) -> dict:
@@ -26,39 +26,30 @@ class TuneRun:
     def __init__(self, result):
         self.result = result
 
-    @spi
     def kernel(self):
         return self.result.kernel
 
-    @spi
     def device(self):
         return self.result.device
 
-    @spi
     def best(self):
         return _jmap(self.result.best)
 
-    @spi
     def bestMs(self):
         return float(self.result.best_ms)
 
-    @spi
     def defaults(self):
         return _jmap(self.result.default)
 
-    @spi
     def defaultMs(self):
         return math.nan if self.result.default_ms is None else float(self.result.default_ms)
 
-    @spi
     def byStatus(self):
         return _jmap(self.result.by_status)
 
-    @spi
     def evaluations(self):
         return len(self.result.evaluations)
 
-    @spi
     def spaceSize(self):
         return self.result.space_size
 

@@ -11,7 +11,7 @@ from isthmus.graph import Graph
 from isthmus.plan import Plan
 
 from .buffers import BufferHandle, argument, arguments
-from .proxy import implements, spi
+from .proxy import implements
 
 
 def capture(device, body) -> "GraphHandle":
@@ -38,27 +38,21 @@ class PlanHandle:
         self._argument = next((i for i, a in enumerate(args) if a is result), -1) if isinstance(result, Buffer) else -1
         self._result = BufferHandle(result, owned=True) if isinstance(result, Buffer) and self._argument < 0 else None
 
-    @spi
     def launch(self):
         self._launch()
 
-    @spi
     def bindName(self, name, value):
         self._plan().bind(str(name), argument(value))
 
-    @spi
     def bindIndex(self, index, value):
         self._plan().bind(int(index), argument(value))
 
-    @spi
     def result(self):
         return self._result
 
-    @spi
     def resultArgument(self):
         return self._argument
 
-    @spi
     def close(self):
         self.prepared.close()
 
@@ -77,19 +71,15 @@ class GraphHandle:
         self.graph = graph
         self._launch = graph.launch
 
-    @spi
     def launch(self):
         self._launch()
 
-    @spi
     def bind(self, step, name, value):
         self.graph.bind(int(step), str(name), argument(value))
 
-    @spi
     def size(self):
         return len(self.graph)
 
-    @spi
     def close(self):
         self.graph.close()
 
@@ -101,19 +91,15 @@ class FusedHandle:
     def __init__(self, fused):
         self.fused = fused
 
-    @spi
     def expression(self):
         return self.fused.expression
 
-    @spi
     def inputs(self):
         return jpype.JArray(jpype.JString)(list(self.fused.inputs))
 
-    @spi
     def output(self):
         return self.fused.output
 
-    @spi
     def call(self, jargs, jout):
         args = arguments(jargs)
         out = None if jout is None else argument(jout)
@@ -122,7 +108,6 @@ class FusedHandle:
             return jout
         return _own_handle(result, args, jargs)
 
-    @spi
     def prepare(self, jargs, jout):
         args = arguments(jargs)
         out = None if jout is None else argument(jout)
