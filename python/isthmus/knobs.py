@@ -93,11 +93,7 @@ def maven_opts() -> str:
 
 
 def opencl_pool_bytes() -> int:
-    value = _get("ISTHMUS_OPENCL_POOL_MB").strip()
-    try:
-        return max(0, int(value)) << 20 if value else 1 << 30
-    except ValueError:
-        return 1 << 30
+    return _int("ISTHMUS_OPENCL_POOL_MB", 1024) << 20
 
 
 def cuda_launch_graphs() -> bool:

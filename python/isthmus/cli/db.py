@@ -35,7 +35,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(args) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..tune import db

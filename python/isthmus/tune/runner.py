@@ -20,8 +20,7 @@ import numpy as np
 
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
-from ..errors import CompileError
-from ..ops.resolve import _first_valid
+from ..ops.resolve import default_config
 from . import strategies
 from .space import Config, Space
 from .strategies import BudgetExhausted
@@ -108,9 +107,7 @@ class Bench:
         dev, dt = self.device, dtype_lookup(self.dtype)
         try:
             self.target.family.kernels(dev, dt, params)
-        except CompileError as exc:
-            return Evaluation(params, "compile_error", None, _short(exc))
-        except Exception as exc:  # a backend that reports build failures its own way
+        except Exception as exc:  # CompileError, or a backend that reports build failures its own way
             return Evaluation(params, "compile_error", None, _short(exc))
         try:
             if self.measure.check and not self._check(params):
@@ -182,11 +179,7 @@ def _short(exc: BaseException) -> str:
 
 
 def default_params(family, device, problem: dict, dtype) -> dict:
-    dt = dtype_lookup(dtype)
-    params = family.defaults(device, problem, dt)
-    if not family.is_valid(params, device, problem, dt):
-        params = _first_valid(family, device, problem, dt)
-    return params
+    return default_config(family, device, problem, dtype_lookup(dtype))
 
 
 class Cost:

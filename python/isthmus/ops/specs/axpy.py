@@ -9,7 +9,6 @@ from ..resolve import plan, resolve
 from ..spec import OpSpec, Tunable, sample
 
 
-
 def grid(n: int, p: dict) -> tuple[tuple[int], tuple[int]]:
     wg, vpt = p["WG"], p["VPT"]
     return ((-(-n // (wg * vpt))) * wg,), (wg,)
