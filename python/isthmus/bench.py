@@ -21,7 +21,6 @@ from . import measure
 from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
 from .device import Recorder
-from .dtypes import lookup
 from .measure import device_ms, host_ms, per_call_us
 from .workloads import sizes_for, standard, tolerance
 
@@ -34,7 +33,6 @@ class Recording(Recorder):
     def __init__(self):
         super().__init__()
         self.launches: list = []
-        self.kept: list = []  # the memory the recorded calls asked for their intermediate results
 
     def __len__(self) -> int:
         return len(self.launches)
@@ -52,11 +50,6 @@ class Recording(Recorder):
 
     def zero(self, device, mem, nbytes) -> None:
         device._zero(mem, nbytes)
-
-    def temporary(self, device, nbytes: int):
-        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
-        self.kept.append(buf)
-        return buf
 
 
 @contextlib.contextmanager

@@ -370,6 +370,7 @@ class Recorder:
 
     def __init__(self):
         self.thread = threading.get_ident()
+        self.kept: list[Buffer] = []  # what temporary() allocated
 
     def launch(self, device: Device, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
     def plan(self, plan) -> None: raise NotImplementedError  # a Plan launched on the recording thread
@@ -381,7 +382,9 @@ class Recorder:
 
     def temporary(self, device: Device, nbytes: int) -> Buffer:
         """Memory for one recorded call's intermediate results, kept as long as the recording."""
-        raise NotImplementedError
+        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
+        self.kept.append(buf)
+        return buf
 
 
 class _Scratch:

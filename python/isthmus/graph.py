@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
 
-
 class _Copy:
     """A recorded device copy or fill: the call and the memory it needs kept alive."""
 
@@ -82,11 +81,6 @@ class _Capture(Recorder):
         raise InvalidArgumentError(f"{what} cannot be captured into a graph on {device.id}: graphs hold device "
                                    f"work only; copy to or from the host before or after the capture block")
 
-    def temporary(self, device, nbytes: int) -> Buffer:
-        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
-        self.graph._owned.append(buf)  # the graph's launches use it at every replay
-        return buf
-
 
 class Graph:
     """A captured sequence of launches and copies on one device; see the module docstring."""
@@ -115,6 +109,7 @@ class Graph:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._uninstall(self._recorder)
+        self._owned += self._recorder.kept  # the captured ops' temporaries: used at every replay
         self._recorder = None  # (it refers back to this graph)
         if exc_type is not None:
             self._state = "failed"

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from . import knobs
@@ -108,10 +108,7 @@ def _remove(path: Path, st: os.stat_result) -> None:
     # A directory is left alone (it may hold someone's files); the entry simply stays a miss and
     # the write that follows fails quietly.
     if not stat.S_ISDIR(st.st_mode):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _unlink_quietly(path)
 
 
 def drop(key: str) -> None:
@@ -181,10 +178,8 @@ def _alive(pid: int) -> bool:
 
 def _touch(path: Path) -> None:
     # Eviction removes the least recently used entries first: a hit counts as a use.
-    try:
+    with suppress(OSError):
         os.utime(path)
-    except OSError:
-        pass
 
 
 def write(key: str, payload: bytes) -> None:
@@ -216,10 +211,8 @@ def _write_all(f, data: bytes) -> None:
 
 
 def _unlink_quietly(path) -> None:
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def evict(limit: int) -> None:

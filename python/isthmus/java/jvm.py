@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import zipfile
+from contextlib import suppress
 from pathlib import Path
 
 from isthmus import knobs
@@ -126,10 +127,8 @@ def _install_exit_hook() -> None:
                 atexit._run_exitfuncs()  # noqa: SLF001
             finally:
                 for stream in (sys.stdout, sys.stderr):
-                    try:
+                    with suppress(Exception):  # a closed stream must not block the exit
                         stream.flush()
-                    except Exception:  # noqa: BLE001 - a closed stream must not block the exit
-                        pass
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)
@@ -141,10 +140,8 @@ def _remove_exit_hook() -> None:
 
     hook, _exit_hook = _exit_hook, None
     if hook is not None:
-        try:
+        with suppress(jpype.JException):  # IllegalStateException: the JVM is already exiting
             jpype.JClass("java.lang.Runtime").getRuntime().removeShutdownHook(hook)
-        except jpype.JException:  # IllegalStateException: the JVM is already exiting
-            pass
 
 
 def _register_conversion() -> None:

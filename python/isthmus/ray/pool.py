@@ -1,6 +1,7 @@
 """DevicePool: the device actors of a job, kept alive across maps, replaced when they die."""
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError
@@ -93,10 +94,8 @@ class DevicePool:
         if member.restarts > self.max_restarts:
             raise DeviceActorError(f"device actor {member.slot} died {member.restarts} times "
                                    f"(max_restarts={self.max_restarts}); see the Ray worker logs for why")
-        try:
+        with suppress(Exception):  # already gone
             ray.kill(member.handle, no_restart=True)  # unreachable is not dead: make sure
-        except Exception:  # noqa: BLE001 - already gone
-            pass
         self._start(member)
 
     @property
@@ -146,10 +145,8 @@ class DevicePool:
 
         for m in self._members:
             if m.handle is not None:
-                try:
+                with suppress(Exception):  # already dead
                     ray.kill(m.handle, no_restart=True)
-                except Exception:  # noqa: BLE001 - already dead
-                    pass
                 m.handle = None
 
     def __enter__(self) -> "DevicePool":

@@ -13,6 +13,7 @@ import math
 import random
 import statistics
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -119,10 +120,8 @@ class Bench:
                 return Evaluation(params, "timeout", t.ms, f"one launch took {t.ms:.3g} ms > {timeout_ms:.3g} ms")
             return Evaluation(params, "ok", self._time(params, t.ms))
         except Exception as exc:
-            try:
+            with suppress(Exception):  # the device may be unusable after a failed launch; the next config says so
                 dev.synchronize()
-            except Exception:  # the device may be unusable after a failed launch; the next config says so
-                pass
             return Evaluation(params, "launch_error", None, _short(exc))
 
     def _time(self, params: dict, first_ms: float) -> float:
@@ -217,10 +216,8 @@ def search(space: Space, cost: Cost, strategy: str, seed: int, options: dict | N
     """Run ``strategy`` over ``space`` until it finishes or the budget is spent; the evaluations."""
     module = strategies.get(strategy)
     opts = strategies.options(module, options)
-    try:
+    with suppress(BudgetExhausted):
         module.tune(space, cost, random.Random(seed), opts)
-    except BudgetExhausted:
-        pass
     return cost.history
 
 
