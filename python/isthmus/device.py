@@ -309,11 +309,10 @@ class Device:
         ``make(arrays)`` returns it, run here on this device's stream; None where there is none."""
         return None
 
-    def _transfer_lane(self):
+    def _transfer_lane(self) -> "_TransferLane":
         """A second queue (OpenCL) or stream (CUDA) of this device for host<->device copies that must
         not wait behind the kernels queued on the device's own queue (isthmus.ray's pipeline overlaps
-        one shard's copies with another's kernels): ``upload(buf, host)`` and ``download(buf)`` return
-        when their copy is done, ``wait(marker)`` waits for a marker of ``_record``."""
+        one shard's copies with another's kernels)."""
         raise NotImplementedError(f"{self.id}: this backend has no transfer lane")
 
     def _graph(self, steps: tuple):
@@ -341,8 +340,9 @@ class Device:
     def _alloc(self, nbytes: int): raise NotImplementedError
     def _free_pool(self) -> None: raise NotImplementedError
     def _memory_in_use(self) -> int: raise NotImplementedError
-    def _upload(self, mem, host: np.ndarray) -> None: raise NotImplementedError
-    def _download(self, mem, host: np.ndarray) -> None: raise NotImplementedError
+    # (``queue``: another queue or stream of the device than its own, a _TransferLane's)
+    def _upload(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
+    def _download(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
     def _copy(self, dst, src, nbytes: int) -> None: raise NotImplementedError
     def _zero(self, mem, nbytes: int) -> None: raise NotImplementedError
     def _empty_host(self, shape, dtype) -> np.ndarray: raise NotImplementedError
@@ -361,6 +361,23 @@ class _Steps:
     def launch(self) -> None:
         for go in self.steps:
             go()
+
+
+class _TransferLane:
+    """What :meth:`Device._transfer_lane` gives: ``upload(buf, host)`` and ``download(buf)`` return
+    when their copy on ``queue`` is done; ``wait(marker)`` waits for a marker of ``_record``."""
+
+    def __init__(self, device: Device, queue, wait):
+        self._device, self._queue, self.wait = device, queue, wait
+
+    def upload(self, buf: Buffer, host: np.ndarray) -> None:
+        self._device._upload(buf._handle(), host, self._queue)
+
+    def download(self, buf: Buffer) -> np.ndarray:
+        out = np.empty(buf.shape, buf.dtype)
+        if buf.nbytes:
+            self._device._download(buf._handle(), out, self._queue)
+        return out
 
 
 class Recorder:
