@@ -27,6 +27,8 @@ import time
 import types
 from dataclasses import dataclass, field
 
+from .targets import declare  # a kernel of your own, tunable
+
 
 @dataclass(frozen=True)
 class TuneResult:
@@ -148,15 +150,6 @@ def tuned_config(spec, device, dt, problem: dict) -> dict | None:
     from . import db
 
     return db.lookup(spec, device, dt, problem)
-
-
-def declare(*args, **kwargs):
-    from .targets import declare as _declare
-
-    return _declare(*args, **kwargs)
-
-
-declare.__doc__ = "Declare a kernel of your own tunable: see :func:`isthmus.tune.targets.declare`."
 
 
 class _CallableModule(types.ModuleType):
