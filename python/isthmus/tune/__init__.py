@@ -27,7 +27,12 @@ import time
 import types
 from dataclasses import dataclass, field
 
+from ..device import device as get_device
+from ..dtypes import lookup as dtype_lookup
+from ..errors import InvalidArgumentError
+from .space import Config, Space
 from .targets import declare  # a kernel of your own, tunable
+from .targets import target as get_target
 
 
 @dataclass(frozen=True)
@@ -82,13 +87,8 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     ``seconds``: a time limit as well. Every evaluation is stored in the tuning database
     (``database=False``: none; or a :class:`db.Database`), the best per key kept for launches.
     """
-    from ..device import device as get_device
-    from ..dtypes import lookup as dtype_lookup
-    from ..errors import InvalidArgumentError
-    from . import db as dbmod
+    from . import db as dbmod  # (SQLite: the database module is imported on first use)
     from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
-    from .space import Config, Space
-    from .targets import target as get_target
 
     tgt = get_target(kernel)
     fam = tgt.family

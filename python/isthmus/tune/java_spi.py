@@ -7,7 +7,13 @@ import math
 import jpype
 import numpy as np
 
+from ..dtypes import lookup
+from ..errors import InvalidArgumentError
 from ..java.spi.proxy import implements
+from ..ops import registry
+from ..ops.resolve import resolve
+from . import tune as tune_
+from .targets import declare as py_declare
 
 
 def _problem(jmap) -> dict:
@@ -55,21 +61,13 @@ class TuneRun:
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
-    from . import tune as run
-
-    result = run(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
+    result = tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
                  budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype))
     return TuneRun(result)
 
 
 def tuned_config(kernel, device, problem, dtype):
-    from ..dtypes import lookup
-    from ..errors import InvalidArgumentError
-    from ..library import family
-    from ..library.family import resolve
-    from .space import kernel_family
-
-    fam = kernel_family(str(kernel)) or family(str(kernel))  # the latter raises, naming the known kernels
+    fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
     sizes = _problem(problem)
     if set(sizes) != set(fam.problem):
         raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "
@@ -101,8 +99,6 @@ def _scalar(v):
 
 def declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space) -> None:
     """Python's :func:`isthmus.tune.declare` with the Java ``KernelSpace`` callbacks."""
-    from .targets import declare as py_declare
-
     tun = {str(e.getKey()): (tuple(int(v) for v in e.getValue()), int(defaults.get(e.getKey())))
            for e in tunables.entrySet()}
 
