@@ -251,12 +251,11 @@ def evict(limit: int) -> None:
 
 # ---- in-memory memo --------------------------------------------------------------------------
 class BoundedMemo:
-    """A thread-safe mapping that keeps at most ``capacity`` entries, dropping the least recently
-    used: a long-running process that compiles many variants (tuning, user kernels with changing
-    defines) keeps a bounded number of programs alive. ``capacity`` None: read the knob each time."""
+    """A thread-safe mapping that keeps at most ``ISTHMUS_PROGRAM_MEMO`` entries (read at each
+    store), dropping the least recently used: a long-running process that compiles many variants
+    (tuning, user kernels with changing defines) keeps a bounded number of programs alive."""
 
-    def __init__(self, capacity: int | None = None):
-        self._capacity = capacity
+    def __init__(self):
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -268,29 +267,15 @@ class BoundedMemo:
             return value
 
     def __setitem__(self, key, value) -> None:
-        capacity = self._capacity if self._capacity is not None else knobs.program_memo_entries()
+        capacity = knobs.program_memo_entries()
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
             while len(self._data) > max(1, capacity):
                 self._data.popitem(last=False)
 
-    def __getitem__(self, key):
-        with self._lock:
-            value = self._data[key]
-            self._data.move_to_end(key)
-            return value
-
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._data
-
     def __len__(self) -> int:
         return len(self._data)
-
-    def pop(self, key, default=None):
-        with self._lock:
-            return self._data.pop(key, default)
 
     def clear(self) -> None:
         with self._lock:

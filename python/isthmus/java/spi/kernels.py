@@ -6,7 +6,7 @@ import numpy as np
 from isthmus.errors import LaunchConfigError
 from isthmus.launch import LaunchConfig
 
-from .buffers import argument, arguments
+from .buffers import arguments
 from .proxy import implements
 
 
@@ -66,12 +66,10 @@ class LibraryKernelHandle:
         return self.kernel.name
 
     def launch(self, jglobal, jlocal, jargs):
-        from .ops import op_result
+        from .ops import call
 
         self._no_grid(jglobal)
-        jobjs = [jargs[i] for i in range(len(jargs))]
-        args = [argument(j) for j in jobjs]
-        result = op_result(self.kernel(*args), args, jobjs, None, None)
+        result = call(self.kernel, jargs, None, None)
         return None if result is None else result.handle()
 
     def memo(self, jglobal, jlocal, jargs):

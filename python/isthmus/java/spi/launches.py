@@ -11,6 +11,7 @@ from isthmus.graph import Graph
 from isthmus.plan import Plan
 
 from .buffers import BufferHandle, argument, arguments
+from .ops import call
 from .proxy import implements
 
 
@@ -101,25 +102,11 @@ class FusedHandle:
         return self.fused.output
 
     def call(self, jargs, jout):
-        args = arguments(jargs)
-        out = None if jout is None else argument(jout)
-        result = self.fused(*args, out=out)
-        if jout is not None:
-            return jout
-        return _own_handle(result, args, jargs)
+        # (the caller's own handle when the result is ``out`` or one of the arguments)
+        return call(self.fused, jargs, jout, None).handle()
 
     def prepare(self, jargs, jout):
         args = arguments(jargs)
         out = None if jout is None else argument(jout)
         plan = self.fused.prepare(*args, out=out)
         return PlanHandle(plan, args + ([out] if out is not None else []))
-
-
-def _own_handle(result, args, jargs):
-    """Java handle for a result: the caller's own handle when it is one of the arguments."""
-    if not isinstance(result, Buffer):
-        return None
-    for i, a in enumerate(args):
-        if a is result and isinstance(jargs[i], BufferHandle):
-            return jargs[i]
-    return BufferHandle(result, owned=True)
