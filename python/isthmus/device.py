@@ -225,10 +225,8 @@ class Device:
         """Device memory for one call's intermediate results, as a launch argument: the calling
         thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
         replayed later, from any thread, must not share the thread's scratch)."""
-        rec = self._recorder
-        if rec is not None and rec.thread == threading.get_ident():
-            return rec.temporary(self, nbytes)
-        return self._scratch(nbytes).arg
+        rec = self._recording()
+        return rec.temporary(self, nbytes) if rec is not None else self._scratch(nbytes).arg
 
     # device copies and host transfers: through the recorder when one is installed
     def _device_copy(self, dst, src, nbytes: int) -> None:
@@ -253,8 +251,8 @@ class Device:
 
     def _host_work(self, what: str) -> None:
         """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
-        rec = self._recorder
-        if rec is not None and rec.thread == threading.get_ident():
+        rec = self._recording()
+        if rec is not None:
             rec.host(self, what)
 
     def _scratch(self, nbytes: int) -> "_Scratch":
@@ -271,14 +269,12 @@ class Device:
         return found
 
     def _check_config(self, config):
-        if config.__class__ is not LaunchConfig:  # check_config says what is wrong with it
-            return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
-                                self.grid_limits)
-        found = self._configs.get(config)
+        known = config.__class__ is LaunchConfig  # (anything else: check_config says what is wrong with it)
+        found = self._configs.get(config) if known else None
         if found is None:
             found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
                                  self.grid_limits)
-            if len(self._configs) < 4096:
+            if known and len(self._configs) < 4096:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 

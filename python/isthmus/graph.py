@@ -113,9 +113,8 @@ class Graph:
         self._recorder = None  # (it refers back to this graph)
         if exc_type is not None:
             self._state = "failed"
-            for s in self.steps:
-                if isinstance(s, Plan):
-                    s.close()
+            for plan in self.plans:
+                plan.close()
             self.steps = []
             return
         self._adopt_temporaries()
@@ -166,9 +165,8 @@ class Graph:
 
     def close(self) -> None:
         """Release the graph and the memory its launches hold. Idempotent."""
-        for s in self.steps:
-            if isinstance(s, Plan):
-                s.close()
+        for plan in self.plans:
+            plan.close()
         for b in self._owned:
             b.close()
         self.steps, self._owned = [], []
