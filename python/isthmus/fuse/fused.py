@@ -75,8 +75,7 @@ class Fused:
         variant, n, out = self._resolve(values, out)
         if n == 0:
             raise InvalidArgumentError(f"{self.expression!r}: cannot prepare a launch over 0 elements")
-        variant.pack(n, out, values)  # the scalars' checks, with messages that name the inputs
-        plan = variant.kernel.prepare(*variant.args(n, out, values),
+        plan = variant.kernel.prepare(*variant.pack(n, out, values),
                                       config=LaunchConfig(variant.gsize(n), variant.lsize))
         plan.result = out
         return plan
@@ -198,9 +197,6 @@ class _Variant:
     def gsize(self, n: int) -> tuple[int]:
         w = self.lsize[0]
         return (-(-n // w) * w,)
-
-    def args(self, n: int, out: Buffer, values: list) -> list:
-        return [n] + ([] if self._inplace else [out]) + list(values)
 
     def _check_device(self, dev, types, out_dtype) -> None:
         import ast
