@@ -6,7 +6,10 @@ import numpy as np
 
 from isthmus.errors import InvalidArgumentError
 
+from . import launches
 from .buffers import BufferHandle, host_view, shape
+from .kernels import KernelHandle, LibraryKernelHandle
+from .ops import OpHandle
 from .proxy import implements
 
 
@@ -64,18 +67,12 @@ class DeviceHandle:
         return jpype.nio.convertToDirectBuffer(array).order(order)
 
     def op(self, name):
-        from .ops import OpHandle
-
         return OpHandle(self.device.kernel(str(name)))
 
     def kernel(self, name):
-        from .kernels import LibraryKernelHandle
-
         return LibraryKernelHandle(self.device.kernel(str(name)))
 
     def compile(self, source, name, names, values):
-        from .kernels import KernelHandle
-
         defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}
         for k, v in defines.items():
             if v is None:
@@ -86,14 +83,10 @@ class DeviceHandle:
         self.device.synchronize()
 
     def capture(self, body):
-        from .launches import capture
-
-        return capture(self.device, body)
+        return launches.capture(self.device, body)
 
     def fuse(self, expression):
-        from .launches import fuse
-
-        return fuse(self.device, expression)
+        return launches.fuse(self.device, expression)
 
 
 _devices: dict[str, DeviceHandle] = {}

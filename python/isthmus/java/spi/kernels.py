@@ -5,8 +5,11 @@ import numpy as np
 
 from isthmus.errors import LaunchConfigError
 from isthmus.launch import LaunchConfig
+from isthmus.plan import Plan
 
 from .buffers import arguments
+from .launches import PlanHandle
+from .ops import call
 from .proxy import implements
 
 
@@ -29,15 +32,9 @@ class KernelHandle:
     def memo(self, jglobal, jlocal, jargs):
         """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
         and packed once, unpinned, so a closed buffer is freed at once and refused at launch."""
-        from isthmus.plan import Plan
-
-        from .launches import PlanHandle
-
         return PlanHandle(Plan(self.kernel, arguments(jargs), self._config(jglobal, jlocal), pin=False))
 
     def prepare(self, jglobal, jlocal, jargs):
-        from .launches import PlanHandle
-
         args = arguments(jargs)
         return PlanHandle(self.kernel.prepare(*args, config=self._config(jglobal, jlocal)), args)
 
@@ -66,8 +63,6 @@ class LibraryKernelHandle:
         return self.kernel.name
 
     def launch(self, jglobal, jlocal, jargs):
-        from .ops import call
-
         self._no_grid(jglobal)
         result = call(self.kernel, jargs, None, None)
         return None if result is None else result.handle()
@@ -77,8 +72,6 @@ class LibraryKernelHandle:
         raise LaunchConfigError(f"library kernel {self.kernel.name!r} has no launch memo: prepare(args...) it")
 
     def prepare(self, jglobal, jlocal, jargs):
-        from .launches import PlanHandle
-
         self._no_grid(jglobal)
         args = arguments(jargs)
         return PlanHandle(self.kernel.prepare(*args), args)

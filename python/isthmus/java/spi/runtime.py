@@ -7,6 +7,7 @@ import jpype
 import numpy as np
 
 import isthmus
+from isthmus.tune import java_spi
 
 from . import ops
 from .buffers import BufferHandle, buffer, host_view
@@ -60,19 +61,13 @@ class Runtime:
         return BufferHandle(ops.op_function(name)(buffer(x, "x")), owned=True)
 
     def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
-        from isthmus.tune.java_spi import tune
-
-        return tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
+        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
 
     def declare(self, name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space):
-        from isthmus.tune.java_spi import declare
-
-        declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
+        java_spi.declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
 
     def tunedConfig(self, kernel, device, problem, dtype):
-        from isthmus.tune.java_spi import tuned_config
-
-        return tuned_config(kernel, device.device, problem, dtype)
+        return java_spi.tuned_config(kernel, device.device, problem, dtype)
 
     def startThreads(self, body, prefix, count):
         for _ in range(int(count)):
