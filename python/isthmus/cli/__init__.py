@@ -8,10 +8,12 @@ import argparse
 import json
 import sys
 
+from .. import __version__
+from ..device import _problems, devices
+from ..errors import IsthmusError
+
 
 def _devices(args) -> int:
-    from ..device import _problems, devices
-
     found = devices()
     if args.json:
         print(json.dumps([d.info() for d in found], indent=2))
@@ -65,8 +67,6 @@ FORWARDED = {
 
 
 def parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels written once in OpenCL C, for Python "
                                      "and Java")
     parser.add_argument("--version", action="version", version=f"isthmus {__version__}")
@@ -96,8 +96,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:  # bare `isthmus`: what it can do
         parser().print_help()
         return 0
-    from ..errors import IsthmusError
-
     try:
         return args.run(args)
     except IsthmusError as exc:

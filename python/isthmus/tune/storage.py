@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DatabaseError
+from ..ops.spec import problem_bucket
 
 SCHEMA = 1
 FORMAT = "isthmus-tuning"  # the "format" of exported JSON documents
@@ -102,8 +103,6 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def key_for(family, device, dtype_name: str, problem: dict) -> Key:
-    from ..ops.spec import problem_bucket
-
     source, options = fingerprint(family, dtype_name)
     ident = device.identity()
     return Key(family.name, source, options, ident["backend"], ident["vendor"], ident["name"], ident["driver"],
