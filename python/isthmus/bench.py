@@ -20,8 +20,9 @@ import numpy as np
 from . import measure
 from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
-from .device import Recorder
+from .device import Recorder, device
 from .measure import device_ms, host_ms, per_call_us
+from .ops.registry import FAMILIES
 from .workloads import sizes_for, standard, tolerance
 
 
@@ -182,8 +183,6 @@ def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
 
 
 def _into(op: str, args, result):
-    from .ops.registry import FAMILIES
-
     into = FAMILIES[op].into
     return None if into is None else lambda: into(result, *args)
 
@@ -229,8 +228,6 @@ def main(device_id: str | None = None, quick: bool = False, out: str | None = ".
     """Run, print the tables, and write them into ``out`` (None: print only)."""
     from rich.console import Console
     from rich.markdown import Markdown
-
-    from .device import device
 
     dev = device(device_id)
     result = run(dev, quick=quick)

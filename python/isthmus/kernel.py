@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from .buffer import Buffer
 from .errors import InvalidArgumentError, LaunchConfigError
 from .launch import LaunchConfig, check_kernel
+from .plan import Plan
 from .signature import Param, _quick_scalar, convert_scalar, parse_signature  # noqa: F401 - the kernel API
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import Plan
     from .program import Program
 
 
@@ -119,8 +119,6 @@ class Kernel:
         >>> plan = k.prepare(x, 2.0, config=isthmus.LaunchConfig((1024,)))
         >>> plan.launch(); plan.bind("a", 3.0); plan.launch()
         """
-        from .plan import Plan
-
         return Plan(self, args, config)
 
     def _convert(self, i: int, value):

@@ -7,10 +7,12 @@ without re-importing anything.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import BackendUnavailableError
 
 @dataclass(frozen=True)
 class Knob:
@@ -112,10 +114,6 @@ def kernel_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _packaged_kernel_dir() -> Path:
-    import importlib.util
-
-    from .errors import BackendUnavailableError
-
     spec = importlib.util.find_spec("isthmus.opencl")
     for folder in (spec.submodule_search_locations or ()) if spec else ():
         if (Path(folder) / "dtype.h").is_file():

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..device import device as get_device
 from ..errors import InvalidArgumentError, IsthmusError
 from ..ops.registry import FAMILIES
-from ..tune import tune
+from .. import tune  # the callable module: tune(...) runs isthmus.tune.tune
 from ..tune.runner import Budget, Measure
 from ..tune.strategies import NAMES
 

@@ -10,6 +10,7 @@ import pkgutil
 
 from ..buffer import Buffer
 from ..errors import InvalidArgumentError
+from ..graph import prepare_call
 from . import specs as _specs_package
 from .spec import OpSpec
 
@@ -95,8 +96,6 @@ class LibraryKernel:
     def prepare(self, *args, **kwargs):
         """The op with these arguments, checked and recorded once: a Plan (one launch) or a Graph;
         ``.launch()`` replays it, ``.result`` is the op's return value."""
-        from ..graph import prepare_call
-
         return prepare_call(self.device, lambda: self(*args, **kwargs), self.name)
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
+from ..graph import Graph
 from ..ops.resolve import default_config
 from . import strategies
 from .space import Config, Space
@@ -128,8 +129,6 @@ class Bench:
         """Median device time per launch. The launches of one timing are captured into a graph that
         cycles through the input sets (a CUDA graph: no host time between them), enough of them
         to fill ~``batch_ms``, so even a microsecond kernel is timed as the device runs it."""
-        from ..graph import Graph
-
         dev, sets, m = self.device, self.sets, self.measure
         per_set = max(1, min(m.max_batch, math.ceil(m.batch_ms / max(first_ms * len(sets), 1e-3))))
         inner = per_set * len(sets)
