@@ -43,15 +43,6 @@ class Recording(Recorder):
         device._launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
         self.launches.append((kernel, gsize, lsize, list(packed)))
 
-    def plan(self, plan) -> None:
-        plan._go()
-
-    def copy(self, device, dst, src, nbytes) -> None:
-        device._copy(dst, src, nbytes)
-
-    def zero(self, device, mem, nbytes) -> None:
-        device._zero(mem, nbytes)
-
 
 @contextlib.contextmanager
 def recording(dev):

@@ -379,16 +379,23 @@ class _TransferLane:
 class Recorder:
     """What sees the device work one thread queues on a device while installed there (graph
     capture keeps it, bench records and runs it), instead of patching the device's methods.
-    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers)."""
+    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers); a
+    plan's launch, a device copy or fill runs as without it unless a recorder overrides it."""
 
     def __init__(self):
         self.thread = threading.get_ident()
         self.kept: list[Buffer] = []  # what temporary() allocated
 
     def launch(self, device: Device, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
-    def plan(self, plan) -> None: raise NotImplementedError  # a Plan launched on the recording thread
-    def copy(self, device: Device, dst, src, nbytes: int) -> None: raise NotImplementedError
-    def zero(self, device: Device, mem, nbytes: int) -> None: raise NotImplementedError
+
+    def plan(self, plan) -> None:  # a Plan launched on the recording thread
+        plan._go()
+
+    def copy(self, device: Device, dst, src, nbytes: int) -> None:
+        device._copy(dst, src, nbytes)
+
+    def zero(self, device: Device, mem, nbytes: int) -> None:
+        device._zero(mem, nbytes)
 
     def host(self, device: Device, what: str) -> None:
         """A host transfer or synchronization on the recording thread (allowed unless overridden)."""

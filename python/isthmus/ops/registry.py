@@ -30,7 +30,7 @@ def register(spec: OpSpec) -> OpSpec:
 def _load() -> None:
     for info in sorted(pkgutil.iter_modules(_specs_package.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{_specs_package.__name__}.{info.name}")
-        for spec in module.SPECS:
+        for spec in getattr(module, "SPECS", None) or (module.SPEC,):  # a module of several specs lists them
             _registry[spec.name] = spec
             _shipped.add(spec.name)
 
