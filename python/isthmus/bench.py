@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 
 import numpy as np
 
@@ -80,6 +81,7 @@ def _vendor(dev, w, args):
             "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
             "sum": lambda: views[0].sum(),
             "max": lambda: views[0].max(),
+            "scale": lambda: 2.0 * views[0],  # (the spec's call: scale(2.0, x))
             "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
                 cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
             "transpose": lambda: cupy.ascontiguousarray(views[0].T),
@@ -143,8 +145,9 @@ def overhead(dev, calls: int = 2000, rounds: int = 7) -> list[dict]:
         with recording(dev) as rec:
             result = w.call(*args)
         fns = {"isthmus_us": lambda: w.call(*args), "direct_us": DirectCalls(dev, rec)}
-        into = _into(w.op, args, result)  # the same call into an existing output: no allocation per call
+        into = FAMILIES[w.op].into  # the same call into an existing output: no allocation per call
         if into is not None:
+            into = functools.partial(into, result, *args)
             with recording(dev) as rec_into:
                 into()
             if _signature(rec_into) != _signature(rec):
@@ -171,11 +174,6 @@ def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
     times = measure.interleaved({name: (lambda fn=fn: per_call_us(fn, calls, sync, rounds=1, warmup=0))
                                  for name, fn in fns.items()}, rounds)
     return {name: t.median for name, t in times.items()}
-
-
-def _into(op: str, args, result):
-    into = FAMILIES[op].into
-    return None if into is None else lambda: into(result, *args)
 
 
 def report(result: dict) -> "measure.Report":

@@ -16,6 +16,8 @@ from contextlib import suppress
 from pathlib import Path
 
 from isthmus import knobs
+from isthmus._version import __version__
+from isthmus.buffer import Buffer
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError
 
 _LIB = Path(__file__).resolve().parent / "lib"  # in the package: the wheel build (or `make jar`) puts the jar here
@@ -29,8 +31,6 @@ _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on S
 
 def packaged_jar() -> Path | None:
     """The io.isthmus jar installed with this package (this version's when there are several), or None."""
-    from isthmus import __version__
-
     own = _LIB / f"isthmus-{__version__}.jar"
     if own.is_file():
         return own
@@ -147,8 +147,6 @@ def _remove_exit_hook() -> None:
 def _register_conversion() -> None:
     """A Python Buffer passed where Java expects an io.isthmus.DeviceBuffer converts implicitly."""
     import jpype
-
-    from isthmus.buffer import Buffer
 
     @jpype.JConversion("io.isthmus.DeviceBuffer", instanceof=Buffer)
     def _buffer_to_java(jcls, buffer):  # noqa: ANN001 - JPype's conversion signature
