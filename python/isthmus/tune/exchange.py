@@ -107,14 +107,13 @@ def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[t
         raise DatabaseError(f"{source}: 'entries' must be a list, got {type(entries).__name__}")
     if len(entries) > MAX_ENTRIES:
         raise DatabaseError(f"{source}: {len(entries)} entries, more than a tuning export holds (at most {MAX_ENTRIES})")
-    if not skip_bad:
-        return [_entry(i, e, source) for i, e in enumerate(entries)]
     rows = []
     for i, e in enumerate(entries):
         try:
             rows.append(_entry(i, e, source))
         except DatabaseError:
-            continue
+            if not skip_bad:
+                raise
     return rows
 
 
