@@ -55,11 +55,10 @@ def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ())
 
     ``variant``: (name, value) pairs of fixed ``-D`` macros that the call itself decides (operand
     layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
+    spec.check_dtype(device, dt)
     forced_now = _forced.get()
     if forced_now is not None and forced_now[0] is spec:
-        spec.check_dtype(device, dt)
         return forced_now[1], spec.kernels(device, dt, {**forced_now[1], **dict(variant)})
-    spec.check_dtype(device, dt)
     params = None
     for source in config_source:
         params = source(spec, device, dt, problem)
