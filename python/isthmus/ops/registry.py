@@ -102,8 +102,7 @@ class LibraryKernel:
         return f"<isthmus library kernel {self.name} on {self.device.id}>"
 
 
-def library_kernel(device, name: str) -> LibraryKernel:
-    return LibraryKernel(device, name)
+library_kernel = LibraryKernel  # (device, name): what Device.kernel(name) gives
 
 
 __all__ = ["FAMILIES", "REFERENCES", "LibraryKernel", "family", "get", "library_kernel", "names", "op", "register"]
