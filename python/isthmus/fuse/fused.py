@@ -13,6 +13,7 @@ When the target also appears on the right (``y = a * x + y``) the result goes in
 """
 from __future__ import annotations
 
+import ast
 import threading
 from typing import TYPE_CHECKING
 
@@ -199,8 +200,6 @@ class _Variant:
         return (-(-n // w) * w,)
 
     def _check_device(self, dev, types, out_dtype) -> None:
-        import ast
-
         if dev.supports(np.float64):
             return
         for node in ast.walk(self.expr.tree):
@@ -215,8 +214,6 @@ class _Variant:
 
 def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) -> str:
     """The kernel source; scalar inputs are passed as parameters of the type they are used at."""
-    import ast
-
     uses: dict[str, set] = {n: set() for n in expr.inputs}
     parents = {id(c): p for p in ast.walk(expr.tree) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(expr.tree):
