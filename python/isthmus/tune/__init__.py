@@ -25,7 +25,7 @@ import math
 import sys
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from ..device import device as get_device
 from ..dtypes import lookup as dtype_lookup
@@ -69,12 +69,8 @@ class TuneResult:
         return out
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "device": self.device, "problem": self.problem, "dtype": self.dtype,
-                "strategy": self.strategy, "seed": self.seed, "space_size": self.space_size, "best": self.best,
-                "best_ms": self.best_ms, "default": self.default, "default_ms": self.default_ms,
-                "speedup": self.speedup, "by_status": self.by_status, "seconds": self.seconds,
-                "evaluations": [{"params": e.params, "status": e.status, "time_ms": e.time_ms, "error": e.error}
-                                for e in self.evaluations]}
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup,
+                "by_status": self.by_status, "evaluations": [asdict(e) for e in self.evaluations]}
 
 
 def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
