@@ -225,8 +225,10 @@ class Device:
         """Device memory for one call's intermediate results, as a launch argument: the calling
         thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
         replayed later, from any thread, must not share the thread's scratch)."""
-        rec = self._recording()
-        return rec.temporary(self, nbytes) if rec is not None else self._scratch(nbytes).arg
+        rec = self._recorder  # (inline, not _recording(): every reduction calls this)
+        if rec is not None and rec.thread == threading.get_ident():
+            return rec.temporary(self, nbytes)
+        return self._scratch(nbytes).arg
 
     # device copies and host transfers: through the recorder when one is installed
     def _device_copy(self, dst, src, nbytes: int) -> None:
