@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 
 import numpy as np
 
 from . import measure
 from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
-from .device import Recorder
-from .dtypes import lookup
+from .device import Recorder, device
 from .measure import device_ms, host_ms, per_call_us
+from .ops.registry import FAMILIES
 from .workloads import sizes_for, standard, tolerance
 
 
@@ -34,7 +35,6 @@ class Recording(Recorder):
     def __init__(self):
         super().__init__()
         self.launches: list = []
-        self.kept: list = []  # the memory the recorded calls asked for their intermediate results
 
     def __len__(self) -> int:
         return len(self.launches)
@@ -43,20 +43,6 @@ class Recording(Recorder):
         packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in args]
         device._launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
         self.launches.append((kernel, gsize, lsize, list(packed)))
-
-    def plan(self, plan) -> None:
-        plan._go()
-
-    def copy(self, device, dst, src, nbytes) -> None:
-        device._copy(dst, src, nbytes)
-
-    def zero(self, device, mem, nbytes) -> None:
-        device._zero(mem, nbytes)
-
-    def temporary(self, device, nbytes: int):
-        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
-        self.kept.append(buf)
-        return buf
 
 
 @contextlib.contextmanager
@@ -95,6 +81,7 @@ def _vendor(dev, w, args):
             "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
             "sum": lambda: views[0].sum(),
             "max": lambda: views[0].max(),
+            "scale": lambda: 2.0 * views[0],  # (the spec's call: scale(2.0, x))
             "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
                 cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
             "transpose": lambda: cupy.ascontiguousarray(views[0].T),
@@ -158,8 +145,9 @@ def overhead(dev, calls: int = 2000, rounds: int = 7) -> list[dict]:
         with recording(dev) as rec:
             result = w.call(*args)
         fns = {"isthmus_us": lambda: w.call(*args), "direct_us": DirectCalls(dev, rec)}
-        into = _into(w.op, args, result)  # the same call into an existing output: no allocation per call
+        into = FAMILIES[w.op].into  # the same call into an existing output: no allocation per call
         if into is not None:
+            into = functools.partial(into, result, *args)
             with recording(dev) as rec_into:
                 into()
             if _signature(rec_into) != _signature(rec):
@@ -186,13 +174,6 @@ def _interleaved(fns: dict, calls: int, sync, rounds: int) -> dict:
     times = measure.interleaved({name: (lambda fn=fn: per_call_us(fn, calls, sync, rounds=1, warmup=0))
                                  for name, fn in fns.items()}, rounds)
     return {name: t.median for name, t in times.items()}
-
-
-def _into(op: str, args, result):
-    from .ops.registry import FAMILIES
-
-    into = FAMILIES[op].into
-    return None if into is None else lambda: into(result, *args)
 
 
 def report(result: dict) -> "measure.Report":
@@ -236,8 +217,6 @@ def main(device_id: str | None = None, quick: bool = False, out: str | None = ".
     """Run, print the tables, and write them into ``out`` (None: print only)."""
     from rich.console import Console
     from rich.markdown import Markdown
-
-    from .device import device
 
     dev = device(device_id)
     result = run(dev, quick=quick)

@@ -2,20 +2,19 @@
 NumPy and print time and throughput next to NumPy's."""
 from __future__ import annotations
 
+import sys
 
 import numpy as np
+
+from .cli import main as cli
+from .device import device
+from .measure import device_ms, host_ms
+from .workloads import sizes_for, standard, tolerance
 
 
 def main(device_id: str | None = None, quick: bool = False) -> int:
     from rich.console import Console
     from rich.table import Table
-
-    from . import device
-    from .cli import main as cli
-    from .measure import device_ms, host_ms
-    from .workloads import sizes_for, standard, tolerance
-
-    import sys
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     cli(["devices"])

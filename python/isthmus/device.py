@@ -228,7 +228,7 @@ class Device:
         """Device memory for one call's intermediate results, as a launch argument: the calling
         thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
         replayed later, from any thread, must not share the thread's scratch)."""
-        rec = self._recorder
+        rec = self._recorder  # (inline, not _recording(): every reduction calls this)
         if rec is not None and rec.thread == threading.get_ident():
             return rec.temporary(self, nbytes)
         return self._scratch(nbytes).arg
@@ -256,8 +256,8 @@ class Device:
 
     def _host_work(self, what: str) -> None:
         """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
-        rec = self._recorder
-        if rec is not None and rec.thread == threading.get_ident():
+        rec = self._recording()
+        if rec is not None:
             rec.host(self, what)
 
     def _scratch(self, nbytes: int) -> "_Scratch":
@@ -274,14 +274,12 @@ class Device:
         return found
 
     def _check_config(self, config):
-        if config.__class__ is not LaunchConfig:  # check_config says what is wrong with it
-            return check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
-                                self.grid_limits)
-        found = self._configs.get(config)
+        known = config.__class__ is LaunchConfig  # (anything else: check_config says what is wrong with it)
+        found = self._configs.get(config) if known else None
         if found is None:
             found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
                                  self.grid_limits)
-            if len(self._configs) < 4096:
+            if known and len(self._configs) < 4096:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 
@@ -312,11 +310,10 @@ class Device:
         ``make(arrays)`` returns it, run here on this device's stream; None where there is none."""
         return None
 
-    def _transfer_lane(self):
+    def _transfer_lane(self) -> "_TransferLane":
         """A second queue (OpenCL) or stream (CUDA) of this device for host<->device copies that must
         not wait behind the kernels queued on the device's own queue (isthmus.ray's pipeline overlaps
-        one shard's copies with another's kernels): ``upload(buf, host)`` and ``download(buf)`` return
-        when their copy is done, ``wait(marker)`` waits for a marker of ``_record``."""
+        one shard's copies with another's kernels)."""
         raise NotImplementedError(f"{self.id}: this backend has no transfer lane")
 
     def _graph(self, steps: tuple):
@@ -344,8 +341,9 @@ class Device:
     def _alloc(self, nbytes: int): raise NotImplementedError
     def _free_pool(self) -> None: raise NotImplementedError
     def _memory_in_use(self) -> int: raise NotImplementedError
-    def _upload(self, mem, host: np.ndarray) -> None: raise NotImplementedError
-    def _download(self, mem, host: np.ndarray) -> None: raise NotImplementedError
+    # (``queue``: another queue or stream of the device than its own, a _TransferLane's)
+    def _upload(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
+    def _download(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
     def _copy(self, dst, src, nbytes: int) -> None: raise NotImplementedError
     def _zero(self, mem, nbytes: int) -> None: raise NotImplementedError
     def _empty_host(self, shape, dtype) -> np.ndarray: raise NotImplementedError
@@ -366,25 +364,52 @@ class _Steps:
             go()
 
 
+class _TransferLane:
+    """What :meth:`Device._transfer_lane` gives: ``upload(buf, host)`` and ``download(buf)`` return
+    when their copy on ``queue`` is done; ``wait(marker)`` waits for a marker of ``_record``."""
+
+    def __init__(self, device: Device, queue, wait):
+        self._device, self._queue, self.wait = device, queue, wait
+
+    def upload(self, buf: Buffer, host: np.ndarray) -> None:
+        self._device._upload(buf._handle(), host, self._queue)
+
+    def download(self, buf: Buffer) -> np.ndarray:
+        out = np.empty(buf.shape, buf.dtype)
+        if buf.nbytes:
+            self._device._download(buf._handle(), out, self._queue)
+        return out
+
+
 class Recorder:
     """What sees the device work one thread queues on a device while installed there (graph
     capture keeps it, bench records and runs it), instead of patching the device's methods.
-    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers)."""
+    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers); a
+    plan's launch, a device copy or fill runs as without it unless a recorder overrides it."""
 
     def __init__(self):
         self.thread = threading.get_ident()
+        self.kept: list[Buffer] = []  # what temporary() allocated
 
     def launch(self, device: Device, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
-    def plan(self, plan) -> None: raise NotImplementedError  # a Plan launched on the recording thread
-    def copy(self, device: Device, dst, src, nbytes: int) -> None: raise NotImplementedError
-    def zero(self, device: Device, mem, nbytes: int) -> None: raise NotImplementedError
+
+    def plan(self, plan) -> None:  # a Plan launched on the recording thread
+        plan._go()
+
+    def copy(self, device: Device, dst, src, nbytes: int) -> None:
+        device._copy(dst, src, nbytes)
+
+    def zero(self, device: Device, mem, nbytes: int) -> None:
+        device._zero(mem, nbytes)
 
     def host(self, device: Device, what: str) -> None:
         """A host transfer or synchronization on the recording thread (allowed unless overridden)."""
 
     def temporary(self, device: Device, nbytes: int) -> Buffer:
         """Memory for one recorded call's intermediate results, kept as long as the recording."""
-        raise NotImplementedError
+        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
+        self.kept.append(buf)
+        return buf
 
 
 class _Scratch:

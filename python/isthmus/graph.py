@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
 
-
 class _Copy:
     """A recorded device copy or fill: the call and the memory it needs kept alive."""
 
@@ -82,11 +81,6 @@ class _Capture(Recorder):
         raise InvalidArgumentError(f"{what} cannot be captured into a graph on {device.id}: graphs hold device "
                                    f"work only; copy to or from the host before or after the capture block")
 
-    def temporary(self, device, nbytes: int) -> Buffer:
-        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
-        self.graph._owned.append(buf)  # the graph's launches use it at every replay
-        return buf
-
 
 class Graph:
     """A captured sequence of launches and copies on one device; see the module docstring."""
@@ -115,12 +109,12 @@ class Graph:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._uninstall(self._recorder)
+        self._owned += self._recorder.kept  # the captured ops' temporaries: used at every replay
         self._recorder = None  # (it refers back to this graph)
         if exc_type is not None:
             self._state = "failed"
-            for s in self.steps:
-                if isinstance(s, Plan):
-                    s.close()
+            for plan in self.plans:
+                plan.close()
             self.steps = []
             return
         self._adopt_temporaries()
@@ -171,9 +165,8 @@ class Graph:
 
     def close(self) -> None:
         """Release the graph and the memory its launches hold. Idempotent."""
-        for s in self.steps:
-            if isinstance(s, Plan):
-                s.close()
+        for plan in self.plans:
+            plan.close()
         for b in self._owned:
             b.close()
         self.steps, self._owned = [], []

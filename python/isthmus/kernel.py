@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from .buffer import Buffer
 from .errors import InvalidArgumentError, LaunchConfigError
 from .launch import LaunchConfig, check_kernel
+from .plan import Plan
 from .signature import Param, _quick_scalar, convert_scalar, parse_signature  # noqa: F401 - the kernel API
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import Plan
     from .program import Program
 
 
@@ -53,13 +53,9 @@ class Kernel:
         if config is None:
             raise LaunchConfigError(f"kernel {self.name!r} needs a launch config: "
                                     f"{self.name}(..., config=isthmus.LaunchConfig(global_size, local_size))")
-        if len(args) != len(self.params):
-            self._arity_error(args)
         # packed as they are checked (each buffer's memory held from its check to the enqueue), except
         # for a recorder, which takes the Buffers themselves
-        rec = self.device._recorder
-        pack = rec is None or rec.thread != threading.get_ident()
-        checked = [self._pack_arg(i, param, value, "kernel", pack) for i, (param, value) in enumerate(zip(self.params, args))]
+        checked = self.pack(args, self.device._recording() is None)
         gsize, lsize = self._check_config(config)
         self.device.launch(self, gsize, lsize, checked)
 
@@ -83,15 +79,14 @@ class Kernel:
             self._limits = self.device._kernel_limits(self)
         return self._limits
 
-    def pack(self, args) -> list:
-        """Check ``args`` against the signature and convert them for the backend."""
+    def pack(self, args, pack: bool = True) -> list:
+        """Check ``args`` against the signature and convert them for the backend (buffers stay
+        Buffers unless ``pack``, see :meth:`_pack_arg`)."""
         if len(args) != len(self.params):
-            self._arity_error(args)
-        return [self._pack_arg(i, param, value) for i, (param, value) in enumerate(zip(self.params, args))]
-
-    def _arity_error(self, args):
-        raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
-                                   f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+            raise InvalidArgumentError(f"kernel {self.name!r} takes {len(self.params)} arguments "
+                                       f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+        return [self._pack_arg(i, param, value, "kernel", pack)
+                for i, (param, value) in enumerate(zip(self.params, args))]
 
     def _pack_arg(self, i: int, param: Param, value, what: str = "kernel", pack: bool = True):
         """One argument checked and converted (shared by :meth:`pack` and ``Plan.bind``); a buffer
@@ -124,8 +119,6 @@ class Kernel:
         >>> plan = k.prepare(x, 2.0, config=isthmus.LaunchConfig((1024,)))
         >>> plan.launch(); plan.bind("a", 3.0); plan.launch()
         """
-        from .plan import Plan
-
         return Plan(self, args, config)
 
     def _convert(self, i: int, value):

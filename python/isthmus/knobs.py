@@ -7,35 +7,11 @@ without re-importing anything.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Knob:
-    name: str
-    default: str
-    doc: str
-
-
-KNOBS = (
-    Knob("ISTHMUS_DEVICE", "", "device id to use by default (e.g. 'cuda:0', 'opencl:1'); empty: the best available"),
-    Knob("ISTHMUS_CACHE_DIR", "<user cache>/isthmus", "where compiled programs and the tuning database live"),
-    Knob("ISTHMUS_DISK_CACHE", "1", "0 disables the on-disk program cache (programs are still cached in memory)"),
-    Knob("ISTHMUS_PROGRAM_CACHE_MB", "1024", "size limit of the on-disk program cache (MiB); the least recently "
-         "used programs are evicted beyond it (0: nothing is written)"),
-    Knob("ISTHMUS_PROGRAM_MEMO", "256", "compiled programs (and library kernels) kept in memory per device; "
-         "the least recently used are dropped beyond it"),
-    Knob("ISTHMUS_TUNING_DB", "<cache dir>/tuning.sqlite", "path of the user's tuning database"),
-    Knob("ISTHMUS_CLASSPATH", "", "extra jars/folders for the hosted JVM, separated by os.pathsep"),
-    Knob("ISTHMUS_JVM", "", "path of libjvm to host; empty: JPype's default (JAVA_HOME)"),
-    Knob("ISTHMUS_OPENCL_POOL_MB", "1024", "freed OpenCL buffers kept for reuse, per device (MiB, 0 disables)"),
-    Knob("ISTHMUS_CUDA_LAUNCH_GRAPHS", "1", "0: a repeated CUDA launch stays a driver call instead of becoming a "
-         "one-kernel CUDA graph"),
-    Knob("ISTHMUS_KERNEL_DIR", "<package>/opencl", "folder holding the kernel library's OpenCL sources"),
-    Knob("MAVEN_OPTS", "", "Maven's own variable: `isthmus maven-install` installs into its -Dmaven.repo.local"),
-)
+from .errors import BackendUnavailableError
 
 
 def _get(name: str) -> str:
@@ -43,10 +19,13 @@ def _get(name: str) -> str:
 
 
 def device() -> str | None:
+    """ISTHMUS_DEVICE: the device id to use by default (``cuda:0``, ``opencl:1``); unset: the best."""
     return _get("ISTHMUS_DEVICE").strip() or None
 
 
 def cache_dir() -> Path:
+    """ISTHMUS_CACHE_DIR: where compiled programs and the tuning database live (default: the user
+    cache folder's ``isthmus``)."""
     value = _get("ISTHMUS_CACHE_DIR")
     if value:
         return Path(value).expanduser()
@@ -56,6 +35,7 @@ def cache_dir() -> Path:
 
 
 def disk_cache() -> bool:
+    """ISTHMUS_DISK_CACHE=0 turns the on-disk program cache off (programs stay cached in memory)."""
     return _get("ISTHMUS_DISK_CACHE").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -68,39 +48,44 @@ def _int(name: str, default: int) -> int:
 
 
 def program_cache_bytes() -> int:
+    """ISTHMUS_PROGRAM_CACHE_MB (1024): the on-disk program cache's size, least recently used
+    programs evicted beyond it (0: nothing is written)."""
     return _int("ISTHMUS_PROGRAM_CACHE_MB", 1024) << 20
 
 
 def program_memo_entries() -> int:
+    """ISTHMUS_PROGRAM_MEMO (256): compiled programs (and library kernels) kept in memory per device."""
     return max(1, _int("ISTHMUS_PROGRAM_MEMO", 256))
 
 
 def tuning_db() -> Path:
+    """ISTHMUS_TUNING_DB: the user's tuning database (default ``<cache dir>/tuning.sqlite``)."""
     value = _get("ISTHMUS_TUNING_DB")
     return Path(value).expanduser() if value else cache_dir() / "tuning.sqlite"
 
 
 def classpath() -> list[str]:
+    """ISTHMUS_CLASSPATH: extra jars and folders for the hosted JVM, separated by ``os.pathsep``."""
     return [p for p in _get("ISTHMUS_CLASSPATH").split(os.pathsep) if p]
 
 
 def jvm_path() -> str | None:
+    """ISTHMUS_JVM: the libjvm to host; unset: JPype's default (JAVA_HOME)."""
     return _get("ISTHMUS_JVM").strip() or None
 
 
 def maven_opts() -> str:
+    """Maven's own MAVEN_OPTS: ``isthmus maven-install`` installs into its -Dmaven.repo.local."""
     return _get("MAVEN_OPTS")
 
 
 def opencl_pool_bytes() -> int:
-    value = _get("ISTHMUS_OPENCL_POOL_MB").strip()
-    try:
-        return max(0, int(value)) << 20 if value else 1 << 30
-    except ValueError:
-        return 1 << 30
+    """ISTHMUS_OPENCL_POOL_MB (1024): freed OpenCL buffers kept for reuse, per device (0: none)."""
+    return _int("ISTHMUS_OPENCL_POOL_MB", 1024) << 20
 
 
 def cuda_launch_graphs() -> bool:
+    """ISTHMUS_CUDA_LAUNCH_GRAPHS=0: a repeated CUDA launch stays a driver call (not a one-kernel graph)."""
     return _get("ISTHMUS_CUDA_LAUNCH_GRAPHS").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -116,10 +101,6 @@ def kernel_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _packaged_kernel_dir() -> Path:
-    import importlib.util
-
-    from .errors import BackendUnavailableError
-
     spec = importlib.util.find_spec("isthmus.opencl")
     for folder in (spec.submodule_search_locations or ()) if spec else ():
         if (Path(folder) / "dtype.h").is_file():

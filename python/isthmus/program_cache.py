@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from . import knobs
@@ -108,10 +108,7 @@ def _remove(path: Path, st: os.stat_result) -> None:
     # A directory is left alone (it may hold someone's files); the entry simply stays a miss and
     # the write that follows fails quietly.
     if not stat.S_ISDIR(st.st_mode):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _unlink_quietly(path)
 
 
 def drop(key: str) -> None:
@@ -181,10 +178,8 @@ def _alive(pid: int) -> bool:
 
 def _touch(path: Path) -> None:
     # Eviction removes the least recently used entries first: a hit counts as a use.
-    try:
+    with suppress(OSError):
         os.utime(path)
-    except OSError:
-        pass
 
 
 def write(key: str, payload: bytes) -> None:
@@ -216,10 +211,8 @@ def _write_all(f, data: bytes) -> None:
 
 
 def _unlink_quietly(path) -> None:
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def evict(limit: int) -> None:
@@ -258,12 +251,11 @@ def evict(limit: int) -> None:
 
 # ---- in-memory memo --------------------------------------------------------------------------
 class BoundedMemo:
-    """A thread-safe mapping that keeps at most ``capacity`` entries, dropping the least recently
-    used: a long-running process that compiles many variants (tuning, user kernels with changing
-    defines) keeps a bounded number of programs alive. ``capacity`` None: read the knob each time."""
+    """A thread-safe mapping that keeps at most ``ISTHMUS_PROGRAM_MEMO`` entries (read at each
+    store), dropping the least recently used: a long-running process that compiles many variants
+    (tuning, user kernels with changing defines) keeps a bounded number of programs alive."""
 
-    def __init__(self, capacity: int | None = None):
-        self._capacity = capacity
+    def __init__(self):
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -275,29 +267,15 @@ class BoundedMemo:
             return value
 
     def __setitem__(self, key, value) -> None:
-        capacity = self._capacity if self._capacity is not None else knobs.program_memo_entries()
+        capacity = knobs.program_memo_entries()
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
             while len(self._data) > max(1, capacity):
                 self._data.popitem(last=False)
 
-    def __getitem__(self, key):
-        with self._lock:
-            value = self._data[key]
-            self._data.move_to_end(key)
-            return value
-
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._data
-
     def __len__(self) -> int:
         return len(self._data)
-
-    def pop(self, key, default=None):
-        with self._lock:
-            return self._data.pop(key, default)
 
     def clear(self) -> None:
         with self._lock:

@@ -39,14 +39,10 @@ _QUALIFIERS = {"const", "volatile", "restrict", "__restrict__", "__global", "glo
                "__private", "private", "__read_only", "__write_only", "read_only", "write_only"}
 
 
-def _strip(source: str) -> str:
-    return _COMMENTS.sub(" ", source)
-
-
 def parse_signature(source: str, name: str, defines: dict) -> tuple[Param, ...]:
     """The parameters of ``__kernel void name(...)`` in ``source``, types resolved through
     ``defines`` and simple ``#define``/``typedef`` lines of the source."""
-    text = _strip(source)
+    text = _COMMENTS.sub(" ", source)
     # Anything may stand between `__kernel` and `void` (attributes, macros such as a required work-group size).
     match = re.search(r"(?:\b__kernel|\bkernel)\b[^;{}]*?\bvoid\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text, re.S)
     if match is None:

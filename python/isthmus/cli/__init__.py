@@ -5,13 +5,16 @@ per concern (:mod:`.tune`, :mod:`.db`, :mod:`.java`); the JVM launcher's options
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
+from .. import __version__
+from ..device import _problems, devices
+from ..errors import IsthmusError
+
 
 def _devices(args) -> int:
-    from ..device import _problems, devices
-
     found = devices()
     if args.json:
         print(json.dumps([d.info() for d in found], indent=2))
@@ -46,13 +49,6 @@ def _bench(args) -> int:
     return bench(args.device, quick=args.quick, out=args.out)
 
 
-def _forward(target: str, argv: list[str]) -> int:
-    import importlib
-
-    module, _, function = target.partition(":")
-    return getattr(importlib.import_module(module), function or "main")(argv)
-
-
 # Verbs whose arguments belong to another parser (the JVM launcher, the tuner, ...) are forwarded whole.
 FORWARDED = {
     "java": ("isthmus.java.launcher", "run a Java main class or jar with the runtime attached (java's options)"),
@@ -65,8 +61,6 @@ FORWARDED = {
 
 
 def parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     parser = argparse.ArgumentParser(prog="isthmus", description="GPU kernels written once in OpenCL C, for Python "
                                      "and Java")
     parser.add_argument("--version", action="version", version=f"isthmus {__version__}")
@@ -90,14 +84,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in FORWARDED:
-        return _forward(FORWARDED[argv[0]][0], argv[1:])
+    if argv and argv[0] in FORWARDED:  # "module:function", main by default
+        module, _, function = FORWARDED[argv[0]][0].partition(":")
+        return getattr(importlib.import_module(module), function or "main")(argv[1:])
     args = parser().parse_args(argv)
     if args.verb is None:  # bare `isthmus`: what it can do
         parser().print_help()
         return 0
-    from ..errors import IsthmusError
-
     try:
         return args.run(args)
     except IsthmusError as exc:

@@ -5,6 +5,12 @@ import argparse
 import json
 import sys
 
+from ..errors import IsthmusError
+from ..tune import db
+from ..tune.db import fingerprint
+from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document
+from ..tune.space import kernel_family
+
 PIPE_WIDTH = 1000  # wider than any row: piped output keeps whole rows (or use --json)
 
 
@@ -25,8 +31,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from ..errors import IsthmusError
-
     try:
         return _VERBS[args.verb](args)
     except (IsthmusError, OSError) as exc:
@@ -35,10 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(args) -> int:
-    from rich.console import Console
     from rich.table import Table
-
-    from ..tune import db
 
     store = db.bundled() if args.bundled else db.user()
     doc = store.export()
@@ -76,16 +77,11 @@ def _console():
 
 def _current(entry: dict) -> bool:
     """Whether the entry was tuned for the kernel source (and options) this isthmus has."""
-    from ..tune.db import fingerprint
-    from ..tune.space import kernel_family
-
     family = kernel_family(entry["kernel"])
     return family is not None and fingerprint(family, entry["dtype"]) == (entry["source_hash"], entry["options"])
 
 
 def _export(args) -> int:
-    from ..tune import db
-
     doc = db.user().export()
     text = json.dumps(doc, indent=1, sort_keys=True)
     if args.file == "-":
@@ -98,9 +94,6 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    from ..tune import db
-    from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document
-
     with open(args.file, "rb") as f:
         data = f.read(MAX_DOCUMENT_BYTES + 1)
     doc = load_document(data, source=args.file)
@@ -111,8 +104,6 @@ def _import(args) -> int:
 
 
 def _clear(args) -> int:
-    from ..tune import db
-
     store = db.user()
     if not args.yes:
         count = store.counts()["best"]

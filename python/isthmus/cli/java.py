@@ -7,12 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import __version__
+from ..errors import IsthmusError
+from ..java.jvm_home import DEFAULT, create
+from ..java.maven import ARTIFACT, GROUP, install, local_repository
+
 
 def maven_install(argv: list[str] | None = None) -> int:
-    from .. import __version__
-    from ..errors import IsthmusError
-    from ..java.maven import ARTIFACT, GROUP, install, local_repository
-
     p = argparse.ArgumentParser(prog="isthmus maven-install",
                                 description=f"install {GROUP}:{ARTIFACT}:{__version__} (jar, pom, sources, javadoc) "
                                             "from this package into a local Maven repository")
@@ -34,8 +35,6 @@ def maven_install(argv: list[str] | None = None) -> int:
 
 
 def jvm_home(argv: list[str] | None = None) -> int:
-    from ..java.jvm_home import DEFAULT, create
-
     p = argparse.ArgumentParser(prog="isthmus jvm-home",
                                 description="create a Java home whose bin/java runs `isthmus java` with this Python "
                                             "(for surefire's <jvm>, IDEs); prints the folder")

@@ -2,9 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
+from pathlib import Path
+
+from ..device import device as get_device
+from ..errors import InvalidArgumentError, IsthmusError
+from ..ops.registry import FAMILIES
+from .. import tune  # the callable module: tune(...) runs isthmus.tune.tune
+from ..tune.runner import Budget, Measure
+from ..tune.strategies import NAMES
 
 
 def _size(text: str) -> tuple[str, int]:
@@ -15,12 +24,8 @@ def _size(text: str) -> tuple[str, int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from ..tune.strategies import NAMES
-
     p = argparse.ArgumentParser(prog="isthmus tune", description="tune a kernel's launch parameters on a device "
                                 "and store the best in the tuning database")
-    from ..ops.registry import FAMILIES
-
     by_problem: dict = {}
     for spec in FAMILIES.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
@@ -42,8 +47,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from ..errors import IsthmusError
-
     try:
         return _run(args)
     except (IsthmusError, ValueError) as exc:
@@ -54,10 +57,6 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..device import device as get_device
-    from ..tune import tune
-    from ..tune.runner import Budget, Measure
 
     console = Console(stderr=True)
     if args.plot:
@@ -139,11 +138,6 @@ def _params(p: dict) -> str:
 
 def check_plot(path: str) -> None:
     """Fail before the search, not after it: matplotlib importable, the folder there."""
-    import importlib.util
-    from pathlib import Path
-
-    from ..errors import InvalidArgumentError
-
     if importlib.util.find_spec("matplotlib") is None:
         raise InvalidArgumentError("--plot needs matplotlib, which is not installed: pip install matplotlib "
                                    "(isthmus' plot extra), or leave out --plot")

@@ -13,6 +13,7 @@ When the target also appears on the right (``y = a * x + y``) the result goes in
 """
 from __future__ import annotations
 
+import ast
 import threading
 from typing import TYPE_CHECKING
 
@@ -65,11 +66,8 @@ class Fused:
         variant, n, out = self._resolve(values, out)
         if n:
             kernel = variant.kernel
-            kernel.device.launch(kernel, variant.gsize(n), variant.lsize, self._pack(variant, n, out, values))
+            kernel.device.launch(kernel, variant.gsize(n), variant.lsize, variant.pack(n, out, values))
         return out
-
-    def _pack(self, variant, n, out, values) -> list:
-        return variant.pack(n, out, values)
 
     def prepare(self, *args, out: Buffer | None = None, **kwargs) -> "Plan":
         """A prepared launch (:class:`isthmus.plan.Plan`); ``plan.result`` is the output buffer and
@@ -78,8 +76,7 @@ class Fused:
         variant, n, out = self._resolve(values, out)
         if n == 0:
             raise InvalidArgumentError(f"{self.expression!r}: cannot prepare a launch over 0 elements")
-        self._pack(variant, n, out, values)
-        plan = variant.kernel.prepare(*variant.args(n, out, values),
+        plan = variant.kernel.prepare(*variant.pack(n, out, values),
                                       config=LaunchConfig(variant.gsize(n), variant.lsize))
         plan.result = out
         return plan
@@ -179,15 +176,12 @@ class _Variant:
                                              f"output (NumPy's same_kind rule); pass an out= of {root}")
         self.out_dtype = out_dtype
         self._check_device(dev, types, out_dtype)
-        self.source, self.scalar_types = _source(expr, types, kinds, out_dtype)
+        self.source = _source(expr, types, kinds, out_dtype)
         self.kernel = dev.compile(self.source, "fused")
         # (a kernel may allow smaller work-groups than its device; its local memory is checked too)
         self.lsize = (min(256, dev.max_work_group_size, self.kernel._resource_limits().max_work_group_size),)
         self.kernel._check_config(LaunchConfig(self.lsize, self.lsize))
         self._inplace = expr.target in expr.inputs
-        first = 1 if self._inplace else 2
-        self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
-                        for p in self.kernel.params[first:]]
         first = 1 if self._inplace else 2
         self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
                         for p in self.kernel.params[first:]]
@@ -205,12 +199,7 @@ class _Variant:
         w = self.lsize[0]
         return (-(-n // w) * w,)
 
-    def args(self, n: int, out: Buffer, values: list) -> list:
-        return [n] + ([] if self._inplace else [out]) + list(values)
-
     def _check_device(self, dev, types, out_dtype) -> None:
-        import ast
-
         if dev.supports(np.float64):
             return
         for node in ast.walk(self.expr.tree):
@@ -223,10 +212,8 @@ class _Variant:
             raise UnsupportedDtypeError(f"{dev.id} does not support a float64 output")
 
 
-def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) -> tuple[str, list]:
+def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) -> str:
     """The kernel source; scalar inputs are passed as parameters of the type they are used at."""
-    import ast
-
     uses: dict[str, set] = {n: set() for n in expr.inputs}
     parents = {id(c): p for p in ast.walk(expr.tree) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(expr.tree):
@@ -242,26 +229,23 @@ def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) ->
     inplace = expr.target in expr.inputs
     if not inplace:
         params.append(f"__global {_storage(out_dtype)}* {expr.target}")
-    load, scalar_types = {}, []
+    load = {}
     for name, (is_buffer, kind) in zip(expr.inputs, kinds):
         if is_buffer:
             const = "" if inplace and name == expr.target else "const "
             params.append(f"__global {const}{_storage(kind)}* {name}")
             load[name] = f"vload_half(isthmus_i, {name})" if kind == np.float16 else f"{name}[isthmus_i]"
-            scalar_types.append(None)
         else:
             used = np.result_type(*uses[name]) if uses[name] else np.dtype(np.float32)
-            c = ctype(used)
-            params.append(f"const {c} {name}")
+            params.append(f"const {ctype(used)} {name}")
             load[name] = name
-            scalar_types.append(used)
     code, rdt = Emitter(expr, types, load).emit(expr.tree, out_dtype)
     value = code if rdt == out_dtype else f"(({ctype(out_dtype)}){code})"
     if out_dtype == np.float16:
         store = f"vstore_half({value}, isthmus_i, {expr.target});"
     else:
         store = f"{expr.target}[isthmus_i] = ({_storage(out_dtype)}){value};"
-    source = (
+    return (
         "#if defined(__OPENCL_VERSION__) && defined(cl_khr_fp64)\n"
         "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
         + (HALF_ROUNDING if "ISTHMUS_ROUND_HALF" in code else "") +
@@ -270,7 +254,6 @@ def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) ->
         "    const long isthmus_i = (long)get_global_id(0);\n"
         "    if (isthmus_i >= isthmus_n) return;\n"
         f"    {store}\n}}\n")
-    return source, scalar_types
 
 
 def _storage(dt: np.dtype) -> str:

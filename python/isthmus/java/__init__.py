@@ -15,6 +15,7 @@ from __future__ import annotations
 from isthmus.buffer import Buffer
 from isthmus.errors import InvalidArgumentError
 
+from . import jvm
 from .jvm import classpath, shutdown, started
 
 
@@ -22,8 +23,6 @@ def start(classpath=None, jvm_args=()) -> None:
     """Start the JVM once (idempotent) with the isthmus jar, ``ISTHMUS_CLASSPATH`` and
     ``classpath`` (a list or an ``os.pathsep`` string), and attach the runtime, so Java code
     reaches it through ``io.isthmus.Isthmus.get()``. ``jvm_args`` are JVM options (``-Xmx2g``)."""
-    from . import jvm
-
     jvm.start(classpath, tuple(jvm_args))
 
 
@@ -32,7 +31,6 @@ def to_java(buffer: Buffer):
     allocation (same pointer, no copy). Closing it in Java leaves the Python Buffer open."""
     import jpype
 
-    from . import jvm
     from .spi.buffers import BufferHandle
 
     jvm.runtime()
@@ -47,7 +45,6 @@ def from_java(device_buffer) -> Buffer:
     Python now holds it too: closing the Java handle no longer frees it."""
     import jpype
 
-    from . import jvm
     from .spi.buffers import BufferHandle
 
     jvm.runtime()
@@ -57,7 +54,7 @@ def from_java(device_buffer) -> Buffer:
     if not isinstance(handle, BufferHandle):
         raise InvalidArgumentError("this DeviceBuffer is not backed by the isthmus Python runtime")
     handle.owned = False
-    return handle.live()
+    return handle._live()
 
 
 __all__ = ["classpath", "from_java", "shutdown", "start", "started", "to_java"]

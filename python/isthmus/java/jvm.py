@@ -12,9 +12,12 @@ import os
 import sys
 import threading
 import zipfile
+from contextlib import suppress
 from pathlib import Path
 
 from isthmus import knobs
+from isthmus._version import __version__
+from isthmus.buffer import Buffer
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError
 
 _LIB = Path(__file__).resolve().parent / "lib"  # in the package: the wheel build (or `make jar`) puts the jar here
@@ -28,8 +31,6 @@ _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on S
 
 def packaged_jar() -> Path | None:
     """The io.isthmus jar installed with this package (this version's when there are several), or None."""
-    from isthmus import __version__
-
     own = _LIB / f"isthmus-{__version__}.jar"
     if own.is_file():
         return own
@@ -126,10 +127,8 @@ def _install_exit_hook() -> None:
                 atexit._run_exitfuncs()  # noqa: SLF001
             finally:
                 for stream in (sys.stdout, sys.stderr):
-                    try:
+                    with suppress(Exception):  # a closed stream must not block the exit
                         stream.flush()
-                    except Exception:  # noqa: BLE001 - a closed stream must not block the exit
-                        pass
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)
@@ -141,17 +140,13 @@ def _remove_exit_hook() -> None:
 
     hook, _exit_hook = _exit_hook, None
     if hook is not None:
-        try:
+        with suppress(jpype.JException):  # IllegalStateException: the JVM is already exiting
             jpype.JClass("java.lang.Runtime").getRuntime().removeShutdownHook(hook)
-        except jpype.JException:  # IllegalStateException: the JVM is already exiting
-            pass
 
 
 def _register_conversion() -> None:
     """A Python Buffer passed where Java expects an io.isthmus.DeviceBuffer converts implicitly."""
     import jpype
-
-    from isthmus.buffer import Buffer
 
     @jpype.JConversion("io.isthmus.DeviceBuffer", instanceof=Buffer)
     def _buffer_to_java(jcls, buffer):  # noqa: ANN001 - JPype's conversion signature
@@ -175,7 +170,7 @@ def shutdown() -> None:
     if _runtime is None or not jpype.isJVMStarted():
         return
     jpype.JClass("io.isthmus.Interop").detach(5000)
-    _runtime.join_threads(5.0)
+    _runtime._join_threads(5.0)
     if threading.current_thread() is threading.main_thread():
         _runtime = None
         _remove_exit_hook()

@@ -19,6 +19,9 @@ import shlex
 import sys
 from pathlib import Path
 
+from isthmus import knobs
+from isthmus._version import __version__
+
 DEFAULT = Path("~/.isthmus/jvm")
 MIN_JAVA = "17"  # the artifact's bytecode level (pom.xml: maven.compiler.release)
 
@@ -46,8 +49,6 @@ def _jdk_home() -> Path | None:
     try:
         import jpype
 
-        from isthmus import knobs
-
         libjvm = Path(knobs.jvm_path() or jpype.getDefaultJVMPath()).resolve()
     except Exception:  # noqa: BLE001 - no JPype or no JVM: bin/java will say so when it runs
         return None
@@ -70,8 +71,6 @@ def _java_version(jdk: Path | None) -> str:
 
 def create(home: Path, python: str | None = None) -> Path:
     """Write ``home/bin/java`` (running ``python``, default this interpreter) and ``home/release``."""
-    from isthmus import __version__
-
     home = home.expanduser().absolute()
     jdk = _jdk_home()
     (home / "bin").mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isthmus.errors import IsthmusError
+
+from . import jvm
+
 USAGE = ("usage: isthmus java [JVM_OPTIONS] [-cp CLASSPATH] MAIN_CLASS [ARGS...]\n"
          "       isthmus java [JVM_OPTIONS] -jar APP.jar [ARGS...]")
 
@@ -147,8 +151,6 @@ def run(command: Command) -> int:
     application's non-daemon threads have ended, as with ``java``)."""
     import jpype
 
-    from . import jvm
-
     jvm.start(list(command.classpath), command.jvm_args)
     code = 0
     try:
@@ -182,8 +184,6 @@ def run(command: Command) -> int:
 def _startup_problem(exc: BaseException) -> str | None:
     """One line for what keeps the JVM from starting (no JPype, no JVM, no isthmus jar), else None:
     build tools show a launcher's stderr, and the cause must not drown in a traceback."""
-    from isthmus.errors import IsthmusError
-
     if isinstance(exc, IsthmusError):
         return f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ImportError) and exc.name == "jpype":
@@ -215,8 +215,6 @@ def main(argv: list[str]) -> int:
         return 1
     sys.stdout.flush()
     # like `java`: the process ends when non-daemon Java threads have finished (shutdown waits)
-    from . import jvm
-
     jvm.shutdown()
     return code
 

@@ -18,7 +18,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from isthmus import knobs
+from isthmus._version import __version__
 from isthmus.errors import BackendUnavailableError
+
+from . import jvm
 
 GROUP, ARTIFACT = "io.isthmus", "isthmus"
 SUFFIXES = (".jar", ".pom", "-sources.jar", "-javadoc.jar")
@@ -49,23 +52,17 @@ def _settings_repository(settings: Path) -> Path | None:
 
 def artifact_files() -> dict[str, Path]:
     """The artifact's files shipped in this package: {suffix: path}."""
-    from isthmus import __version__
-
-    from .jvm import _LIB
-
-    files = {suffix: _LIB / f"{ARTIFACT}-{__version__}{suffix}" for suffix in SUFFIXES}
+    files = {suffix: jvm._LIB / f"{ARTIFACT}-{__version__}{suffix}" for suffix in SUFFIXES}
     missing = [p.name for p in files.values() if not p.is_file()]
     if missing:
         raise BackendUnavailableError(
-            f"this isthmus has no Java artifact to install ({', '.join(missing)} missing in {_LIB}); the wheel "
+            f"this isthmus has no Java artifact to install ({', '.join(missing)} missing in {jvm._LIB}); the wheel "
             "carries it: install isthmus from a wheel, or in a checkout run `make jar` (mvn install) instead")
     return files
 
 
 def install(repo: Path) -> list[Path]:
     """Write the artifact into ``repo``; returns the files written."""
-    from isthmus import __version__
-
     files = artifact_files()
     folder = repo.joinpath(*GROUP.split("."), ARTIFACT, __version__)
     folder.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._version import __version__
 from ..errors import InvalidArgumentError
 
 # ---- what ran where ---------------------------------------------------------------------------
@@ -28,8 +29,6 @@ _BASE = ("host", "platform", "python", "processor", "cpus", "numpy", "isthmus") 
 def machine() -> dict:
     """The host and the library versions: isthmus, Python, NumPy (and its BLAS), and of
     PyOpenCL, CuPy, torch, JPype and Ray those already imported (asking would import them)."""
-    from .. import __version__
-
     info = {"host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
             "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "numpy": np.__version__, "isthmus": __version__}

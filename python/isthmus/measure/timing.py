@@ -11,6 +11,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..device import Timing
 from ..errors import InvalidArgumentError
 
 # ---- statistics -------------------------------------------------------------------------------
@@ -51,10 +52,6 @@ def _check_counts(**counts: int) -> None:
 # ---- clocks -----------------------------------------------------------------------------------
 
 
-class _Timing:
-    ms: float = float("nan")
-
-
 class WallClock:
     """The wall clock around ``sync()`` (for work with no device events: NumPy on the host, a peer
     on its own queue): the timed region starts after a sync and ends after one, so queued work
@@ -67,8 +64,8 @@ class WallClock:
         self._sync()
 
     @contextmanager
-    def timer(self) -> Iterator[_Timing]:
-        timing = _Timing()
+    def timer(self) -> Iterator[Timing]:
+        timing = Timing()
         self._sync()
         t0 = time.perf_counter()
         yield timing
@@ -87,8 +84,8 @@ class TorchClock:
         self._torch.cuda.synchronize(self._device)
 
     @contextmanager
-    def timer(self) -> Iterator[_Timing]:
-        timing = _Timing()
+    def timer(self) -> Iterator[Timing]:
+        timing = Timing()
         start = self._torch.cuda.Event(enable_timing=True)
         end = self._torch.cuda.Event(enable_timing=True)
         start.record()
@@ -108,10 +105,10 @@ class CupyClock:
         self._stream.synchronize()
 
     @contextmanager
-    def timer(self) -> Iterator[_Timing]:
+    def timer(self) -> Iterator[Timing]:
         import cupy
 
-        timing = _Timing()
+        timing = Timing()
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record(self._stream)
         yield timing
@@ -131,10 +128,10 @@ class QueueClock:
         self._queue.finish()
 
     @contextmanager
-    def timer(self) -> Iterator[_Timing]:
+    def timer(self) -> Iterator[Timing]:
         import pyopencl as cl
 
-        timing = _Timing()
+        timing = Timing()
         start = cl.enqueue_marker(self._queue)
         yield timing
         end = cl.enqueue_marker(self._queue)

@@ -7,7 +7,6 @@ slower path that finds out what is wrong and says so.
 from __future__ import annotations
 
 from ..buffer import Buffer
-from ..dtypes import DType
 from ..errors import InvalidArgumentError
 
 
@@ -60,7 +59,3 @@ def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
     """``other`` lives on ``first``'s device and holds its dtype (one pair: :func:`same` without its dict)."""
     if other.device is not first.device or other._dt is not first._dt:
         same(op, first, **{name: other})
-
-
-def dtype_of(b: Buffer) -> DType:
-    return b._dt or b._check()

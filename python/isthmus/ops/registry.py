@@ -10,6 +10,7 @@ import pkgutil
 
 from ..buffer import Buffer
 from ..errors import InvalidArgumentError
+from ..graph import prepare_call
 from . import specs as _specs_package
 from .spec import OpSpec
 
@@ -29,7 +30,7 @@ def register(spec: OpSpec) -> OpSpec:
 def _load() -> None:
     for info in sorted(pkgutil.iter_modules(_specs_package.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{_specs_package.__name__}.{info.name}")
-        for spec in module.SPECS:
+        for spec in getattr(module, "SPECS", None) or (module.SPEC,):  # a module of several specs lists them
             _registry[spec.name] = spec
             _shipped.add(spec.name)
 
@@ -95,16 +96,13 @@ class LibraryKernel:
     def prepare(self, *args, **kwargs):
         """The op with these arguments, checked and recorded once: a Plan (one launch) or a Graph;
         ``.launch()`` replays it, ``.result`` is the op's return value."""
-        from ..graph import prepare_call
-
         return prepare_call(self.device, lambda: self(*args, **kwargs), self.name)
 
     def __repr__(self) -> str:
         return f"<isthmus library kernel {self.name} on {self.device.id}>"
 
 
-def library_kernel(device, name: str) -> LibraryKernel:
-    return LibraryKernel(device, name)
+library_kernel = LibraryKernel  # (device, name): what Device.kernel(name) gives
 
 
 __all__ = ["FAMILIES", "REFERENCES", "LibraryKernel", "family", "get", "library_kernel", "names", "op", "register"]

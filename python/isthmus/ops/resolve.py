@@ -55,11 +55,10 @@ def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ())
 
     ``variant``: (name, value) pairs of fixed ``-D`` macros that the call itself decides (operand
     layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
+    spec.check_dtype(device, dt)
     forced_now = _forced.get()
     if forced_now is not None and forced_now[0] is spec:
-        spec.check_dtype(device, dt)
         return forced_now[1], spec.kernels(device, dt, {**forced_now[1], **dict(variant)})
-    spec.check_dtype(device, dt)
     params = None
     for source in config_source:
         params = source(spec, device, dt, problem)
@@ -67,9 +66,7 @@ def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ())
             break
         params = None
     if params is None:
-        params = spec.defaults(device, problem, dt)
-        if not spec.is_valid(params, device, problem, dt):
-            params = _first_valid(spec, device, problem, dt)
+        params = default_config(spec, device, problem, dt)
     return params, spec.kernels(device, dt, {**params, **dict(variant)})
 
 
@@ -82,9 +79,12 @@ def forced(spec: OpSpec, params: dict):
         _forced.reset(token)
 
 
-def _first_valid(spec: OpSpec, device, problem: dict, dt: DType) -> dict:
-    """The valid config closest to the defaults, for devices whose limits rule the defaults out."""
+def default_config(spec: OpSpec, device, problem: dict, dt: DType) -> dict:
+    """The config used where no tuned one applies: the spec's defaults for ``problem``, else (on
+    devices whose limits rule them out) the valid config closest to them."""
     default = spec.defaults(device, problem, dt)
+    if spec.is_valid(default, device, problem, dt):
+        return default
     best = None
     for params in spec.space(device, problem, dt):
         dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)

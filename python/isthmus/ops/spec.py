@@ -198,8 +198,6 @@ def shape_class(buckets: tuple[int, ...]) -> str:
     return tags + ("/e" if len(big) >= 2 and max(big) >= _ELONGATED * min(big) else "")
 
 
-
-
 Family = OpSpec  # the name of a spec before ops were values (users' code and the tuner use it)
 
 

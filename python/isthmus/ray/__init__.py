@@ -22,10 +22,14 @@ The package is named after Ray and imports it by absolute name; inside it ``impo
 """
 from __future__ import annotations
 
+from isthmus.device import device as get_device
+
 from .claim import DeviceActorError
+from .pipeline import Pipeline
 from .pool import DevicePool
 from .scheduler import MapReport, ShardError
-from .tasks import JavaTask, JavaTaskError
+from .shards import shard_arrays
+from .tasks import JavaTask, JavaTaskError, check_task, java_call
 from .tuning import TuningReport
 
 
@@ -39,12 +43,6 @@ def map(task, shards, *, actors: int = 1, batch: int = 1, on_result=None, **pool
 def run_local(task, shards, device=None, *, classpath=None) -> list:
     """The same job in this process on one device, without Ray: the reference a cluster run must
     equal, and the baseline of its overhead. ``classpath`` starts this process's JVM for a JavaTask."""
-    from isthmus.device import device as get_device
-
-    from .pipeline import Pipeline
-    from .shards import shard_arrays
-    from .tasks import check_task, java_call
-
     check_task(task)
     dev = get_device(device)
     call = task

@@ -15,6 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import isthmus
+from isthmus.dtypes import lookup
+from isthmus.tune import db as dbmod
+from isthmus.tune.space import kernel_family
+
 from .claim import choose
 from .pipeline import Pipeline
 from .shards import shard_arrays
@@ -81,10 +86,7 @@ class DeviceActor:
     def tune(self, kernel: str, problem: dict, options: dict) -> dict:
         """Tune ``kernel`` here into a private database and return it exported (the pool installs it
         into every actor's database, this one included)."""
-        import isthmus
-        from isthmus.tune.db import Database
-
-        db = Database.memory()
+        db = dbmod.Database.memory()
         try:
             isthmus.tune(kernel, device=self.device, problem=problem, database=db, **options)
             return db.export()
@@ -93,8 +95,6 @@ class DeviceActor:
 
     def import_tuning(self, source) -> int:
         """Merge tuned configs (an exported document, or the path of one) into this node's user database."""
-        from isthmus.tune import db as dbmod
-
         doc, name = source, "tuning document"
         if isinstance(source, (str, Path)):
             name = str(source)
@@ -105,10 +105,6 @@ class DeviceActor:
 
     def explain(self, kernel: str, problem: dict, dtype: str = "float32"):
         """(where, params) of the config a launch of ``kernel`` at ``problem`` would use here, or None."""
-        from isthmus.dtypes import lookup
-        from isthmus.tune import db as dbmod
-        from isthmus.tune.space import kernel_family
-
         return dbmod.explain(kernel_family(kernel), self.device, lookup(dtype), problem)
 
     def close(self) -> None:

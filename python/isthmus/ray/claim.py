@@ -16,13 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from isthmus.device import Device, device as device_by_id, devices
+from isthmus.device import _ORDER, Device, device as device_by_id, devices
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError, IsthmusError
 
 BACKENDS = ("auto", "cuda", "opencl")
 KINDS = (None, "gpu", "cpu", "accelerator")
 CLAIM_WAIT_S = 15.0  # a replacement actor may start before the kernel has closed its predecessor's files
-_ORDER = {"gpu": 0, "accelerator": 1, "cpu": 2}
 
 
 class DeviceActorError(IsthmusError):

@@ -1,12 +1,16 @@
 """DevicePool: the device actors of a job, kept alive across maps, replaced when they die."""
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 
 from isthmus.errors import BackendUnavailableError, InvalidArgumentError
+from isthmus.tune.exchange import validate
 
 from .actor import ActorSpec, DeviceActor
 from .claim import DeviceActorError, check_choice
+from .scheduler import run_map
+from .tuning import tune_pool
 
 
 @dataclass
@@ -93,10 +97,8 @@ class DevicePool:
         if member.restarts > self.max_restarts:
             raise DeviceActorError(f"device actor {member.slot} died {member.restarts} times "
                                    f"(max_restarts={self.max_restarts}); see the Ray worker logs for why")
-        try:
+        with suppress(Exception):  # already gone
             ray.kill(member.handle, no_restart=True)  # unreachable is not dead: make sure
-        except Exception:  # noqa: BLE001 - already gone
-            pass
         self._start(member)
 
     @property
@@ -120,15 +122,11 @@ class DevicePool:
         milliseconds of host time; a batch pays it once, and a dead actor's whole batches rerun);
         ``on_result(index)`` is called as each result arrives. ``self.last_report`` says what
         happened (calls, retries, replaced actors)."""
-        from .scheduler import run_map
-
         return run_map(self, task, shards, batch, on_result)
 
     def tune(self, kernel: str, problem: dict, *, path=None, **options):
         """Tune ``kernel`` once per distinct device model in the pool and install the result in
         every actor (see :func:`isthmus.ray.tuning.tune_pool`)."""
-        from .tuning import tune_pool
-
         return tune_pool(self, kernel, problem, path, options)
 
     def install_tuning(self, tuning) -> list[int]:
@@ -146,10 +144,8 @@ class DevicePool:
 
         for m in self._members:
             if m.handle is not None:
-                try:
+                with suppress(Exception):  # already dead
                     ray.kill(m.handle, no_restart=True)
-                except Exception:  # noqa: BLE001 - already dead
-                    pass
                 m.handle = None
 
     def __enter__(self) -> "DevicePool":
@@ -177,8 +173,6 @@ def _tuning_source(tuning):
     if isinstance(tuning, (str, os.PathLike)):
         return os.fspath(tuning)
     if isinstance(tuning, dict):
-        from isthmus.tune.exchange import validate
-
         validate(tuning, source="tuning")  # refused here, not once per actor
         return ray.put(tuning)
     raise InvalidArgumentError(f"tuning must be an exported tuning document (dict) or a path, "

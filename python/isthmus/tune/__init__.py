@@ -25,7 +25,14 @@ import math
 import sys
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+
+from ..device import device as get_device
+from ..dtypes import lookup as dtype_lookup
+from ..errors import InvalidArgumentError
+from .space import Config, Space
+from .targets import declare  # a kernel of your own, tunable
+from .targets import target as get_target
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,8 @@ class TuneResult:
         return out
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "device": self.device, "problem": self.problem, "dtype": self.dtype,
-                "strategy": self.strategy, "seed": self.seed, "space_size": self.space_size, "best": self.best,
-                "best_ms": self.best_ms, "default": self.default, "default_ms": self.default_ms,
-                "speedup": self.speedup, "by_status": self.by_status, "seconds": self.seconds,
-                "evaluations": [{"params": e.params, "status": e.status, "time_ms": e.time_ms, "error": e.error}
-                                for e in self.evaluations]}
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup,
+                "by_status": self.by_status, "evaluations": [asdict(e) for e in self.evaluations]}
 
 
 def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
@@ -80,13 +83,8 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     ``seconds``: a time limit as well. Every evaluation is stored in the tuning database
     (``database=False``: none; or a :class:`db.Database`), the best per key kept for launches.
     """
-    from ..device import device as get_device
-    from ..dtypes import lookup as dtype_lookup
-    from ..errors import InvalidArgumentError
-    from . import db as dbmod
+    from . import db as dbmod  # (SQLite: the database module is imported on first use)
     from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
-    from .space import Config, Space
-    from .targets import target as get_target
 
     tgt = get_target(kernel)
     fam = tgt.family
@@ -148,15 +146,6 @@ def tuned_config(spec, device, dt, problem: dict) -> dict | None:
     from . import db
 
     return db.lookup(spec, device, dt, problem)
-
-
-def declare(*args, **kwargs):
-    from .targets import declare as _declare
-
-    return _declare(*args, **kwargs)
-
-
-declare.__doc__ = "Declare a kernel of your own tunable: see :func:`isthmus.tune.targets.declare`."
 
 
 class _CallableModule(types.ModuleType):

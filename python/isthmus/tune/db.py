@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import knobs
 from ..errors import DatabaseError
+from ..ops.resolve import forget_resolved as forget  # drop what the ops resolved (a database changed)
 from . import lookup as policy
 # what one file is, re-exported: ``isthmus.tune.db`` is the name users and tools know
 from .storage import FORMAT, SCHEMA, Database, Key, TuningDatabaseWarning, code_of, fingerprint, key_for  # noqa: F401
@@ -67,13 +68,6 @@ def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
     """(where, params) of the config a launch would use, or None for the defaults (not memoized);
     the fallback order is :mod:`.lookup`'s."""
     return policy.explain(family, device, dt, problem, (("user", user), ("bundled", bundled)))
-
-
-def forget() -> None:
-    """Drop what the ops resolved (after this process changed a database)."""
-    from ..ops.resolve import forget_resolved
-
-    forget_resolved()
 
 
 def reset() -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import math
 
+from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
+from .space import kernel_family, known_kernels
 from .storage import FORMAT, SCHEMA, canonical, parse_best
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
@@ -55,8 +57,6 @@ def _no_constant(name: str):
 def to_entry(row: dict) -> dict | None:
     """A stored best-config row as an export entry, or None when the row's values are unreadable
     (the caller leaves it out: a bad row must not hide the good ones)."""
-    from .space import kernel_family
-
     try:
         family = kernel_family(row["kernel"])
         dims = len(family.problem) if family is not None else len(json.loads(row["bucket"]))
@@ -108,14 +108,13 @@ def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[t
         raise DatabaseError(f"{source}: 'entries' must be a list, got {type(entries).__name__}")
     if len(entries) > MAX_ENTRIES:
         raise DatabaseError(f"{source}: {len(entries)} entries, more than a tuning export holds (at most {MAX_ENTRIES})")
-    if not skip_bad:
-        return [_entry(i, e, source) for i, e in enumerate(entries)]
     rows = []
     for i, e in enumerate(entries):
         try:
             rows.append(_entry(i, e, source))
         except DatabaseError:
-            continue
+            if not skip_bad:
+                raise
     return rows
 
 
@@ -123,9 +122,6 @@ def _entry(i: int, e, source: str) -> tuple:
     where = f"{source}: entry {i}"
     if not isinstance(e, dict):
         raise DatabaseError(f"{where} must be an object, got {type(e).__name__}")
-    from ..dtypes import lookup as dtype_lookup
-    from .space import kernel_family, known_kernels
-
     kernel = e.get("kernel")
     if not isinstance(kernel, str) or len(kernel) > MAX_FIELD_CHARS["kernel"]:
         raise DatabaseError(f"{where}: 'kernel' must be a kernel's name, got {_short(kernel)}")

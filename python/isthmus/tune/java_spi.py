@@ -7,7 +7,13 @@ import math
 import jpype
 import numpy as np
 
-from ..java.spi.proxy import implements, spi
+from ..dtypes import lookup
+from ..errors import InvalidArgumentError
+from ..java.spi.proxy import implements
+from ..ops import registry
+from ..ops.resolve import resolve
+from . import tune as tune_
+from .targets import declare as py_declare
 
 
 def _problem(jmap) -> dict:
@@ -26,59 +32,42 @@ class TuneRun:
     def __init__(self, result):
         self.result = result
 
-    @spi
     def kernel(self):
         return self.result.kernel
 
-    @spi
     def device(self):
         return self.result.device
 
-    @spi
     def best(self):
         return _jmap(self.result.best)
 
-    @spi
     def bestMs(self):
         return float(self.result.best_ms)
 
-    @spi
     def defaults(self):
         return _jmap(self.result.default)
 
-    @spi
     def defaultMs(self):
         return math.nan if self.result.default_ms is None else float(self.result.default_ms)
 
-    @spi
     def byStatus(self):
         return _jmap(self.result.by_status)
 
-    @spi
     def evaluations(self):
         return len(self.result.evaluations)
 
-    @spi
     def spaceSize(self):
         return self.result.space_size
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
-    from . import tune as run
-
-    result = run(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
+    result = tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
                  budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype))
     return TuneRun(result)
 
 
 def tuned_config(kernel, device, problem, dtype):
-    from ..dtypes import lookup
-    from ..errors import InvalidArgumentError
-    from ..library import family
-    from ..library.family import resolve
-    from .space import kernel_family
-
-    fam = kernel_family(str(kernel)) or family(str(kernel))  # the latter raises, naming the known kernels
+    fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
     sizes = _problem(problem)
     if set(sizes) != set(fam.problem):
         raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "
@@ -110,8 +99,6 @@ def _scalar(v):
 
 def declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space) -> None:
     """Python's :func:`isthmus.tune.declare` with the Java ``KernelSpace`` callbacks."""
-    from .targets import declare as py_declare
-
     tun = {str(e.getKey()): (tuple(int(v) for v in e.getValue()), int(defaults.get(e.getKey())))
            for e in tunables.entrySet()}
 

@@ -33,6 +33,7 @@ import sqlite3
 import warnings
 from typing import Iterator
 
+from ..ops.spec import shape_class
 from .storage import TuningDatabaseWarning, key_for
 
 # LLVM x86 CPU names (as PoCL reports them) -> SIMD width in bits for float arithmetic
@@ -104,8 +105,6 @@ def device_arch(device) -> str | None:
 def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | None:
     """(where, params) of the config a launch uses, or None for the defaults. ``sources`` are
     (name, database getter) pairs in order (the user's, then the bundled one)."""
-    from ..ops.spec import shape_class
-
     key = key_for(family, device, dt.name, problem)
     fits = _fits_here(family, device, problem, dt)
     shape = shape_class(key.bucket)

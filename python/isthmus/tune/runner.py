@@ -13,6 +13,7 @@ import math
 import random
 import statistics
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -20,8 +21,8 @@ import numpy as np
 
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
-from ..errors import CompileError
-from ..ops.resolve import _first_valid
+from ..graph import Graph
+from ..ops.resolve import default_config
 from . import strategies
 from .space import Config, Space
 from .strategies import BudgetExhausted
@@ -108,9 +109,7 @@ class Bench:
         dev, dt = self.device, dtype_lookup(self.dtype)
         try:
             self.target.family.kernels(dev, dt, params)
-        except CompileError as exc:
-            return Evaluation(params, "compile_error", None, _short(exc))
-        except Exception as exc:  # a backend that reports build failures its own way
+        except Exception as exc:  # CompileError, or a backend that reports build failures its own way
             return Evaluation(params, "compile_error", None, _short(exc))
         try:
             if self.measure.check and not self._check(params):
@@ -122,18 +121,14 @@ class Bench:
                 return Evaluation(params, "timeout", t.ms, f"one launch took {t.ms:.3g} ms > {timeout_ms:.3g} ms")
             return Evaluation(params, "ok", self._time(params, t.ms))
         except Exception as exc:
-            try:
+            with suppress(Exception):  # the device may be unusable after a failed launch; the next config says so
                 dev.synchronize()
-            except Exception:  # the device may be unusable after a failed launch; the next config says so
-                pass
             return Evaluation(params, "launch_error", None, _short(exc))
 
     def _time(self, params: dict, first_ms: float) -> float:
         """Median device time per launch. The launches of one timing are captured into a graph that
         cycles through the input sets (a CUDA graph: no host time between them), enough of them
         to fill ~``batch_ms``, so even a microsecond kernel is timed as the device runs it."""
-        from ..graph import Graph
-
         dev, sets, m = self.device, self.sets, self.measure
         per_set = max(1, min(m.max_batch, math.ceil(m.batch_ms / max(first_ms * len(sets), 1e-3))))
         inner = per_set * len(sets)
@@ -182,11 +177,7 @@ def _short(exc: BaseException) -> str:
 
 
 def default_params(family, device, problem: dict, dtype) -> dict:
-    dt = dtype_lookup(dtype)
-    params = family.defaults(device, problem, dt)
-    if not family.is_valid(params, device, problem, dt):
-        params = _first_valid(family, device, problem, dt)
-    return params
+    return default_config(family, device, problem, dtype_lookup(dtype))
 
 
 class Cost:
@@ -224,10 +215,8 @@ def search(space: Space, cost: Cost, strategy: str, seed: int, options: dict | N
     """Run ``strategy`` over ``space`` until it finishes or the budget is spent; the evaluations."""
     module = strategies.get(strategy)
     opts = strategies.options(module, options)
-    try:
+    with suppress(BudgetExhausted):
         module.tune(space, cost, random.Random(seed), opts)
-    except BudgetExhausted:
-        pass
     return cost.history
 
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+# Kernels users declared (isthmus.tune.declare) are in the op registry with the library's:
+# register(family), kernel_family(name) (None if unknown) and known_kernels() are the registry's.
+from ..ops.registry import get as kernel_family, names as known_kernels, register  # noqa: F401
 from ..ops.spec import Family
+
 
 class Config(dict):
     """One point of a search space (tunable name -> value): a frozen, hashable, JSON-able value,
@@ -28,25 +32,6 @@ class Config(dict):
 
     def __repr__(self) -> str:
         return f"Config({dict.__repr__(self)})"
-
-
-# Kernels users declared (isthmus.tune.declare) are in the op registry with the library's.
-def register(family: Family) -> None:
-    from ..ops import registry
-
-    registry.register(family)
-
-
-def kernel_family(name: str) -> Family | None:
-    from ..ops import registry
-
-    return registry.get(name)
-
-
-def known_kernels() -> list[str]:
-    from ..ops import registry
-
-    return registry.names()
 
 
 class MemoCost:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DatabaseError
+from ..ops.spec import problem_bucket
 
 SCHEMA = 1
 FORMAT = "isthmus-tuning"  # the "format" of exported JSON documents
@@ -102,8 +103,6 @@ def fingerprint(family, dtype_name: str) -> tuple[str, str]:
 
 
 def key_for(family, device, dtype_name: str, problem: dict) -> Key:
-    from ..ops.spec import problem_bucket
-
     source, options = fingerprint(family, dtype_name)
     ident = device.identity()
     return Key(family.name, source, options, ident["backend"], ident["vendor"], ident["name"], ident["driver"],
@@ -147,6 +146,7 @@ class Database:
         target = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.row_factory = sqlite3.Row  # (a row unpacks as a tuple, or becomes a dict by column)
         return conn
 
     def _open(self) -> sqlite3.Connection:
@@ -259,9 +259,7 @@ class Database:
     def best(self) -> list[dict]:
         """Every best-config row as stored (a column a tool dropped is simply absent)."""
         with self._lock:
-            cur = self._conn.execute("SELECT * FROM best")
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, row)) for row in cur.fetchall()]
+            rows = [dict(row) for row in self._conn.execute("SELECT * FROM best")]
         return sorted(rows, key=lambda r: tuple(str(r.get(c, "")) for c in ("kernel", "backend", "device", "dtype",
                                                                              "bucket")))
 
@@ -270,9 +268,7 @@ class Database:
             sql, args = "SELECT * FROM runs", ()
             if kernel is not None:
                 sql, args = sql + " WHERE kernel = ?", (kernel,)
-            cur = self._conn.execute(sql + " ORDER BY id", args)
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return [dict(row) for row in self._conn.execute(sql + " ORDER BY id", args)]
 
     def counts(self) -> dict:
         with self._lock:

@@ -12,6 +12,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..dtypes import lookup
+from ..launch import LaunchConfig
 from ..ops import registry
 from ..ops.registry import FAMILIES
 from ..ops.resolve import forced, plan, resolve
@@ -91,21 +93,15 @@ class UserKernel:
     target: Target
 
     def config(self, device, problem: dict, dtype=np.float32) -> dict:
-        from ..dtypes import lookup
-
         return resolve(self.family, device, lookup(dtype), problem)[0]
 
     def launch(self, device, problem: dict, *args, dtype=np.float32):
-        from ..dtypes import lookup
-
         dt = lookup(dtype)
         key = (device, dt.name, tuple(problem[p] for p in self.family.problem))
         kernel, config = plan(self.family, key, lambda: self._steps(device, dt, problem))
         kernel(*args, config=config)
 
     def _steps(self, device, dt, problem: dict) -> tuple:
-        from ..launch import LaunchConfig
-
         params, kernels = resolve(self.family, device, dt, problem)
         g, loc = self.grid(problem, params)
         return kernels[self.entry], LaunchConfig(tuple(g), tuple(loc) if loc else None)

@@ -16,17 +16,12 @@ from .device import NAME, CudaDevice  # noqa: F401
 from .launch import _NULL, _DevicePointer, _LaunchMemo, _PreparedLaunch  # noqa: F401
 
 
-def _cupy():
+def discover() -> list["CudaDevice"]:
     try:
         import cupy
     except ImportError as exc:
         raise BackendUnavailableError(f"CuPy is not installed ({exc}); pip install cupy-cuda12x (CUDA 12 drivers) or "
                                       "cupy-cuda13x (CUDA 13)") from exc
-    return cupy
-
-
-def discover() -> list["CudaDevice"]:
-    cupy = _cupy()
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError: no driver / no device

@@ -25,7 +25,6 @@ class _Graphs:
                 self._capture_stream = cp.cuda.Stream(non_blocking=True)
             cs = self._capture_stream
             cs.begin_capture(mode=getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", 2))
-            graph = None
             try:
                 for step in steps:
                     step(cs)

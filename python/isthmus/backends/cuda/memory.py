@@ -2,8 +2,7 @@
 host memory, and views of device memory for CuPy, DLPack and ``__cuda_array_interface__``."""
 from __future__ import annotations
 
-import numpy as np
-
+from ...device import _TransferLane
 from ...errors import DeviceError, OutOfMemoryError
 
 
@@ -28,7 +27,9 @@ class _Memory:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
     def _transfer_lane(self):
-        return _TransferLane(self)
+        with self._cp_device:  # non-blocking: it does not wait for the device's own stream
+            stream = self._cp.cuda.Stream(non_blocking=True)
+        return _TransferLane(self, stream, wait=lambda event: event.synchronize())
 
     def _free_pool(self) -> None:
         with self._cp_device:
@@ -51,16 +52,20 @@ class _Memory:
         except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as exc:
             raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
 
-    def _upload(self, mem, host):
+    def _upload(self, mem, host, stream=None):
+        stream = stream or self.stream
+
         def run():
-            mem.copy_from_host_async(host.ctypes.data, host.nbytes, self.stream)
-            self.stream.synchronize()  # the host array may be freed as soon as we return
+            mem.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
+            stream.synchronize()  # the host array may be freed as soon as we return
         self._guard(run, "host->device copy")
 
-    def _download(self, mem, host):
+    def _download(self, mem, host, stream=None):
+        stream = stream or self.stream
+
         def run():
-            mem.copy_to_host_async(host.ctypes.data, host.nbytes, self.stream)
-            self.stream.synchronize()
+            mem.copy_to_host_async(host.ctypes.data, host.nbytes, stream)
+            stream.synchronize()
         self._guard(run, "device->host copy")
 
     def _copy(self, dst, src, nbytes, stream=None):
@@ -97,36 +102,3 @@ class _Memory:
                 fn()
         return run
 
-
-class _TransferLane:
-    """A non-blocking stream of the device (it does not wait for the device's own stream)."""
-
-    def __init__(self, device):
-        self._device = device
-        with device._cp_device:
-            self._stream = device._cp.cuda.Stream(non_blocking=True)
-
-    def upload(self, buf: Buffer, host: np.ndarray) -> None:
-        mem, stream = buf._handle(), self._stream
-
-        def run():
-            with self._device._cp_device:
-                mem.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
-                stream.synchronize()  # the host array may go away as soon as we return
-        self._device._guard(run, "host->device copy (transfer lane)")
-
-    def download(self, buf: Buffer) -> np.ndarray:
-        out = np.empty(buf.shape, buf.dtype)
-        if buf.nbytes:
-            mem, stream = buf._handle(), self._stream
-
-            def run():
-                with self._device._cp_device:
-                    mem.copy_to_host_async(out.ctypes.data, out.nbytes, stream)
-                    stream.synchronize()
-            self._device._guard(run, "device->host copy (transfer lane)")
-        return out
-
-    @staticmethod
-    def wait(marker) -> None:
-        marker.synchronize()

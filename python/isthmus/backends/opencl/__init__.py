@@ -15,17 +15,12 @@ from .launch import _PreparedLaunch  # noqa: F401
 from .memory import _Mem  # noqa: F401
 
 
-def _cl():
+def discover() -> list["OpenCLDevice"]:
     try:
-        import pyopencl
+        import pyopencl as cl
     except ImportError as exc:
         raise BackendUnavailableError(f"PyOpenCL is not installed ({exc}); pip install pyopencl (what isthmus' "
                                       "opencl extra installs)") from exc
-    return pyopencl
-
-
-def discover() -> list["OpenCLDevice"]:
-    cl = _cl()
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:  # no ICD loader entries: PLATFORM_NOT_FOUND_KHR

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ... import knobs
+from ...device import _TransferLane
 from ...errors import DeviceError, OutOfMemoryError
 
 if TYPE_CHECKING:
@@ -105,11 +106,13 @@ class _Memory:
     def _pointer(self, mem) -> int:
         return mem.cl.int_ptr
 
-    def _upload(self, mem, host):
-        self._guard(lambda: self._cl.enqueue_copy(self.queue, mem.cl, host, is_blocking=True), "host->device copy")
+    def _upload(self, mem, host, queue=None):
+        self._guard(lambda: self._cl.enqueue_copy(queue or self.queue, mem.cl, host, is_blocking=True),
+                    "host->device copy")
 
-    def _download(self, mem, host):
-        self._guard(lambda: self._cl.enqueue_copy(self.queue, host, mem.cl, is_blocking=True), "device->host copy")
+    def _download(self, mem, host, queue=None):
+        self._guard(lambda: self._cl.enqueue_copy(queue or self.queue, host, mem.cl, is_blocking=True),
+                    "device->host copy")
 
     def _copy(self, dst, src, nbytes):
         self._guard(lambda: self._cl.enqueue_copy(self.queue, dst.cl, src.cl, byte_count=nbytes), "device copy")
@@ -129,7 +132,9 @@ class _Memory:
         return array
 
     def _transfer_lane(self):
-        return _TransferLane(self)
+        # a second in-order command queue on the device's context (same device, same memory)
+        queue = self._cl.CommandQueue(self.context, self._dev)
+        return _TransferLane(self, queue, wait=lambda event: event.wait())
 
     def _guard(self, fn, what: str):
         cl = self._cl
@@ -140,29 +145,3 @@ class _Memory:
         except cl.Error as exc:
             raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
 
-
-class _TransferLane:
-    """A second in-order command queue on the device's context (same device, same memory)."""
-
-    def __init__(self, device: "OpenCLDevice"):
-        cl = device._cl
-        self._cl = cl
-        self._device = device
-        self._queue = cl.CommandQueue(device.context, device._dev)
-
-    def upload(self, buf: Buffer, host: np.ndarray) -> None:
-        cl, queue = self._cl, self._queue
-        self._device._guard(lambda: cl.enqueue_copy(queue, buf._handle().cl, host, is_blocking=True),
-                            "host->device copy (transfer lane)")
-
-    def download(self, buf: Buffer) -> np.ndarray:
-        out = np.empty(buf.shape, buf.dtype)
-        if buf.nbytes:
-            cl, queue = self._cl, self._queue
-            self._device._guard(lambda: cl.enqueue_copy(queue, out, buf._handle().cl, is_blocking=True),
-                                "device->host copy (transfer lane)")
-        return out
-
-    @staticmethod
-    def wait(marker) -> None:
-        marker.wait()

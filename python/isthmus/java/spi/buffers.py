@@ -13,7 +13,7 @@ import numpy as np
 from isthmus.buffer import Buffer
 from isthmus.errors import ClosedBufferError, InvalidArgumentError
 
-from .proxy import implements, spi
+from .proxy import implements
 
 _JAVA_ELEMENT = {"float": (np.float32, jpype.JFloat), "double": (np.float64, jpype.JDouble),
                  "int": (np.int32, jpype.JInt), "long": (np.int64, jpype.JLong)}
@@ -44,7 +44,7 @@ def host_view(bb, dtype, shape, writable: bool = False) -> np.ndarray:
 def argument(a):
     """A kernel or op argument from Java: a BufferHandle's Buffer, or a boxed number."""
     if isinstance(a, BufferHandle):
-        return a.live()
+        return a._live()
     if isinstance(a, int):  # java.lang.Integer/Long/Short/Byte
         return int(a)
     if isinstance(a, float):  # java.lang.Float/Double
@@ -60,7 +60,7 @@ def arguments(jargs) -> list:
 def buffer(handle, name: str) -> Buffer:
     if not isinstance(handle, BufferHandle):
         raise InvalidArgumentError(f"{name}: expected an isthmus DeviceBuffer, got {type(handle).__name__}")
-    return handle.live()
+    return handle._live()
 
 
 @implements("io.isthmus.spi.BufferHandle")
@@ -78,62 +78,52 @@ class BufferHandle:
         self._lock = threading.Lock()
         self.as_result = None  # the io.isthmus.spi.OpResult naming this handle (spi.ops makes it once)
 
-    def live(self) -> Buffer:
+    def _live(self) -> Buffer:
         buf = self.buffer
         if buf is None:
             raise ClosedBufferError("this DeviceBuffer handle was closed")
         return buf
 
-    @spi
     def shape(self):
-        return jpype.JArray(jpype.JLong)(self.live().shape)
+        return jpype.JArray(jpype.JLong)(self._live().shape)
 
-    @spi
     def dtype(self):
-        return str(self.live().dtype)
+        return str(self._live().dtype)
 
-    @spi
     def nbytes(self):
-        return self.live().nbytes
+        return self._live().nbytes
 
-    @spi
     def device(self):
         from .devices import device_handle  # devices.py makes BufferHandles: imported here, not at the top
 
-        return device_handle(self.live().device)
+        return device_handle(self._live().device)
 
-    @spi
     def pointer(self):
-        return self.live().ptr
+        return self._live().ptr
 
-    @spi
     def copyFrom(self, source):
-        buf = self.live()
+        buf = self._live()
         if isinstance(source, jpype.JClass("java.nio.ByteBuffer")):
             buf.copy_from(host_view(source, buf.dtype, buf.shape))
         else:
             buf.copy_from(np.asarray(source).reshape(buf.shape))  # the one copy: JPype's bulk read
 
-    @spi
     def copyTo(self, target):
-        buf = self.live()
+        buf = self._live()
         buf.to_numpy(out=host_view(target, buf.dtype, buf.shape, writable=True))
 
-    @spi
     def toArray(self, java_type):
         np_type, jtype = _JAVA_ELEMENT[str(java_type)]
-        host = self.live().to_numpy().reshape(-1)
+        host = self._live().to_numpy().reshape(-1)
         if host.dtype != np_type:
             host = host.astype(np_type)
         out = jpype.JArray(jtype)(host.size)
         out[:] = host  # the one copy: JPype's bulk write (faster than the JArray(host) constructor)
         return out
 
-    @spi
     def to(self, device):
-        return BufferHandle(self.live().to(device.device), owned=True)
+        return BufferHandle(self._live().to(device.device), owned=True)
 
-    @spi
     def close(self):
         with self._lock:
             buf, self.buffer = self.buffer, None

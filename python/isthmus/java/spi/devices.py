@@ -6,8 +6,11 @@ import numpy as np
 
 from isthmus.errors import InvalidArgumentError
 
+from . import launches
 from .buffers import BufferHandle, host_view, shape
-from .proxy import implements, spi
+from .kernels import KernelHandle, LibraryKernelHandle
+from .ops import OpHandle
+from .proxy import implements
 
 
 @implements("io.isthmus.spi.DeviceHandle")
@@ -17,56 +20,43 @@ class DeviceHandle:
     def __init__(self, device):
         self.device = device
 
-    @spi
     def id(self):
         return self.device.id
 
-    @spi
     def name(self):
         return self.device.name
 
-    @spi
     def vendor(self):
         return self.device.vendor
 
-    @spi
     def backend(self):
         return self.device.backend
 
-    @spi
     def memory(self):
         return int(self.device.memory)
 
-    @spi
     def memoryInUse(self):
         return int(self.device.memory_in_use())
 
-    @spi
     def freePool(self):
         self.device.free_pool()
 
-    @spi
     def computeUnits(self):
         return int(self.device.compute_units)
 
-    @spi
     def maxWorkGroupSize(self):
         return int(self.device.max_work_group_size)
 
-    @spi
     def allocate(self, dtype, jshape):
         return BufferHandle(self.device.empty(shape(jshape), str(dtype)), owned=True)
 
-    @spi
     def fromArray(self, array, jshape):
         host = np.asarray(array).reshape(shape(jshape))  # the one copy: JPype's bulk read
         return BufferHandle(self.device.asarray(host), owned=True)
 
-    @spi
     def fromBuffer(self, data, dtype, jshape):
         return BufferHandle(self.device.asarray(host_view(data, str(dtype), shape(jshape))), owned=True)
 
-    @spi
     def allocateHost(self, dtype, jshape):
         array = self.device.empty_host(shape(jshape), str(dtype))
         order = jpype.JClass("java.nio.ByteOrder").nativeOrder()
@@ -76,43 +66,27 @@ class DeviceHandle:
         # as the ByteBuffer does
         return jpype.nio.convertToDirectBuffer(array).order(order)
 
-    @spi
     def op(self, name):
-        from .ops import OpHandle
-
         return OpHandle(self.device.kernel(str(name)))
 
-    @spi
     def kernel(self, name):
-        from .kernels import LibraryKernelHandle
-
         return LibraryKernelHandle(self.device.kernel(str(name)))
 
-    @spi
     def compile(self, source, name, names, values):
-        from .kernels import KernelHandle
-
         defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}
         for k, v in defines.items():
             if v is None:
                 raise InvalidArgumentError(f"define {k!r} has a null value")
         return KernelHandle(self.device.compile(str(source), str(name), defines))
 
-    @spi
     def synchronize(self):
         self.device.synchronize()
 
-    @spi
     def capture(self, body):
-        from .launches import capture
+        return launches.capture(self.device, body)
 
-        return capture(self.device, body)
-
-    @spi
     def fuse(self, expression):
-        from .launches import fuse
-
-        return fuse(self.device, expression)
+        return launches.fuse(self.device, expression)
 
 
 _devices: dict[str, DeviceHandle] = {}

@@ -5,9 +5,12 @@ import numpy as np
 
 from isthmus.errors import LaunchConfigError
 from isthmus.launch import LaunchConfig
+from isthmus.plan import Plan
 
-from .buffers import argument, arguments
-from .proxy import implements, spi
+from .buffers import arguments
+from .launches import PlanHandle
+from .ops import call
+from .proxy import implements
 
 
 @implements("io.isthmus.spi.KernelHandle")
@@ -18,34 +21,24 @@ class KernelHandle:
         self.kernel = kernel
         self._configs: dict = {}
 
-    @spi
     def name(self):
         return self.kernel.name
 
-    @spi
     def launch(self, jglobal, jlocal, jargs):
         args = arguments(jargs)
-        self.kernel(*args, config=self.config(jglobal, jlocal))
+        self.kernel(*args, config=self._config(jglobal, jlocal))
         return None
 
-    @spi
     def memo(self, jglobal, jlocal, jargs):
         """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
         and packed once, unpinned, so a closed buffer is freed at once and refused at launch."""
-        from isthmus.plan import Plan
+        return PlanHandle(Plan(self.kernel, arguments(jargs), self._config(jglobal, jlocal), pin=False))
 
-        from .launches import PlanHandle
-
-        return PlanHandle(Plan(self.kernel, arguments(jargs), self.config(jglobal, jlocal), pin=False))
-
-    @spi
     def prepare(self, jglobal, jlocal, jargs):
-        from .launches import PlanHandle
-
         args = arguments(jargs)
-        return PlanHandle(self.kernel.prepare(*args, config=self.config(jglobal, jlocal)), args)
+        return PlanHandle(self.kernel.prepare(*args, config=self._config(jglobal, jlocal)), args)
 
-    def config(self, jglobal, jlocal) -> LaunchConfig:
+    def _config(self, jglobal, jlocal) -> LaunchConfig:
         if jglobal is None:
             raise LaunchConfigError(f"kernel {self.kernel.name!r} needs a grid: "
                                     "launch(LaunchConfig.of(globalSize), args...)")
@@ -66,29 +59,19 @@ class LibraryKernelHandle:
     def __init__(self, kernel):
         self.kernel = kernel
 
-    @spi
     def name(self):
         return self.kernel.name
 
-    @spi
     def launch(self, jglobal, jlocal, jargs):
-        from .ops import op_result
-
         self._no_grid(jglobal)
-        jobjs = [jargs[i] for i in range(len(jargs))]
-        args = [argument(j) for j in jobjs]
-        result = op_result(self.kernel(*args), args, jobjs, None, None)
+        result = call(self.kernel, jargs, None, None)
         return None if result is None else result.handle()
 
-    @spi
     def memo(self, jglobal, jlocal, jargs):
         self._no_grid(jglobal)
         raise LaunchConfigError(f"library kernel {self.kernel.name!r} has no launch memo: prepare(args...) it")
 
-    @spi
     def prepare(self, jglobal, jlocal, jargs):
-        from .launches import PlanHandle
-
         self._no_grid(jglobal)
         args = arguments(jargs)
         return PlanHandle(self.kernel.prepare(*args), args)

@@ -11,7 +11,8 @@ from isthmus.graph import Graph
 from isthmus.plan import Plan
 
 from .buffers import BufferHandle, argument, arguments
-from .proxy import implements, spi
+from .ops import call
+from .proxy import implements
 
 
 def capture(device, body) -> "GraphHandle":
@@ -38,27 +39,21 @@ class PlanHandle:
         self._argument = next((i for i, a in enumerate(args) if a is result), -1) if isinstance(result, Buffer) else -1
         self._result = BufferHandle(result, owned=True) if isinstance(result, Buffer) and self._argument < 0 else None
 
-    @spi
     def launch(self):
         self._launch()
 
-    @spi
     def bindName(self, name, value):
         self._plan().bind(str(name), argument(value))
 
-    @spi
     def bindIndex(self, index, value):
         self._plan().bind(int(index), argument(value))
 
-    @spi
     def result(self):
         return self._result
 
-    @spi
     def resultArgument(self):
         return self._argument
 
-    @spi
     def close(self):
         self.prepared.close()
 
@@ -77,19 +72,15 @@ class GraphHandle:
         self.graph = graph
         self._launch = graph.launch
 
-    @spi
     def launch(self):
         self._launch()
 
-    @spi
     def bind(self, step, name, value):
         self.graph.bind(int(step), str(name), argument(value))
 
-    @spi
     def size(self):
         return len(self.graph)
 
-    @spi
     def close(self):
         self.graph.close()
 
@@ -101,40 +92,21 @@ class FusedHandle:
     def __init__(self, fused):
         self.fused = fused
 
-    @spi
     def expression(self):
         return self.fused.expression
 
-    @spi
     def inputs(self):
         return jpype.JArray(jpype.JString)(list(self.fused.inputs))
 
-    @spi
     def output(self):
         return self.fused.output
 
-    @spi
     def call(self, jargs, jout):
-        args = arguments(jargs)
-        out = None if jout is None else argument(jout)
-        result = self.fused(*args, out=out)
-        if jout is not None:
-            return jout
-        return _own_handle(result, args, jargs)
+        # (the caller's own handle when the result is ``out`` or one of the arguments)
+        return call(self.fused, jargs, jout, None).handle()
 
-    @spi
     def prepare(self, jargs, jout):
         args = arguments(jargs)
         out = None if jout is None else argument(jout)
         plan = self.fused.prepare(*args, out=out)
         return PlanHandle(plan, args + ([out] if out is not None else []))
-
-
-def _own_handle(result, args, jargs):
-    """Java handle for a result: the caller's own handle when it is one of the arguments."""
-    if not isinstance(result, Buffer):
-        return None
-    for i, a in enumerate(args):
-        if a is result and isinstance(jargs[i], BufferHandle):
-            return jargs[i]
-    return BufferHandle(result, owned=True)

@@ -20,7 +20,7 @@ from isthmus.errors import InvalidArgumentError
 from isthmus.ops import registry
 
 from .buffers import BufferHandle, argument, arguments, buffer
-from .proxy import implements, spi
+from .proxy import implements
 
 _OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
 
@@ -70,7 +70,7 @@ def call(fn, jargs, jout, joptions):
 def arg(j):
     """``argument`` with the two kinds every op call has tested first (a call level costs here)."""
     if type(j) is BufferHandle:
-        return j.live()
+        return j._live()
     if isinstance(j, float):  # java.lang.Double/Float
         return float(j)
     return argument(j)
@@ -156,36 +156,28 @@ class OpHandle:
         # a name gone from the registry since: op() raises the error that lists the ops
         return (registry.get(self.op) or registry.op(self.op)).run
 
-    @spi
     def name(self):
         return self.kernel.name if self.op is None else self.op
 
-    @spi
     def call(self, jargs, jout, joptions):
         return call(self._function(), jargs, jout, joptions)
 
     # The arguments converted one by one, not in a loop: this is the path of every Java op call.
-    @spi
     def call1(self, a):
         return run(self._function(), (arg(a),), (a,), None)
 
-    @spi
     def call2(self, a, b):
         return run(self._function(), (arg(a), arg(b)), (a, b), None)
 
-    @spi
     def call3(self, a, b, c):
         return run(self._function(), (arg(a), arg(b), arg(c)), (a, b, c), None)
 
-    @spi
     def call1Into(self, a, jout):
         return run(self._function(), (arg(a),), (a,), jout)
 
-    @spi
     def call2Into(self, a, b, jout):
         return run(self._function(), (arg(a), arg(b)), (a, b), jout)
 
-    @spi
     def prepare(self, jargs, jout, joptions):
         from .launches import PlanHandle
 

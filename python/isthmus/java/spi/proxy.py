@@ -1,11 +1,12 @@
 """How a Python class becomes an SPI implementation: :func:`implements` declares the Java
-interface (and records it for the completeness test), :func:`spi` wraps each method so a Python
-exception reaches Java as the matching ``io.isthmus.*Exception`` with the Python type, message
-and traceback (a bare Python exception would reach Java without its message). Java exceptions
-pass through unchanged."""
+interface (and records it for the completeness test) and wraps each public method with :func:`spi`,
+so a Python exception reaches Java as the matching ``io.isthmus.*Exception`` with the Python type,
+message and traceback (a bare Python exception would reach Java without its message). Java
+exceptions pass through unchanged. Python-side helpers of such a class are underscored."""
 from __future__ import annotations
 
 import functools
+import inspect
 import traceback
 
 import jpype
@@ -59,8 +60,12 @@ def spi(fn):
 
 
 def implements(interface: str):
-    """Class decorator: ``cls`` implements the Java ``interface`` (checked at its first instance)."""
+    """Class decorator: ``cls`` implements the Java ``interface`` (checked at its first instance),
+    each of its public methods through :func:`spi`."""
     def declare(cls):
+        for name, fn in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(fn):
+                setattr(cls, name, spi(fn))
         proxy = jpype.JImplements(interface, deferred=True)(cls)
         IMPLEMENTATIONS.setdefault(interface, []).append(proxy)
         return proxy

@@ -9,7 +9,6 @@ from ..resolve import plan, resolve
 from ..spec import OpSpec, Tunable, sample
 
 
-
 def grid(n: int, p: dict) -> tuple[tuple[int], tuple[int]]:
     wg, vpt = p["WG"], p["VPT"]
     return ((-(-n // (wg * vpt))) * wg,), (wg,)
@@ -56,6 +55,5 @@ SPEC = OpSpec(
     moved=lambda p, size: 3 * p["n"] * size, numpy=lambda x, y: np.add(2.0 * x, y),
     summary="y = a*x + y, in place",
 )
-SPECS = (SPEC,)
 FAMILY = SPEC  # the name before specs
 run = axpy

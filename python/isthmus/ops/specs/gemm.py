@@ -344,7 +344,6 @@ FAMILY = SPEC = FAMILY.completed(
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
     into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
-SPECS = (SPEC,)
 
 
 def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):

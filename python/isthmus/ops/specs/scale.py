@@ -62,4 +62,3 @@ SPEC = OpSpec(
     moved=lambda p, size: 2 * p["n"] * size,
     into=lambda out, x: scale(2.0, x, out=out), numpy=lambda x: 2.0 * x, summary="out = alpha * x",
 )
-SPECS = (SPEC,)

@@ -167,5 +167,4 @@ FAMILY = SPEC = FAMILY.completed(
     moved=lambda p, size: 2 * p["rows"] * p["cols"] * size, summary="row-wise softmax of a 2-D buffer",
     into=lambda out, x: softmax(x, out=out),
     numpy=lambda s: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(s - s.max(axis=1, keepdims=True))))
-SPECS = (SPEC,)
 run = softmax

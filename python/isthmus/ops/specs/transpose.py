@@ -60,6 +60,5 @@ SPEC = OpSpec(
     into=lambda out, x: transpose(x, out=out), numpy=lambda x: np.ascontiguousarray(x.T),
     summary="the transpose of a 2-D buffer",
 )
-SPECS = (SPEC,)
 FAMILY = SPEC  # the name before specs
 run = transpose
