@@ -89,6 +89,7 @@ NAMED = {
     "wgmma": [None, _c(128, 256, 32, 2, 4, 3), dict(FORCED_WGMMA[0], STAGES=3), FORCED_WGMMA[1],
               dict(FORCED_WGMMA[1], STAGES=6), dict(FORCED_WGMMA[1], STAGES=4), FORCED_WGMMA[3],
               dict(FORCED_WGMMA[0], GM=16)],
+    "final_wgmma": [None, _c(128, 256, 32, 2, 4, 3)],  # the resolved config next to the best mma.sync one
 }
 # small and skinny problems: (m, n, k, trans_b) and the configs tried there (None: resolved)
 SHAPES = [(512, 512, 512, False), (1024, 1024, 1024, False), (2048, 2048, 2048, False), (16, 4096, 4096, True),
