@@ -6,9 +6,9 @@ import numpy as np
 
 from isthmus.errors import InvalidArgumentError
 
-from . import launches
 from .buffers import BufferHandle, host_view, shape
 from .kernels import KernelHandle, LibraryKernelHandle
+from .launches import FusedHandle, GraphHandle
 from .ops import OpHandle
 from .proxy import implements
 
@@ -83,10 +83,12 @@ class DeviceHandle:
         self.device.synchronize()
 
     def capture(self, body):
-        return launches.capture(self.device, body)
+        with self.device.capture() as graph:  # the Java body's device work, recorded
+            body.run()
+        return GraphHandle(graph)
 
     def fuse(self, expression):
-        return launches.fuse(self.device, expression)
+        return FusedHandle(self.device.fuse(str(expression)))
 
 
 _devices: dict[str, DeviceHandle] = {}

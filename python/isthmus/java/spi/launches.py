@@ -15,17 +15,6 @@ from .ops import call
 from .proxy import implements
 
 
-def capture(device, body) -> "GraphHandle":
-    """DeviceHandle.capture: run the Java body inside ``with device.capture()``."""
-    with device.capture() as graph:
-        body.run()
-    return GraphHandle(graph)
-
-
-def fuse(device, expression) -> "FusedHandle":
-    return FusedHandle(device.fuse(str(expression)))
-
-
 @implements("io.isthmus.spi.PlanHandle")
 class PlanHandle:
     """A Plan (or, for a library op of several launches, a Graph) launched from Java."""
