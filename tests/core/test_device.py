@@ -82,3 +82,20 @@ def test_cli_devices_json_and_table():
     table = subprocess.run([sys.executable, "-m", "isthmus.cli", "devices"], capture_output=True, text=True,
                            timeout=120, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
     assert table.returncode == 0 and data[0]["id"] in table.stdout
+
+
+def test_transfer_lane_moves_data_beside_the_device_queue(dev, rng):
+    """The lane isthmus.ray's pipeline overlaps copies with (a CUDA stream of its own, or the device's
+    queue): an upload is in the buffer when it returns, a download holds what a kernel wrote once
+    that kernel's marker is waited for, and empty buffers cost nothing."""
+    import numpy as np
+
+    lane = dev._transfer_lane()
+    host = rng.standard_normal(1001).astype(np.float32)
+    x, y = dev.empty(host.shape, np.float32), dev.asarray(np.full(host.shape, np.nan, np.float32))
+    lane.upload(x, host)
+    np.testing.assert_array_equal(x.to_numpy(), host)
+    isthmus.ops.scale(3.0, x, out=y)
+    lane.wait(dev._record())
+    np.testing.assert_allclose(lane.download(y), 3.0 * host, rtol=1e-6)
+    assert lane.download(dev.empty((0,), np.float32)).shape == (0,)
