@@ -328,14 +328,7 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 /* K-major tiles (A rows m, B rows n; 128 bytes a row): 8-row atoms 1024 bytes apart, a k16 step
  * 32 bytes into the row. m/n-major tiles (rows k, panels of 64 columns): 8-row groups of k 1024
  * bytes apart, panels BK * 128 bytes apart, a k16 step 16 rows (2048 bytes) down. */
-#    ifndef WG_MN_SWAP
-#      define WG_MN_SWAP 0
-#    endif
-#    if WG_MN_SWAP
-#      define WG_MN_DESC(addr) wg_desc((addr), 1024u, BK * 128u)
-#    else
-#      define WG_MN_DESC(addr) wg_desc((addr), BK * 128u, 1024u)
-#    endif
+#    define WG_MN_DESC(addr) wg_desc((addr), BK * 128u, 1024u)
 #    if TRANS_A
 #      define WG_DESC_A(st, kk) WG_MN_DESC(as_s + 2u * (uint)((st) * A_STAGE + wg * (BK * 64)) + (kk) * 128u)
 #    else
