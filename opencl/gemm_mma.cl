@@ -11,6 +11,12 @@
  *   A: M x K (TRANS_A=0) or K x M (TRANS_A=1);  B: K x N (TRANS_B=0) or N x K (TRANS_B=1);  C: M x N.
  * Batch b = get_group_id(2) starts at A + b*sa, B + b*sb, C + b*sc (sa or sb 0: shared operand).
  * beta == 0: C is not read (it may hold NaN garbage).  K == 0: C = beta*C (or 0).
+ * SPLITK > 1 (problems with few tiles and a long K): group z of the grid is split z % SPLITK of
+ * batch z / SPLITK; it multiplies its chunk of K (whole K-steps, chunks past K give zeros) and
+ * writes the f32 partial product to C + z*sc (C is then float workspace, alpha 1, beta 0);
+ *   __kernel void gemm_mma_combine(const long mn, const int batch, const float alpha,
+ *                                  const float beta, __global const float* P, __global CT* C)
+ * adds the SPLITK partials of each element into C = alpha * sum + beta * C.
  *
  * Scheme: a work-group of WM x WN warps (32 work-items each) computes a BM x BN tile of C, walking
  * K in steps of BK through a ring of STAGES tiles in local memory, each kept in the operand's own
@@ -87,6 +93,9 @@
 #ifndef WGMMA
 #define WGMMA 0
 #endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
 #ifndef TRANS_A
 #define TRANS_A 0
 #endif
@@ -106,6 +115,11 @@
 #define CT float
 #else
 #define CT ushort
+#endif
+#if SPLITK > 1  /* gemm_mma writes f32 partial products; gemm_mma_combine writes C */
+#  define PT float
+#else
+#  define PT CT
 #endif
 
 /* K-steps whose copies are in flight ahead of the one multiplied (WGMMA: one stage more is still
@@ -420,11 +434,11 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 #elif TRANS_A
 #  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BK, BM, (k0), m0, K, M, M)
 #else
-#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, m0, (k0), M, K, K)
+#  define LOAD_A(st, k0) LOAD_TILE(As + (st) * A_STAGE, A, BM, BK, m0, (k0), M, K, KD)
 #endif
 #if VEC
 #elif TRANS_B
-#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, n0, (k0), N, K, K)
+#  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BN, BK, n0, (k0), N, K, KD)
 #else
 #  define LOAD_B(st, k0) LOAD_TILE(Bs + (st) * B_STAGE, B, BK, BN, (k0), n0, K, N, N)
 #endif
@@ -482,9 +496,9 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 #endif /* MMA_PTX */
 
 __kernel ISTHMUS_LOCAL_SIZE(NT, 1, 1)
-void gemm_mma(const int M, const int N, const int K, const float alpha, const float beta,
+void gemm_mma(const int M, const int N, const int KD, const float alpha, const float beta,
               __global const T* A, const long sa, __global const T* B, const long sb,
-              __global CT* C, const long sc)
+              __global PT* C, const long sc)
 {
 #if DYN_SMEM
     /* CUDA: the ring is dynamic shared memory (the host sets its size, SMEM_ELEMS * 2 bytes, at
@@ -514,10 +528,21 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
     const int m0 = (first + (pid % (GM * ntn)) % rows) * BM;
     const int n0 = ((pid % (GM * ntn)) / rows) * BN;
 
+    /* KD: the matrices' K (a leading dimension of A or B); K: the extent this group multiplies */
+#if SPLITK > 1
+    const size_t b = get_group_id(2) / SPLITK;
+    const int kchunk = ((KD + SPLITK - 1) / SPLITK + BK - 1) / BK * BK;  /* whole K-steps a split */
+    const int ks0 = (int)(get_group_id(2) % SPLITK) * kchunk;
+    const int K = max(0, min(KD - ks0, kchunk));
+    A += TRANS_A ? (size_t)ks0 * (size_t)M : (size_t)ks0;
+    B += TRANS_B ? (size_t)ks0 : (size_t)ks0 * (size_t)N;
+#else
     const size_t b = get_group_id(2);
+    const int K = KD;
+#endif
     A += b * (size_t)sa;
     B += b * (size_t)sb;
-    C += b * (size_t)sc;
+    C += get_group_id(2) * (size_t)sc;
 #if MMA_PTX
     const uint as_s = smem_addr(As), bs_s = smem_addr(Bs);  /* shared-space addresses of the rings */
 #endif
@@ -533,7 +558,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
         pa[l] = A + (size_t)r * (size_t)M + (size_t)(m0 + c);
         ka[l] = m0 + c < M ? r : K;
 #  else         /* rows m, cols k */
-        pa[l] = A + (size_t)(m0 + r) * (size_t)K + (size_t)c;
+        pa[l] = A + (size_t)(m0 + r) * (size_t)KD + (size_t)c;
         ka[l] = m0 + r < M ? c : K;
 #  endif
     }
@@ -542,7 +567,7 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
         const int e = tid + l * NT, r = e / (B_COLS / 8), c = (e % (B_COLS / 8)) * 8;
         ob[l] = (CHB % NT == 0 || e < CHB) ? B_OFF(r, c) : -1;
 #  if TRANS_B   /* rows n, cols k */
-        pb[l] = B + (size_t)(n0 + r) * (size_t)K + (size_t)c;
+        pb[l] = B + (size_t)(n0 + r) * (size_t)KD + (size_t)c;
         kb[l] = n0 + r < N ? c : K;
 #  else         /* rows k, cols n */
         pb[l] = B + (size_t)r * (size_t)N + (size_t)(n0 + c);
@@ -728,8 +753,12 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
                         if (c < N) {
                             const size_t o = (size_t)r * (size_t)N + (size_t)c;
                             float v = alpha * acc[i][j][h * 2 + e];
+#if SPLITK > 1
+                            C[o] = v;  /* (alpha 1, beta 0: the combine applies them) */
+#else
                             if (read_c) v += beta * C_LOAD(C, o);
                             C_STORE(C, o, v);
+#endif
                         }
                     }
                 }
@@ -737,3 +766,19 @@ void gemm_mma(const int M, const int N, const int K, const float alpha, const fl
         }
     }
 }
+
+#if SPLITK > 1
+__kernel void gemm_mma_combine(const long mn, const int batch, const float alpha, const float beta,
+                               __global const float* P, __global CT* C)
+{
+    const long total = mn * (long)batch;
+    for (long i = get_global_id(0); i < total; i += (long)get_global_size(0)) {
+        const __global float* p = P + (i / mn) * SPLITK * mn + i % mn;
+        float v = 0.0f;
+        for (int s = 0; s < SPLITK; ++s) v += p[s * mn];
+        v *= alpha;
+        if (beta != 0.0f) v += beta * C_LOAD(C, i);
+        C_STORE(C, i, v);
+    }
+}
+#endif

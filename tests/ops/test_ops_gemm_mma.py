@@ -113,6 +113,28 @@ def test_gemm_mma_warpgroup_mma(dev, rng, params, ta, tb):
         _check(dev, rng, np.dtype(np.float16), 64, 128, 64, ta, tb, batch_a=3, batch_b=3)
 
 
+@pytest.mark.parametrize("splits", [2, 4, 16])
+def test_gemm_mma_split_k(dev, rng, splits):
+    """SPLITK: each split's f32 partial into scratch, then one combine with alpha, beta and the
+    output dtype; K not a multiple of the splits or of BK (the last splits get nothing), every
+    operand layout, batches, and a graph-free second call reusing the same scratch."""
+    params = dict(BM=32, BN=32, BK=16, WM=1, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SPLITK=splits)
+    with forced(gemm_mma.FAMILY, params):
+        for ta, tb in [(False, True), (True, False), (False, False), (True, True)]:
+            _check(dev, rng, BF16, 19, 40, 83, ta, tb, out="float32", beta=0.5)
+        _check(dev, rng, np.dtype(np.float16), 16, 72, 256, tb=True, batch_a=3)    # x[b] @ W.T, 16-bit result
+        _check(dev, rng, np.dtype(np.float16), 24, 40, 64, batch_a=2, batch_b=2, out="float32")
+
+
+def test_gemm_mma_rule_splits_k_for_few_long_tiles():
+    """x @ W.T with a batch of rows and a long K gets K splits up to two work-groups a compute unit;
+    short K, many tiles and squares keep one."""
+    dev = _NvidiaLike("cuda", 227 * 1024, True)
+    pick = lambda m, n, k: gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}).get("SPLITK", 1)  # noqa: E731
+    assert pick(16, 4096, 11008) == 4 and pick(64, 4096, 11008) == 4
+    assert pick(16, 4096, 4096) == 1 and pick(16, 11008, 4096) == 1 and pick(4096, 4096, 16384) == 1
+
+
 def test_gemm_mma_ring_bytes_match_the_kernel():
     """smem_bytes (the dynamic shared memory CUDA launches pass) is the ring the source declares."""
     p = dict(BM=128, BN=256, BK=32, STAGES=3, SWZ=1)
@@ -155,7 +177,7 @@ def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
 class _NvidiaLike:
     """The limits the rule and restrictions read, of an H200 under CUDA or NVIDIA's OpenCL."""
 
-    mma_sync, kind, max_work_group_size, local_mem_size = True, "gpu", 1024, 48 * 1024
+    mma_sync, kind, max_work_group_size, local_mem_size, compute_units = True, "gpu", 1024, 48 * 1024, 132
 
     def __init__(self, backend, optin=None, wgmma=False):
         self.backend, self.local_mem_optin, self.wgmma = backend, optin, wgmma

@@ -143,7 +143,6 @@ _FAMILIES = {}
 # CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
 # batch entries in a loop over the group id, so every backend launches at most this many there.
 GRID_YZ_MAX = 65535
-_SCRATCH_MAX = 16 << 20  # split-K partials up to this size live in the thread's scratch memory
 
 
 def family_for(trans_a: bool, trans_b: bool) -> Family:
@@ -310,17 +309,11 @@ def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> N
             args[14] = c
         dev.launch(kernel, g, loc, args)
         return
-    own = None
-    if partial_nbytes <= _SCRATCH_MAX:
-        part = dev._temporary(partial_nbytes)
-    else:
-        part = own = Buffer._allocate(dev, (partial_nbytes,), lookup("uint8"), partial_nbytes)
-    args[14] = part
-    dev.launch(kernel, g, loc, args)
-    ckernel, cg, cloc, cargs = combine
-    dev.launch(ckernel, cg, cloc, [cargs[0], cargs[1], alpha, beta, part, c])
-    if own is not None:
-        own.close()  # freed once the queued work that reads it is done (a graph being captured keeps it)
+    with gemm_mma.partials(dev, partial_nbytes) as part:
+        args[14] = part
+        dev.launch(kernel, g, loc, args)
+        ckernel, cg, cloc, cargs = combine
+        dev.launch(ckernel, cg, cloc, [cargs[0], cargs[1], alpha, beta, part, c])
 
 
 def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0,

@@ -11,6 +11,7 @@ inline PTX; every other device runs the portable path of the same source (``open
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -46,6 +47,16 @@ _WG_BIG = dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1)
 _WG_MID = dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)
 
 
+def _splits(tiles: int, k: int, units: int) -> int:
+    """K splits for a problem of ``tiles`` work-groups: doubled while they stay within two a compute
+    unit and each split keeps 4096 of K (measured: x @ W.T with 16 or 64 rows and K = 11008 ran 64
+    work-groups on the H200's 132 SMs at 0.4x torch)."""
+    s = 1
+    while s < 16 and tiles * s * 2 <= 2 * units and k // (s * 2) >= 4096:
+        s *= 2
+    return s
+
+
 def _rule(buckets: dict, device, dt, params: dict) -> dict:
     """The tile for a problem's shape class (see above); devices without mma.sync (the portable
     path) keep the defaults."""
@@ -53,7 +64,8 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
         return {}
     m, n = buckets["m"], buckets["n"]
     if min(m, n) <= 64:
-        return _SKINNY
+        tiles = -(-m // _SKINNY["BM"]) * -(-n // _SKINNY["BN"])
+        return dict(_SKINNY, SPLITK=_splits(tiles, buckets["k"], device.compute_units))
     if device.local_mem_optin is None:  # static local memory only: NVIDIA's OpenCL
         return _NV_OPENCL
     if device.wgmma:
@@ -67,7 +79,7 @@ FAMILY = Family(
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
               Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8),
               Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
-              Tunable("PIPE", (0, 1), 1), Tunable("WGMMA", (0, 1), 0)),
+              Tunable("PIPE", (0, 1), 1), Tunable("WGMMA", (0, 1), 0), Tunable("SPLITK", (1, 2, 4, 8, 16), 1)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
@@ -88,6 +100,7 @@ FAMILY = Family(
 )
 _F32 = lookup("float32")
 _MAX_BATCH = 65535  # CUDA's gridDim.z
+SCRATCH_MAX = 16 << 20  # split-K partials up to this size live in the thread's scratch memory
 
 
 def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
@@ -125,14 +138,43 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
 
 
 def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
+    """(kernel, global, local, (m, n, k), strides, C's shape, C's bytes, combine): combine is None,
+    or split-K's second launch (kernel, global, local, its leading arguments, partials' bytes)."""
     m, n, k = shape.m, shape.n, shape.k
     params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
+    splits = params.get("SPLITK", 1)
+    if splits > 1 and shape.batch * splits > _MAX_BATCH:  # the grid's z holds batch x splits
+        params = dict(params, SPLITK=1)
+        splits, kernels = 1, FAMILY.kernels(dev, dt, {**params, **dict(variant)})
     kern = kernels["gemm_mma"]
     if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
         kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
     c_size = int(np.prod(shape.c_shape, dtype=np.int64))
-    return (kern, *grid(m, n, shape.batch, params), (np.int32(m), np.int32(n), np.int32(k)),
-            (np.int64(shape.sa), np.int64(shape.sb), np.int64(m * n)), shape.c_shape, c_size * out_dt.np.itemsize)
+    combine = None
+    if splits > 1:
+        total = shape.batch * m * n
+        wg = min(256, dev.max_work_group_size)
+        combine = (kern.program.kernel("gemm_mma_combine"), (min(-(-total // wg), _MAX_BATCH) * wg,), (wg,),
+                   (np.int64(m * n), np.int32(shape.batch)), total * splits * 4)
+    g, loc = grid(m, n, shape.batch * splits, params)
+    return (kern, g, loc, (np.int32(m), np.int32(n), np.int32(k)),
+            (np.int64(shape.sa), np.int64(shape.sb), np.int64(m * n)), shape.c_shape, c_size * out_dt.np.itemsize,
+            combine)
+
+
+@contextmanager
+def partials(dev, nbytes: int):
+    """Memory for split-K's partial products: the thread's scratch memory up to SCRATCH_MAX, else a
+    buffer of its own, freed once the queued work that reads it is done (a graph being captured
+    keeps it)."""
+    if nbytes <= SCRATCH_MAX:
+        yield dev._temporary(nbytes)
+        return
+    own = Buffer._allocate(dev, (nbytes,), lookup("uint8"), nbytes)
+    try:
+        yield own
+    finally:
+        own.close()
 
 
 def _shape(a: Buffer, b: Buffer, ta: bool, tb: bool) -> _Shape:
@@ -199,14 +241,20 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape.c_shape} for "
                                        f"a {a.shape} (trans_a={ta}) @ b {b.shape} (trans_b={tb})")
     variant = _variant(dev, dt, ta, tb, shape, out_dt)
-    kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes = plan(
+    kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes, combine = plan(
         FAMILY, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))
     new = c is None
     if new:
         c = Buffer._allocate(dev, c_shape, out_dt, nbytes)
     if nbytes:
         try:
-            dev.launch(kern, g, loc, [m, n, k, alpha, beta, a, sa, b, sb, c, sc])
+            if combine is None:
+                dev.launch(kern, g, loc, [m, n, k, alpha, beta, a, sa, b, sb, c, sc])
+            else:
+                ckern, cg, cloc, (mn, batch), pbytes = combine
+                with partials(dev, pbytes) as part:
+                    dev.launch(kern, g, loc, [m, n, k, 1.0, 0.0, a, sa, b, sb, part, sc])
+                    dev.launch(ckern, cg, cloc, [mn, batch, alpha, beta, part, c])
         except Exception:
             if new:  # (alpha or beta refused: the result is no one's)
                 c.close()
