@@ -126,6 +126,27 @@ def test_gemm_mma_split_k(dev, rng, splits):
         _check(dev, rng, np.dtype(np.float16), 24, 40, 64, batch_a=2, batch_b=2, out="float32")
 
 
+def test_gemm_mma_split_k_in_a_captured_graph(dev, rng):
+    """A captured split-K gemm keeps its partials' memory with the graph: nothing runs while
+    capturing, each replay recomputes C from the current inputs."""
+    params = dict(BM=32, BN=32, BK=16, WM=1, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SPLITK=4)
+    a, b = _operands(rng, BF16, 16, 48, 200, False, True)
+    da, db = dev.asarray(a), dev.asarray(b)
+    c = dev.asarray(np.full((16, 48), np.nan, np.float32))
+    with forced(gemm_mma.FAMILY, params), dev.capture() as graph:
+        gemm_mma.run(da, db, c, 2.0, 0.0, trans_b=True, out_dtype="float32")
+    assert np.isnan(c.to_numpy()).all()
+    try:
+        for _ in range(2):
+            graph.launch()
+            want = gemm_mma.reference(a, b, alpha=2.0, trans_b=True, out_dtype=np.float32)
+            assert _err(c.to_numpy(), want) <= _tol(np.float32)
+            a = rng.standard_normal(a.shape).astype(BF16)
+            da.copy_from(a)
+    finally:
+        graph.close()
+
+
 def test_gemm_mma_rule_splits_k_for_few_long_tiles():
     """x @ W.T with a batch of rows and a long K gets K splits up to two work-groups a compute unit;
     short K, many tiles and squares keep one."""
