@@ -66,9 +66,6 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
                         self._stream = self._cp.cuda.Stream(non_blocking=False)
         return self._stream
 
-    def _current(self):
-        return self._cp_device
-
     def _peer_copy(self, dst, src, src_dev, nbytes) -> bool:
         """Copy from memory on another CUDA device: a peer copy where the GPUs allow it."""
         if not isinstance(src_dev, CudaDevice):
