@@ -10,7 +10,7 @@ from isthmus.plan import Plan
 from .buffers import arguments
 from .launches import PlanHandle
 from .ops import call
-from .proxy import implements
+from .proxy import implements, reads
 
 
 @implements("io.isthmus.spi.KernelHandle")
@@ -21,8 +21,7 @@ class KernelHandle:
         self.kernel = kernel
         self._configs: dict = {}
 
-    def name(self):
-        return self.kernel.name
+    name = reads("kernel.name")
 
     def launch(self, jglobal, jlocal, jargs):
         args = arguments(jargs)
@@ -59,8 +58,7 @@ class LibraryKernelHandle:
     def __init__(self, kernel):
         self.kernel = kernel
 
-    def name(self):
-        return self.kernel.name
+    name = reads("kernel.name")
 
     def launch(self, jglobal, jlocal, jargs):
         self._no_grid(jglobal)
