@@ -145,7 +145,6 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         target = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.row_factory = sqlite3.Row  # (a row unpacks as a tuple, or becomes a dict by column)
         return conn
 
@@ -317,7 +316,6 @@ def _check_file(path: Path) -> str | None:
         uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=rw"
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA:
                 return f"written by a newer isthmus: schema {version}, this one reads {SCHEMA}"
