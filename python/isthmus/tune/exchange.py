@@ -154,7 +154,7 @@ def _entry(i: int, e, source: str) -> tuple:
         raise DatabaseError(f"{where}: 'bucket' must name the problem sizes {list(family.problem)}, "
                             f"got {_short(bucket)}")
     for name, v in bucket.items():
-        if not _is_int(v) or v < 1 or v > MAX_BUCKET or v & (v - 1):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > MAX_BUCKET or v & (v - 1):
             raise DatabaseError(f"{where}: bucket {name} = {_short(v)} must be a power of two from 1 to 2**62")
     params = e["params"]
     if not isinstance(params, dict):
@@ -180,10 +180,6 @@ def _entry(i: int, e, source: str) -> tuple:
     keyrow = (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
               dt.name, json.dumps([bucket[p] for p in family.problem]))
     return keyrow, canonical(params), float(time_ms), None if default_ms is None else float(default_ms)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _is_time(v) -> bool:
