@@ -24,9 +24,7 @@ class KernelHandle:
     name = reads("kernel.name")
 
     def launch(self, jglobal, jlocal, jargs):
-        args = arguments(jargs)
-        self.kernel(*args, config=self._config(jglobal, jlocal))
-        return None
+        self.kernel(*arguments(jargs), config=self._config(jglobal, jlocal))
 
     def memo(self, jglobal, jlocal, jargs):
         """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
