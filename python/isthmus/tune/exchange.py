@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
@@ -75,21 +76,11 @@ def to_entry(row: dict) -> dict | None:
         return None
 
 
-class _Unlimited:
-    """Device limits for checking restrictions of a config tuned elsewhere: only the space's own
-    rules (divisibility, shapes) can be checked here, not the other device's limits."""
-
-    max_work_group_size = 1 << 30
-    local_mem_size = 1 << 40
-    local_mem_optin = None
-    wgmma = True
-    kind = "gpu"
-
-
-class _UnlimitedCpu(_Unlimited):
-    """The same for a CPU device: some variants are for CPUs only (``is_cpu`` in a restriction)."""
-
-    kind = "cpu"
+# Device limits for checking restrictions of a config tuned elsewhere: only the space's own rules
+# (divisibility, shapes) can be checked here, not the other device's limits; as a GPU and as a CPU
+# (some variants are for CPUs only: ``is_cpu`` in a restriction).
+_UNLIMITED = tuple(SimpleNamespace(max_work_group_size=1 << 30, local_mem_size=1 << 40, local_mem_optin=None,
+                                   wgmma=True, kind=kind) for kind in ("gpu", "cpu"))
 
 
 def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[tuple]:
@@ -168,7 +159,7 @@ def _entry(i: int, e, source: str) -> tuple:
             raise DatabaseError(f"{where}: params {t.name} = {_short(v)} is out of the space (one of "
                                 f"{', '.join(map(str, t.values))})")
     problem = dict(bucket)
-    if not any(family.is_valid(params, limits, problem, dt) for limits in (_Unlimited(), _UnlimitedCpu())):
+    if not any(family.is_valid(params, limits, problem, dt) for limits in _UNLIMITED):
         raise DatabaseError(f"{where}: params {params} break a restriction of {kernel}: "
                             f"{'; '.join(family.restrictions)}")
     time_ms = e["time_ms"]

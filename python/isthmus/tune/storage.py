@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS best (
 CREATE INDEX IF NOT EXISTS best_model ON best (kernel, source_hash, options, backend, vendor, device, dtype);
 """
 _KEY_COLUMNS = ("kernel", "source_hash", "options", "backend", "vendor", "device", "driver", "dtype", "bucket")
+_KEYS = ", ".join(_KEY_COLUMNS)
 
 
 class TuningDatabaseWarning(UserWarning):
@@ -197,9 +198,8 @@ class Database:
         now = time.time()
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO runs (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket, "
-                "problem, params, time_ms, status, error, strategy, host, pid, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO runs ({_KEYS}, problem, params, time_ms, status, error, strategy, host, pid, created) "
+                f"VALUES ({','.join('?' * 18)})",
                 key.row() + (json.dumps(problem, sort_keys=True), canonical(params), time_ms, status, error[:2000],
                              strategy, socket.gethostname(), os.getpid(), now))
             if status == "ok" and time_ms is not None and math.isfinite(time_ms):
@@ -208,11 +208,10 @@ class Database:
     @staticmethod
     def _upsert_best(conn, keyrow: tuple, params: str, time_ms: float, default_ms, now: float) -> None:
         conn.execute(
-            "INSERT INTO best (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket, params, "
-            "time_ms, default_ms, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket) DO UPDATE SET "
-            "params = excluded.params, time_ms = excluded.time_ms, updated = excluded.updated, "
-            "default_ms = COALESCE(excluded.default_ms, best.default_ms) WHERE excluded.time_ms < best.time_ms",
+            f"INSERT INTO best ({_KEYS}, params, time_ms, default_ms, updated) VALUES ({','.join('?' * 13)}) "
+            f"ON CONFLICT ({_KEYS}) DO UPDATE SET params = excluded.params, time_ms = excluded.time_ms, "
+            "updated = excluded.updated, default_ms = COALESCE(excluded.default_ms, best.default_ms) "
+            "WHERE excluded.time_ms < best.time_ms",
             keyrow + (params, time_ms, default_ms, now))
         if default_ms is not None:
             conn.execute("UPDATE best SET default_ms = ? WHERE " + " AND ".join(f"{c} = ?" for c in _KEY_COLUMNS),
