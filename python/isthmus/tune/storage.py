@@ -36,7 +36,7 @@ FORMAT = "isthmus-tuning"  # the "format" of exported JSON documents
 STATUSES = ("ok", "compile_error", "launch_error", "timeout", "wrong")
 BUSY_TIMEOUT_S = 60.0
 
-_TABLES = """
+_TABLES = f"""
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kernel TEXT NOT NULL, source_hash TEXT NOT NULL, options TEXT NOT NULL,
     backend TEXT NOT NULL, vendor TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS best (
     default_ms REAL, updated REAL NOT NULL,
     PRIMARY KEY (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket));
 CREATE INDEX IF NOT EXISTS best_model ON best (kernel, source_hash, options, backend, vendor, device, dtype);
+PRAGMA user_version = {SCHEMA};
 """
 _KEY_COLUMNS = ("kernel", "source_hash", "options", "backend", "vendor", "device", "driver", "dtype", "bucket")
 _KEYS = ", ".join(_KEY_COLUMNS)
@@ -153,7 +154,6 @@ class Database:
         if self.path is None:
             conn = self._connect()
             conn.executescript(_TABLES)
-            conn.execute(f"PRAGMA user_version = {SCHEMA}")
             return conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.path):
@@ -167,7 +167,6 @@ class Database:
             if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.executescript(_TABLES)
-                conn.execute(f"PRAGMA user_version = {SCHEMA}")
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses no commit
         return conn
 
