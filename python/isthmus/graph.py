@@ -25,7 +25,7 @@ Host transfers and synchronization cannot be captured: they raise inside the blo
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .buffer import Buffer
 from .dtypes import lookup
@@ -37,13 +37,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
 
-class _Copy:
+class _Copy(NamedTuple):
     """A recorded device copy or fill: the call and the memory it needs kept alive."""
 
-    __slots__ = ("go", "mems", "what")
-
-    def __init__(self, go: Callable[[], None], mems: tuple, what: str):
-        self.go, self.mems, self.what = go, mems, what
+    go: Callable[[], None]
+    mems: tuple
+    what: str
 
 
 class _Capture(Recorder):

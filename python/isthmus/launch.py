@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,9 +154,7 @@ def check_kernel(name: str, loc: tuple[int, ...] | None, limits: KernelLimits, l
                  private_mem_limit: int | None, where: str) -> None:
     """LaunchConfigError unless the kernel ``name`` can run work-groups of ``loc`` on the device."""
     if loc is not None:
-        items = 1
-        for ld in loc:
-            items *= ld
+        items = math.prod(loc)
         if items > limits.max_work_group_size:
             raise LaunchConfigError(f"local_size {loc} has {items} work-items; kernel {name!r} runs at most "
                                     f"{limits.max_work_group_size} per work-group on {where} (its registers and "

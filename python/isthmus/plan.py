@@ -12,6 +12,7 @@ A Plan is not meant to be bound on one thread while another launches it: give ea
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from .buffer import Buffer
@@ -164,11 +165,5 @@ class Plan:
                                  self._values)
 
 
-class _ClosedPlanMarker:
-    """Stands in the closed plan's buffer list so that launch() takes the error path."""
-
-    _dt = None
-    _mem = None
-
-
-_CLOSED_PLAN = _ClosedPlanMarker()
+# stands in the closed plan's buffer list so that launch() takes the error path
+_CLOSED_PLAN = SimpleNamespace(_dt=None, _mem=None)

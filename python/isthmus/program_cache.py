@@ -87,21 +87,13 @@ def _read_regular(path: Path) -> bytes | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)  # the path may have been swapped between lstat and open
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
-            return None
-        chunks, left = [], st.st_size + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)  # the path may have been swapped between lstat and open
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
+                return None
+            return f.read(st.st_size + 1)
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def _remove(path: Path, st: os.stat_result) -> None:

@@ -79,7 +79,6 @@ def _param(text: str, aliases: dict, kernel: str) -> Param:
     const = "const" in words
     type_words = [_resolve(w, aliases) for w in words[:-1] if w not in _QUALIFIERS]
     ctype = " ".join(type_words).replace("unsigned ", "u") if type_words else ""
-    ctype = {"uint": "uint", "uchar": "uchar", "ulong": "ulong", "ushort": "ushort"}.get(ctype, ctype)
     if pointer:
         np_type = SCALAR_CTYPES.get(ctype)
         return Param(pname, "buffer", ctype, np_type, not const)

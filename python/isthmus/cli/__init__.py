@@ -91,8 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:  # bare `isthmus`: what it can do
         parser().print_help()
         return 0
+    return reported("isthmus", IsthmusError, args.run, args)
+
+
+def reported(prog: str, errors, fn, *args) -> int:
+    """``fn(*args)``; an error of the kind ``errors`` is one line on stderr and exit status 2 (a
+    user's mistake or a missing resource, not a traceback)."""
     try:
-        return args.run(args)
-    except IsthmusError as exc:
-        print(f"isthmus: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return fn(*args)
+    except errors as exc:
+        print(f"{prog}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

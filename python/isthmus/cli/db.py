@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import IsthmusError
+from . import reported
 from ..tune import db
 from ..tune.db import fingerprint
 from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document
@@ -31,11 +32,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        return _VERBS[args.verb](args)
-    except (IsthmusError, OSError) as exc:
-        print(f"isthmus db: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+    return reported("isthmus db", (IsthmusError, OSError), _VERBS[args.verb], args)
 
 
 def _show(args) -> int:

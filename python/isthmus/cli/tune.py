@@ -14,6 +14,7 @@ from ..ops.registry import FAMILIES
 from .. import tune  # the callable module: tune(...) runs isthmus.tune.tune
 from ..tune.runner import Budget, Measure
 from ..tune.strategies import NAMES
+from . import reported
 
 
 def _size(text: str) -> tuple[str, int]:
@@ -46,12 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return _run(args)
-    except (IsthmusError, ValueError) as exc:
-        print(f"isthmus tune: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+    return reported("isthmus tune", (IsthmusError, ValueError), _run, parser().parse_args(argv))
 
 
 def _run(args) -> int:

@@ -91,8 +91,7 @@ def parse(argv: list[str]) -> Command:
             cp.extend(p for p in argv[i + 1].split(":") if p)
             i += 2
         elif a.startswith("--class-path="):
-            cp.extend(p for p in a.split("=", 1)[1].split(":") if p)
-            i += 1
+            argv[i:i + 1] = a.split("=", 1)  # read as "--class-path VALUE"
         elif a == "-jar":
             if i + 1 >= len(argv):
                 raise UsageError("Error: -jar requires jar file specification")

@@ -20,8 +20,8 @@ import numpy as np
 from .._version import __version__
 from ..errors import InvalidArgumentError
 
-# ---- what ran where ---------------------------------------------------------------------------
 
+# ---- what ran where ---------------------------------------------------------------------------
 _LIBRARIES = ("pyopencl", "cupy", "torch", "jpype", "ray")
 _BASE = ("host", "platform", "python", "processor", "cpus", "numpy", "isthmus")  # the report header's own words
 
@@ -82,7 +82,6 @@ def _relative(path: str) -> str:
 
 
 # ---- result names -----------------------------------------------------------------------------
-
 _SUITE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
@@ -108,8 +107,6 @@ def result_stem(suite: str, dev=None, tag: str = "") -> str:
 
 
 # ---- reports ----------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass
 class Table:
     columns: Sequence[str]

@@ -14,9 +14,8 @@ import numpy as np
 from ..device import Timing
 from ..errors import InvalidArgumentError
 
+
 # ---- statistics -------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class Sample:
     """Repeated timings of one thing (any unit): the median, the least and the most, and how many."""
@@ -50,8 +49,6 @@ def _check_counts(**counts: int) -> None:
 
 
 # ---- clocks -----------------------------------------------------------------------------------
-
-
 class WallClock:
     """The wall clock around ``sync()`` (for work with no device events: NumPy on the host, a peer
     on its own queue): the timed region starts after a sync and ends after one, so queued work
@@ -228,8 +225,6 @@ def round_of(clock, fn: Callable[[], object], batch: int = 1) -> Callable[[], fl
 
 
 # ---- the bandwidth ceiling --------------------------------------------------------------------
-
-
 def copy_bandwidth(dev, nbytes: int | None = None, repeat: int = 10) -> float:
     """Device-to-device copy of ``nbytes`` (default: 1 GiB on a GPU, 64 MiB elsewhere), in GB/s
     counting bytes read plus bytes written: the ceiling of a memory-bound kernel on ``dev``."""

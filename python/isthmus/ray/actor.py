@@ -7,6 +7,7 @@ shards, see pipeline.py).
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import threading
@@ -122,8 +123,6 @@ def _outcome(future) -> tuple:
 def _start_jvm(classpath: tuple[str, ...]) -> None:
     # Ray turns faulthandler on in every worker; its SIGSEGV handler breaks HotSpot, which uses that
     # signal on purpose (DESIGN.md, "Java through JPype"): off before the JVM installs its own.
-    import faulthandler
-
     import isthmus.java
 
     faulthandler.disable()

@@ -1,6 +1,7 @@
 """DevicePool: the device actors of a job, kept alive across maps, replaced when they die."""
 from __future__ import annotations
 
+import os
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -166,8 +167,6 @@ def _require_ray():
 
 def _tuning_source(tuning):
     """What actors import: a path as it is (each reads it), a document through the object store."""
-    import os
-
     import ray
 
     if isinstance(tuning, (str, os.PathLike)):

@@ -25,6 +25,7 @@ import math
 import sys
 import time
 import types
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 
 from ..device import device as get_device
@@ -63,10 +64,7 @@ class TuneResult:
 
     @property
     def by_status(self) -> dict:
-        out: dict = {}
-        for ev in self.evaluations:
-            out[ev.status] = out.get(ev.status, 0) + 1
-        return out
+        return dict(Counter(ev.status for ev in self.evaluations))
 
     def to_json(self) -> dict:
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
@@ -75,21 +76,11 @@ def to_entry(row: dict) -> dict | None:
         return None
 
 
-class _Unlimited:
-    """Device limits for checking restrictions of a config tuned elsewhere: only the space's own
-    rules (divisibility, shapes) can be checked here, not the other device's limits."""
-
-    max_work_group_size = 1 << 30
-    local_mem_size = 1 << 40
-    local_mem_optin = None
-    wgmma = True
-    kind = "gpu"
-
-
-class _UnlimitedCpu(_Unlimited):
-    """The same for a CPU device: some variants are for CPUs only (``is_cpu`` in a restriction)."""
-
-    kind = "cpu"
+# Device limits for checking restrictions of a config tuned elsewhere: only the space's own rules
+# (divisibility, shapes) can be checked here, not the other device's limits; as a GPU and as a CPU
+# (some variants are for CPUs only: ``is_cpu`` in a restriction).
+_UNLIMITED = tuple(SimpleNamespace(max_work_group_size=1 << 30, local_mem_size=1 << 40, local_mem_optin=None,
+                                   wgmma=True, kind=kind) for kind in ("gpu", "cpu"))
 
 
 def validate(doc, *, source: str = "document", skip_bad: bool = False) -> list[tuple]:
@@ -154,7 +145,7 @@ def _entry(i: int, e, source: str) -> tuple:
         raise DatabaseError(f"{where}: 'bucket' must name the problem sizes {list(family.problem)}, "
                             f"got {_short(bucket)}")
     for name, v in bucket.items():
-        if not _is_int(v) or v < 1 or v > MAX_BUCKET or v & (v - 1):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > MAX_BUCKET or v & (v - 1):
             raise DatabaseError(f"{where}: bucket {name} = {_short(v)} must be a power of two from 1 to 2**62")
     params = e["params"]
     if not isinstance(params, dict):
@@ -168,7 +159,7 @@ def _entry(i: int, e, source: str) -> tuple:
             raise DatabaseError(f"{where}: params {t.name} = {_short(v)} is out of the space (one of "
                                 f"{', '.join(map(str, t.values))})")
     problem = dict(bucket)
-    if not any(family.is_valid(params, limits, problem, dt) for limits in (_Unlimited(), _UnlimitedCpu())):
+    if not any(family.is_valid(params, limits, problem, dt) for limits in _UNLIMITED):
         raise DatabaseError(f"{where}: params {params} break a restriction of {kernel}: "
                             f"{'; '.join(family.restrictions)}")
     time_ms = e["time_ms"]
@@ -180,10 +171,6 @@ def _entry(i: int, e, source: str) -> tuple:
     keyrow = (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
               dt.name, json.dumps([bucket[p] for p in family.problem]))
     return keyrow, canonical(params), float(time_ms), None if default_ms is None else float(default_ms)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _is_time(v) -> bool:

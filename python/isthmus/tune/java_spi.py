@@ -9,7 +9,7 @@ import numpy as np
 
 from ..dtypes import lookup
 from ..errors import InvalidArgumentError
-from ..java.spi.proxy import implements
+from ..java.spi.proxy import implements, reads
 from ..ops import registry
 from ..ops.resolve import resolve
 from . import tune as tune_
@@ -32,32 +32,15 @@ class TuneRun:
     def __init__(self, result):
         self.result = result
 
-    def kernel(self):
-        return self.result.kernel
-
-    def device(self):
-        return self.result.device
-
-    def best(self):
-        return _jmap(self.result.best)
-
-    def bestMs(self):
-        return float(self.result.best_ms)
-
-    def defaults(self):
-        return _jmap(self.result.default)
-
-    def defaultMs(self):
-        return math.nan if self.result.default_ms is None else float(self.result.default_ms)
-
-    def byStatus(self):
-        return _jmap(self.result.by_status)
-
-    def evaluations(self):
-        return len(self.result.evaluations)
-
-    def spaceSize(self):
-        return self.result.space_size
+    kernel = reads("result.kernel")
+    device = reads("result.device")
+    best = reads("result.best", _jmap)
+    bestMs = reads("result.best_ms", float)
+    defaults = reads("result.default", _jmap)
+    defaultMs = reads("result.default_ms", lambda ms: math.nan if ms is None else float(ms))
+    byStatus = reads("result.by_status", _jmap)
+    evaluations = reads("result.evaluations", len)
+    spaceSize = reads("result.space_size")
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:

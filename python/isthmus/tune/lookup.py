@@ -149,11 +149,9 @@ def _distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
 
 def _same_device(rows, key) -> Iterator[tuple[str, dict]]:
     """(level, params) of this device model's rows: exact, nearest bucket, other driver."""
-    ranked = []
-    for vendor, name, driver, bucket, params in rows:
-        if name == key.device and vendor == key.vendor:
-            level = 0 if (driver == key.driver and bucket == key.bucket) else 1 if driver == key.driver else 2
-            ranked.append((level, _distance(bucket, key.bucket), params))
+    ranked = [(0 if (driver == key.driver and bucket == key.bucket) else 1 if driver == key.driver else 2,
+               _distance(bucket, key.bucket), params)
+              for vendor, name, driver, bucket, params in rows if name == key.device and vendor == key.vendor]
     for level, _, params in sorted(ranked, key=lambda r: r[:2]):
         yield ("exact", "nearest bucket", "other driver")[level], params
 

@@ -99,11 +99,13 @@ class Bench:
             self.expected[i] = np.asarray(self.target.expect(*self.host[i]))
         return self.expected[i]
 
-    def _run(self, params: dict, args: tuple):
+    def _run(self, params: dict, args: tuple, read: bool = False):
+        """The target run once with ``params`` (its result on the host when ``read``)."""
         out = self.target.run(params, args)
+        got = out.to_numpy() if read else out
         if isinstance(out, Buffer) and all(out is not a for a in args):
             out.close()  # released once the queued work is done
-        return out
+        return got
 
     def evaluate(self, params: dict, timeout_ms: float | None) -> Evaluation:
         dev, dt = self.device, dtype_lookup(self.dtype)
@@ -161,10 +163,7 @@ class Bench:
         fresh = tuple(self.device.asarray(a) for a in host) if self.target.in_place else None
         args = fresh or self.sets[0]
         try:
-            out = self.target.run(params, args)
-            got = out.to_numpy()
-            if all(out is not a for a in args):
-                out.close()
+            got = self._run(params, args, read=True)
         finally:
             for b in fresh or ():
                 b.close()

@@ -73,9 +73,6 @@ class Space:
     def __contains__(self, config: dict) -> bool:
         return self.key(config) in self._index
 
-    def index(self, config: dict) -> int:
-        return self._index[self.key(config)]
-
     def neighbours(self, config: dict, *, jump: bool = False) -> list[dict]:
         """Valid configs that differ from ``config`` in one parameter: by one step of its value list,
         or (``jump``) by any value."""

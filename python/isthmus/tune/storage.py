@@ -36,7 +36,7 @@ FORMAT = "isthmus-tuning"  # the "format" of exported JSON documents
 STATUSES = ("ok", "compile_error", "launch_error", "timeout", "wrong")
 BUSY_TIMEOUT_S = 60.0
 
-_TABLES = """
+_TABLES = f"""
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kernel TEXT NOT NULL, source_hash TEXT NOT NULL, options TEXT NOT NULL,
     backend TEXT NOT NULL, vendor TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
@@ -50,8 +50,10 @@ CREATE TABLE IF NOT EXISTS best (
     default_ms REAL, updated REAL NOT NULL,
     PRIMARY KEY (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket));
 CREATE INDEX IF NOT EXISTS best_model ON best (kernel, source_hash, options, backend, vendor, device, dtype);
+PRAGMA user_version = {SCHEMA};
 """
 _KEY_COLUMNS = ("kernel", "source_hash", "options", "backend", "vendor", "device", "driver", "dtype", "bucket")
+_KEYS = ", ".join(_KEY_COLUMNS)
 
 
 class TuningDatabaseWarning(UserWarning):
@@ -145,7 +147,6 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         target = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.row_factory = sqlite3.Row  # (a row unpacks as a tuple, or becomes a dict by column)
         return conn
 
@@ -153,7 +154,6 @@ class Database:
         if self.path is None:
             conn = self._connect()
             conn.executescript(_TABLES)
-            conn.execute(f"PRAGMA user_version = {SCHEMA}")
             return conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.path):
@@ -167,7 +167,6 @@ class Database:
             if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.executescript(_TABLES)
-                conn.execute(f"PRAGMA user_version = {SCHEMA}")
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses no commit
         return conn
 
@@ -198,9 +197,8 @@ class Database:
         now = time.time()
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO runs (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket, "
-                "problem, params, time_ms, status, error, strategy, host, pid, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO runs ({_KEYS}, problem, params, time_ms, status, error, strategy, host, pid, created) "
+                f"VALUES ({','.join('?' * 18)})",
                 key.row() + (json.dumps(problem, sort_keys=True), canonical(params), time_ms, status, error[:2000],
                              strategy, socket.gethostname(), os.getpid(), now))
             if status == "ok" and time_ms is not None and math.isfinite(time_ms):
@@ -209,11 +207,10 @@ class Database:
     @staticmethod
     def _upsert_best(conn, keyrow: tuple, params: str, time_ms: float, default_ms, now: float) -> None:
         conn.execute(
-            "INSERT INTO best (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket, params, "
-            "time_ms, default_ms, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket) DO UPDATE SET "
-            "params = excluded.params, time_ms = excluded.time_ms, updated = excluded.updated, "
-            "default_ms = COALESCE(excluded.default_ms, best.default_ms) WHERE excluded.time_ms < best.time_ms",
+            f"INSERT INTO best ({_KEYS}, params, time_ms, default_ms, updated) VALUES ({','.join('?' * 13)}) "
+            f"ON CONFLICT ({_KEYS}) DO UPDATE SET params = excluded.params, time_ms = excluded.time_ms, "
+            "updated = excluded.updated, default_ms = COALESCE(excluded.default_ms, best.default_ms) "
+            "WHERE excluded.time_ms < best.time_ms",
             keyrow + (params, time_ms, default_ms, now))
         if default_ms is not None:
             conn.execute("UPDATE best SET default_ms = ? WHERE " + " AND ".join(f"{c} = ?" for c in _KEY_COLUMNS),
@@ -317,7 +314,6 @@ def _check_file(path: Path) -> str | None:
         uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=rw"
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA:
                 return f"written by a newer isthmus: schema {version}, this one reads {SCHEMA}"

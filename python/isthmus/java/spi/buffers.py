@@ -13,7 +13,7 @@ import numpy as np
 from isthmus.buffer import Buffer
 from isthmus.errors import ClosedBufferError, InvalidArgumentError
 
-from .proxy import implements
+from .proxy import implements, reads
 
 _JAVA_ELEMENT = {"float": (np.float32, jpype.JFloat), "double": (np.float64, jpype.JDouble),
                  "int": (np.int32, jpype.JInt), "long": (np.int64, jpype.JLong)}
@@ -84,22 +84,16 @@ class BufferHandle:
             raise ClosedBufferError("this DeviceBuffer handle was closed")
         return buf
 
-    def shape(self):
-        return jpype.JArray(jpype.JLong)(self._live().shape)
-
-    def dtype(self):
-        return str(self._live().dtype)
-
-    def nbytes(self):
-        return self._live().nbytes
+    _open_buffer = property(_live)  # (a closed handle raises)
+    shape = reads("_open_buffer.shape", lambda shape: jpype.JArray(jpype.JLong)(shape))
+    dtype = reads("_open_buffer.dtype", str)
+    nbytes = reads("_open_buffer.nbytes")
+    pointer = reads("_open_buffer.ptr")
 
     def device(self):
         from .devices import device_handle  # devices.py makes BufferHandles: imported here, not at the top
 
         return device_handle(self._live().device)
-
-    def pointer(self):
-        return self._live().ptr
 
     def copyFrom(self, source):
         buf = self._live()

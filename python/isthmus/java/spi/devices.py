@@ -10,7 +10,7 @@ from .buffers import BufferHandle, host_view, shape
 from .kernels import KernelHandle, LibraryKernelHandle
 from .launches import FusedHandle, GraphHandle
 from .ops import OpHandle
-from .proxy import implements
+from .proxy import implements, reads
 
 
 @implements("io.isthmus.spi.DeviceHandle")
@@ -20,32 +20,19 @@ class DeviceHandle:
     def __init__(self, device):
         self.device = device
 
-    def id(self):
-        return self.device.id
-
-    def name(self):
-        return self.device.name
-
-    def vendor(self):
-        return self.device.vendor
-
-    def backend(self):
-        return self.device.backend
-
-    def memory(self):
-        return int(self.device.memory)
+    id = reads("device.id")
+    name = reads("device.name")
+    vendor = reads("device.vendor")
+    backend = reads("device.backend")
+    memory = reads("device.memory", int)
+    computeUnits = reads("device.compute_units", int)
+    maxWorkGroupSize = reads("device.max_work_group_size", int)
 
     def memoryInUse(self):
         return int(self.device.memory_in_use())
 
     def freePool(self):
         self.device.free_pool()
-
-    def computeUnits(self):
-        return int(self.device.compute_units)
-
-    def maxWorkGroupSize(self):
-        return int(self.device.max_work_group_size)
 
     def allocate(self, dtype, jshape):
         return BufferHandle(self.device.empty(shape(jshape), str(dtype)), owned=True)

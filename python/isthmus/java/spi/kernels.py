@@ -10,7 +10,7 @@ from isthmus.plan import Plan
 from .buffers import arguments
 from .launches import PlanHandle
 from .ops import call
-from .proxy import implements
+from .proxy import implements, reads
 
 
 @implements("io.isthmus.spi.KernelHandle")
@@ -21,13 +21,10 @@ class KernelHandle:
         self.kernel = kernel
         self._configs: dict = {}
 
-    def name(self):
-        return self.kernel.name
+    name = reads("kernel.name")
 
     def launch(self, jglobal, jlocal, jargs):
-        args = arguments(jargs)
-        self.kernel(*args, config=self._config(jglobal, jlocal))
-        return None
+        self.kernel(*arguments(jargs), config=self._config(jglobal, jlocal))
 
     def memo(self, jglobal, jlocal, jargs):
         """The plan behind Java's launch memo (io.isthmus.Kernel): these exact arguments, checked
@@ -59,8 +56,7 @@ class LibraryKernelHandle:
     def __init__(self, kernel):
         self.kernel = kernel
 
-    def name(self):
-        return self.kernel.name
+    name = reads("kernel.name")
 
     def launch(self, jglobal, jlocal, jargs):
         self._no_grid(jglobal)

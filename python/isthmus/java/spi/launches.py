@@ -12,7 +12,7 @@ from isthmus.plan import Plan
 
 from .buffers import BufferHandle, argument, arguments
 from .ops import call
-from .proxy import implements
+from .proxy import implements, reads
 
 
 @implements("io.isthmus.spi.PlanHandle")
@@ -37,11 +37,8 @@ class PlanHandle:
     def bindIndex(self, index, value):
         self._plan().bind(int(index), argument(value))
 
-    def result(self):
-        return self._result
-
-    def resultArgument(self):
-        return self._argument
+    result = reads("_result")
+    resultArgument = reads("_argument")
 
     def close(self):
         self.prepared.close()
@@ -67,8 +64,7 @@ class GraphHandle:
     def bind(self, step, name, value):
         self.graph.bind(int(step), str(name), argument(value))
 
-    def size(self):
-        return len(self.graph)
+    size = reads("graph", len)
 
     def close(self):
         self.graph.close()
@@ -81,14 +77,9 @@ class FusedHandle:
     def __init__(self, fused):
         self.fused = fused
 
-    def expression(self):
-        return self.fused.expression
-
-    def inputs(self):
-        return jpype.JArray(jpype.JString)(list(self.fused.inputs))
-
-    def output(self):
-        return self.fused.output
+    expression = reads("fused.expression")
+    inputs = reads("fused.inputs", lambda names: jpype.JArray(jpype.JString)(list(names)))
+    output = reads("fused.output")
 
     def call(self, jargs, jout):
         # (the caller's own handle when the result is ``out`` or one of the arguments)

@@ -13,6 +13,8 @@ typed crossing it replaced; as three parameters it costs what that did
 (benchmarks/results/issue12-java-host-pocl.md)."""
 from __future__ import annotations
 
+import functools
+
 import jpype
 
 from isthmus.buffer import Buffer
@@ -29,7 +31,6 @@ _OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM r
 # the crossing (measured: benchmarks/results/issue12-java-crossings-pocl.md).
 _SHAPES: dict[tuple, object] = {}
 _SHAPES_MAX = 1024
-_DTYPES: dict[object, object] = {}
 
 
 def op_function(name: str):
@@ -132,11 +133,9 @@ def _java_shape(shape: tuple):
     return jshape
 
 
+@functools.cache
 def _java_dtype(dtype):
-    name = _DTYPES.get(dtype)
-    if name is None:
-        name = _DTYPES[dtype] = jpype.JString(str(dtype))
-    return name
+    return jpype.JString(str(dtype))
 
 
 @implements("io.isthmus.spi.OpHandle")

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import traceback
+from typing import Callable
 
 import jpype
 
@@ -57,6 +59,16 @@ def spi(fn):
             raise java_error(exc) from None
     call.__isthmus_spi__ = True
     return jpype.JOverride(call)
+
+
+def reads(path: str, convert: Callable | None = None):
+    """An SPI method that answers with an attribute of what the handle wraps: ``path`` is dotted
+    from the handle (``"device.name"``), ``convert`` makes the value what Java expects."""
+    get = operator.attrgetter(path)
+
+    def method(self):
+        return get(self) if convert is None else convert(get(self))
+    return method
 
 
 def implements(interface: str):

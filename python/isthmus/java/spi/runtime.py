@@ -15,6 +15,13 @@ from .devices import device_handle
 from .proxy import implements
 
 
+def _into_new(name: str):
+    """A method of the deprecated one-method-per-op SPI: the op of one buffer, into a new one."""
+    def method(self, x):
+        return BufferHandle(ops.op_function(name)(buffer(x, "x")), owned=True)
+    return method
+
+
 @implements("io.isthmus.spi.Runtime")
 class Runtime:
     """The runtime attached to the JVM (``io.isthmus.Isthmus.get()``)."""
@@ -39,26 +46,16 @@ class Runtime:
     def axpy(self, a, x, y):
         isthmus.ops.axpy(float(a), buffer(x, "x"), buffer(y, "y"))
 
-    def sum(self, x):
-        return self._new("sum", x)
-
-    def max(self, x):
-        return self._new("max", x)
-
-    def softmax(self, x):
-        return self._new("softmax", x)
-
-    def transpose(self, x):
-        return self._new("transpose", x)
+    sum = _into_new("sum")
+    max = _into_new("max")
+    softmax = _into_new("softmax")
+    transpose = _into_new("transpose")
 
     def gemm(self, a, b, c, alpha, beta, trans_a, trans_b):
         cb = None if c is None else buffer(c, "c")
         out = isthmus.ops.gemm(buffer(a, "a"), buffer(b, "b"), cb, float(alpha), float(beta), trans_a=bool(trans_a),
                                trans_b=bool(trans_b))
         return c if out is cb and cb is not None else BufferHandle(out, owned=True)
-
-    def _new(self, name, x):
-        return BufferHandle(ops.op_function(name)(buffer(x, "x")), owned=True)
 
     def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
         return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
