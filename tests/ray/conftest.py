@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")
+if getattr(ray, "__file__", None) is None:  # this folder itself (a namespace package "ray") when Ray is absent
+    pytest.skip("Ray is not installed (pip install 'isthmus[ray]')", allow_module_level=True)
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parents[1] / "examples" / "ray"
