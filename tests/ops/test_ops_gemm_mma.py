@@ -154,6 +154,20 @@ def test_gemm_mma_rule_splits_k_for_few_long_tiles():
     pick = lambda m, n, k: gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}).get("SPLITK", 1)  # noqa: E731
     assert pick(16, 4096, 11008) == 4 and pick(64, 4096, 11008) == 4
     assert pick(16, 4096, 4096) == 1 and pick(16, 11008, 4096) == 1 and pick(4096, 4096, 16384) == 1
+    for m, n, k in [(16, 4096, 11008), (64, 4096, 8193), (16, 4096, 5000)]:  # the picks pass the restrictions
+        problem = {"m": m, "n": n, "k": k}
+        assert gemm_mma.FAMILY.is_valid(gemm_mma.FAMILY.defaults(dev, problem), dev, problem), problem
+
+
+def test_gemm_mma_tuning_space_keeps_its_size():
+    """The wgmma and split-K tunables add configs only where they apply (a Hopper device; skinny
+    problems with a long K): elsewhere the tuner's space is what it was without them."""
+    dev = _NvidiaLike("opencl", None, False)
+    space = list(gemm_mma.FAMILY.space(dev, {"m": 4096, "n": 4096, "k": 4096}))
+    assert all(p["WGMMA"] == 0 and p["SPLITK"] == 1 and p["STAGES"] <= 4 and p["WM"] <= 4 for p in space)
+    assert len(space) < 60000
+    skinny = {p["SPLITK"] for p in gemm_mma.FAMILY.space(dev, {"m": 16, "n": 4096, "k": 11008})}
+    assert skinny == {1, 2, 4}
 
 
 def test_gemm_mma_ring_bytes_match_the_kernel():

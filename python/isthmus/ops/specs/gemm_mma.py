@@ -77,9 +77,12 @@ FAMILY = Family(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
-              Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8),
-              Tunable("LDSM", (0, 1), 1), Tunable("ASYNC", (0, 1), 1), Tunable("SWZ", (0, 1), 0),
-              Tunable("PIPE", (0, 1), 1), Tunable("WGMMA", (0, 1), 0), Tunable("SPLITK", (1, 2, 4, 8, 16), 1)),
+              Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8), Tunable("WGMMA", (0, 1), 0),
+              # the mma.sync path's own choices (wgmma reads its operands from local memory itself)
+              *(Tunable(name, (0, 1), default, when=("WGMMA", (0,)))
+                for name, default in (("LDSM", 1), ("ASYNC", 1), ("SWZ", 0), ("PIPE", 1))),
+              # K splits: for the small tiles of problems with few of them (skinny x @ W.T)
+              Tunable("SPLITK", (1, 2, 4, 8), 1, when=("BM", (32, 64)))),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
@@ -91,7 +94,11 @@ FAMILY = Family(
                   # a warpgroup (4 warps of 16 rows) per 64 rows of the tile, whole 128-byte
                   # swizzle rows; the mma.sync path's own tunables stay at their defaults
                   "not WGMMA or (wgmma and BK == 64 and WN == 1 and WM * 16 == BM and BM % 64 == 0"
-                  " and BN in (64, 128, 256) and STAGES >= 3 and LDSM == 1 and SWZ == 0 and PIPE == 1)",
+                  " and BN in (64, 128, 256) and STAGES >= 3)",
+                  # what only wgmma's rings and warpgroups use, and splits only where few tiles meet a
+                  # long K: the tuner's space stays the size it had without them elsewhere
+                  "WGMMA or (STAGES <= 4 and WM <= 4)",
+                  "SPLITK == 1 or (min(m, n) <= 64 and k >= 2048 * SPLITK)",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
