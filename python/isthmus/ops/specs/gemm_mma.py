@@ -2,7 +2,9 @@
 transposes: ``C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]``.
 
 On devices with NVIDIA's ``mma.sync`` (CUDA, NVIDIA's OpenCL; ``Device.mma_sync``) the kernel uses
-inline PTX; every other device runs the portable path of the same source (``opencl/gemm_mma.cl``).
+inline PTX, on Hopper under CUDA (``Device.wgmma``) warpgroup MMA for all but skinny problems; every
+other device runs the portable path of the same source (``opencl/gemm_mma.cl``). Skinny problems with
+a long K are split over K (partial products in scratch, then one combine launch).
 ``isthmus.ops.gemm`` comes here for 16-bit float inputs.
 
 >>> a = dev.asarray(rng.standard_normal((64, 4096)).astype(ml_dtypes.bfloat16))
