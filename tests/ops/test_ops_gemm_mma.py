@@ -154,7 +154,8 @@ def test_gemm_mma_rule_splits_k_for_few_long_tiles():
     pick = lambda m, n, k: gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}).get("SPLITK", 1)  # noqa: E731
     assert pick(16, 4096, 11008) == 4 and pick(64, 4096, 11008) == 4
     assert pick(16, 4096, 4096) == 1 and pick(16, 11008, 4096) == 1 and pick(4096, 4096, 16384) == 1
-    for m, n, k in [(16, 4096, 11008), (64, 4096, 8193), (16, 4096, 5000)]:  # the picks pass the restrictions
+    assert pick(16, 128, 1 << 20) == 8  # at most SPLITK's largest value
+    for m, n, k in [(16, 4096, 11008), (64, 4096, 8193), (16, 4096, 5000), (16, 128, 1 << 20)]:  # valid picks
         problem = {"m": m, "n": n, "k": k}
         assert gemm_mma.FAMILY.is_valid(gemm_mma.FAMILY.defaults(dev, problem), dev, problem), problem
 

@@ -49,12 +49,15 @@ _WG_BIG = dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1)
 _WG_MID = dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)
 
 
+_SPLITS = (1, 2, 4, 8)  # SPLITK's values
+
+
 def _splits(tiles: int, k: int, units: int) -> int:
     """K splits for a problem of ``tiles`` work-groups: doubled while they stay within two a compute
     unit and each split keeps 4096 of K (measured: x @ W.T with 16 or 64 rows and K = 11008 ran 64
-    work-groups on the H200's 132 SMs at 0.4x torch)."""
+    work-groups on the H200's 132 SMs at 0.4x torch), up to SPLITK's largest value."""
     s = 1
-    while s < 16 and tiles * s * 2 <= 2 * units and k // (s * 2) >= 4096:
+    while s < _SPLITS[-1] and tiles * s <= units and k // (s * 2) >= 4096:
         s *= 2
     return s
 
@@ -84,7 +87,7 @@ FAMILY = Family(
               *(Tunable(name, (0, 1), default, when=("WGMMA", (0,)))
                 for name, default in (("LDSM", 1), ("ASYNC", 1), ("SWZ", 0), ("PIPE", 1))),
               # K splits: for the small tiles of problems with few of them (skinny x @ W.T)
-              Tunable("SPLITK", (1, 2, 4, 8), 1, when=("BM", (32, 64)))),
+              Tunable("SPLITK", _SPLITS, 1, when=("BM", (32, 64)))),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
