@@ -609,6 +609,18 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
             for (int j = 0; j < NI; ++j) mma16816(acc[i][j], af[f][i], bf[f][j][0], bf[f][j][1]);    \
     } while (0)
     int rs = 0, ws = AHEAD;  /* the stage read now, the stage refilled next */
+    /* queue the copies of K-step kt + AHEAD into stage ws (an empty group past the end, so that
+     * ASYNC_WAIT's count holds), and move ws on */
+#  define REFILL(kt)                                                                                 \
+    do {                                                                                             \
+        const int nk = (kt) + AHEAD;                                                                 \
+        if (nk < ntiles) {                                                                           \
+            LOAD_A(ws, nk * BK);                                                                     \
+            LOAD_B(ws, nk * BK);                                                                     \
+        }                                                                                            \
+        ASYNC_COMMIT();                                                                              \
+        ws = ws + 1 == STAGES ? 0 : ws + 1;                                                          \
+    } while (0)
 #  if WGMMA
     const int wg = warp >> 2;  /* this warpgroup: rows 64 * wg.. of the tile */
     float* const d = &acc[0][0][0];
@@ -617,15 +629,7 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
         ASYNC_WAIT();   /* this work-item's copies of the stage read now have landed */
         PROXY_FENCE();
         barrier(CLK_LOCAL_MEM_FENCE);  /* everyone's have; every warpgroup is done with kt - 2 */
-        {
-            const int nk = kt + AHEAD;
-            if (nk < ntiles) {
-                LOAD_A(ws, nk * BK);
-                LOAD_B(ws, nk * BK);
-            }
-            ASYNC_COMMIT();
-            ws = ws + 1 == STAGES ? 0 : ws + 1;
-        }
+        REFILL(kt);
         WG_FENCE_ACC();
         WG_FENCE();
 #    pragma unroll
@@ -647,15 +651,7 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
      * constants: an array indexed at run time would leave the registers. */
 #    define K16_STEP(kk)                                                                              \
     do {                                                                                             \
-        if ((kk) == 0) {                                                                             \
-            const int nk = kt + STAGES - 1;                                                          \
-            if (nk < ntiles) {                                                                       \
-                LOAD_A(ws, nk * BK);                                                                 \
-                LOAD_B(ws, nk * BK);                                                                 \
-            }                                                                                        \
-            ASYNC_COMMIT();                                                                          \
-            ws = ws + 1 == STAGES ? 0 : ws + 1;                                                      \
-        }                                                                                            \
+        if ((kk) == 0) REFILL(kt);                                                                   \
         if ((kk) == KS - 1) { /* the next stage has landed; every warp is done with the last one */ \
             ASYNC_WAIT();                                                                            \
             barrier(CLK_LOCAL_MEM_FENCE);                                                            \
@@ -688,15 +684,7 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
     for (int kt = 0; kt < ntiles; ++kt) {
         ASYNC_WAIT();
         barrier(CLK_LOCAL_MEM_FENCE);
-        {
-            const int nk = kt + STAGES - 1;
-            if (nk < ntiles) {
-                LOAD_A(ws, nk * BK);
-                LOAD_B(ws, nk * BK);
-            }
-            ASYNC_COMMIT();
-            ws = ws + 1 == STAGES ? 0 : ws + 1;
-        }
+        REFILL(kt);
 #    pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
             LOAD_FRAGS(af[0], bf[0], rs, kk);
