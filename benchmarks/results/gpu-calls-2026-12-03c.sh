@@ -1,0 +1,60 @@
+# GPU calls of session 2026-12-03c (run as: source .device/setup.sh && bash <script>)
+# ---- call 8 (.xfer/gpu8.sh) ----
+# GPU call 8 (session 2026-12-03c): softmax split rows as thread-block clusters (CUDA); NVIDIA OpenCL:
+# wgmma/cluster probe, narrow softmax re-tune, gemm 512^3 re-tune
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt
+python3 -c "import cupy, numpy, torch, sys; print(sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)" >> $OUT/gpu.txt
+el tests
+timeout 150 python3 -m pytest tests/ops/test_ops_softmax.py -q -p no:cacheprovider -rfE -x > $OUT/pytest-softmax.log 2>&1; tail -4 $OUT/pytest-softmax.log | cut -c1-300
+el variants
+timeout 100 python3 -m benchmarks softmax_variants --device cuda:0 --sizes 4096x32000,1024x128256 --out $OUT/var > $OUT/var.log 2>&1; grep "softmax\|Error" $OUT/var.log | cut -c1-200 | head -40
+el probe
+timeout 40 python3 .xfer/cl_probe.py > $OUT/probe.log 2>&1; cat $OUT/probe.log | cut -c1-300
+el tune
+mkdir -p $OUT/tune
+timeout 110 python3 -m benchmarks tune_gpu --device opencl:0 --kernels softmax --problem rows=65521,cols=257 --problem rows=262144,cols=128 --evals 66 --seconds 80 --out $OUT/tune --tag softmax > $OUT/tune.log 2>&1; tail -12 $OUT/tune.log | cut -c1-200
+timeout 80 python3 -m benchmarks tune_gpu --device opencl:0 --kernels gemm --problem m=512,n=512,k=512 --evals 80 --seconds 55 --out $OUT/tune --tag gemm512 > $OUT/tune2.log 2>&1; tail -8 $OUT/tune2.log | cut -c1-200
+(cd $OUT && tar czf tune.tgz --exclude="*.sqlite" tune var && rm -rf tune var)
+el done
+
+# ---- .xfer/cl_probe.py ----
+# """Does NVIDIA's OpenCL compiler take sm_90a-only PTX (wgmma) or cluster PTX in inline asm?"""
+# import pyopencl as cl
+# plat = [p for p in cl.get_platforms() if "NVIDIA" in p.name][0]
+# dev = plat.get_devices()[0]
+# ctx = cl.Context([dev])
+# print(dev.name, dev.version, dev.driver_version, "local mem", dev.local_mem_size)
+# for name, body in [("plain", ""), ("wgmma.fence", 'asm volatile("wgmma.fence.sync.aligned;");'),
+#                    ("cluster_ctarank", 'uint r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); y[1] = r;'),
+#                    ("barrier.cluster", 'asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;");')]:
+#     src = "__kernel void k(__global float* y) { %s y[0] = 1.0f; }" % body
+#     try:
+#         prg = cl.Program(ctx, src).build()
+#         ptx = prg.binaries[0].decode(errors="replace")
+#         tgt = [l for l in ptx.splitlines() if l.startswith(".target") or l.startswith(".version")]
+#         print(name, "built", tgt)
+#     except Exception as e:
+#         print(name, "FAILED", str(e)[:400].replace("\n", " | "))
+# ---- call 9 (.xfer/gpu9.sh) ----
+# GPU call 9 (session 2026-12-03c): vocabulary softmax with small groups and more splits (CUDA + NVIDIA OpenCL);
+# main's gemm_mma (REFILL, split cap) on the GPU; the sweep's gemm/softmax/transpose rows on NVIDIA OpenCL (CLBlast)
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+mkdir -p $OUT/r
+el variants
+timeout 80 python3 -m benchmarks softmax_variants --device cuda:0 --sizes 4096x32000,1024x128256 --out $OUT/r > $OUT/var-cuda.log 2>&1; grep "softmax\|transpose | 12345\|Error" $OUT/var-cuda.log | cut -c1-170 | head -40
+timeout 80 python3 -m benchmarks softmax_variants --device opencl:0 --sizes 4096x32000,1024x128256 --out $OUT/r > $OUT/var-ocl.log 2>&1; grep "softmax\|transpose | 12345\|Error" $OUT/var-ocl.log | cut -c1-170 | head -40
+el tests
+timeout 120 python3 -m pytest tests/ops/test_ops_gemm_mma.py -q -p no:cacheprovider -rfE > $OUT/pytest-gemm.log 2>&1; tail -3 $OUT/pytest-gemm.log
+el time
+timeout 90 python3 benchmarks/gemm_mma_gpu.py --device cuda:0 --precompile 14 --time 4096 8192 --configs final_wgmma --shapes-resolved > $OUT/time.log 2>&1; grep "^time" $OUT/time.log | awk '!seen[$0]++' | sed 's/time cuda:0 //' | cut -c1-160
+el sweep
+timeout 150 python3 -m benchmarks shapes --device opencl:0 --ops gemm,softmax,transpose --dtypes float32 --out $OUT/r --tag c9 > $OUT/shapes.log 2>&1; grep "^| " $OUT/shapes.log | cut -c1-170
+(cd $OUT && tar czf r.tgz r && rm -rf r)
+el done
