@@ -417,17 +417,20 @@ void softmax(const int rows, const int cols, __global const T* x, __global T* y,
         }
         sm[lid] = pm; ss[lid] = ps;
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* one item merges the SPLIT pairs (or the WG pairs of the whole row); not team_merge again:
-         * PoCL mishandles a function with barriers called from two places */
-        if (lid == 0) {
-            const int n = fail ? WG : SPLIT;
-            ACC mm = -INFINITY, u = (ACC)0;
-            for (int i = 0; i < n; ++i) mm = sm[i] > mm ? sm[i] : mm;
-            const ACC sh = SHIFT(mm);
-            for (int i = 0; i < n; ++i) u += ss[i] * exp(sm[i] - sh);
-            sm[0] = mm; ss[0] = u;
+        /* merge the SPLIT pairs (or the WG pairs of the whole row; both powers of two) into sm[0],
+         * ss[0] by halves: log2 steps, where one item merging them one by one kept the whole group
+         * waiting (the more groups a row has, the longer); not team_merge again: PoCL mishandles a
+         * function with barriers called from two places */
+        for (int h = (fail ? WG : SPLIT) / 2; h > 0; h /= 2) {
+            if (lid < h) {   /* reads [lid + h], which no item writes in this step */
+                const ACC m1 = sm[lid], m2 = sm[lid + h];
+                const ACC mm = m2 > m1 ? m2 : m1;
+                const ACC sh = SHIFT(mm);
+                ss[lid] = ss[lid] * exp(m1 - sh) + ss[lid + h] * exp(m2 - sh);
+                sm[lid] = mm;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
     const ACC mx = sm[base];
