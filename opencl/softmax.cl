@@ -168,17 +168,19 @@ static inline int split_wait(__global wsword* ws, long part, uint gen, ACC* m, A
 #else
     acc_words a, b;
     __global wsword* p = ws + 1 + part * 2 * WORDS;
+    wsword v[2 * WORDS];
+    for (int i = 0; i < 2 * WORDS; ++i)   /* every word's first read in flight at once */
+        v[i] = WS_READ(p + i);
     for (int i = 0; i < 2 * WORDS; ++i) {
-        wsword v = WS_READ(p + i);
-        for (int k = 0; (uint)(v >> 32) != gen; ++k) {
+        for (int k = 0; (uint)(v[i] >> 32) != gen; ++k) {
             if (k >= SPIN || *failed)
                 return 0;
-            v = WS_READ(p + i);
+            v[i] = WS_READ(p + i);
         }
         if (i < WORDS)
-            a.w[i] = (uint)v;
+            a.w[i] = (uint)v[i];
         else
-            b.w[i - WORDS] = (uint)v;
+            b.w[i - WORDS] = (uint)v[i];
     }
     *m = a.a;
     *s = b.a;

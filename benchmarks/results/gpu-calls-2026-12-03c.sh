@@ -58,3 +58,25 @@ el sweep
 timeout 150 python3 -m benchmarks shapes --device opencl:0 --ops gemm,softmax,transpose --dtypes float32 --out $OUT/r --tag c9 > $OUT/shapes.log 2>&1; grep "^| " $OUT/shapes.log | cut -c1-170
 (cd $OUT && tar czf r.tgz r && rm -rf r)
 el done
+# ---- call 10 (.xfer/gpu10.sh; .xfer/old = git archive 4902824 python opencl) ----
+# GPU call 10 (session 2026-12-03c): split rows' pairs merged by halves (softmax.cl) and ldmatrix lane
+# addresses set up once for padded tiles (gemm_mma.cl, SWZ=0: NVIDIA OpenCL's config): tests and timing
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+mkdir -p $OUT/r
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+el tests
+timeout 100 python3 -m pytest tests/ops/test_ops_softmax.py tests/ops/test_ops_gemm_mma.py -q -p no:cacheprovider -rfE > $OUT/pytest.log 2>&1; tail -3 $OUT/pytest.log | cut -c1-300
+el variants
+timeout 75 python3 -m benchmarks softmax_variants --device cuda:0 --sizes 4096x32000,1024x128256 --out $OUT/r > $OUT/var-cuda.log 2>&1; grep "| softmax\|Error" $OUT/var-cuda.log | cut -c1-150 | head -40
+timeout 75 python3 -m benchmarks softmax_variants --device opencl:0 --sizes 4096x32000,1024x128256 --out $OUT/r > $OUT/var-ocl.log 2>&1; grep "| softmax\|Error" $OUT/var-ocl.log | cut -c1-150 | head -40
+el gemm-ocl
+for round in 1 2; do for tree in old new; do
+  if [ $tree = old ]; then P=$PWD/.xfer/old; else P=$PWD; fi
+  PYTHONPATH=$P/python:${PYTHONPATH:-} ISTHMUS_KERNEL_DIR=$P/opencl timeout 70 python3 benchmarks/gemm_mma_gpu.py --device opencl:nvidia --time 4096 8192 --configs resolved --json $OUT/gemm-ocl.jsonl > $OUT/gemm-$tree-$round.log 2>&1
+  echo "$tree round $round"; grep "^time" $OUT/gemm-$tree-$round.log | sed 's/time opencl:[^ ]* //' | cut -c1-120
+done; done
+rm -f $OUT/gemm-*-2.log
+(cd $OUT && tar czf r.tgz r && rm -rf r)
+el done

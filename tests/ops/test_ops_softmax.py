@@ -228,14 +228,12 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert pick(1)[0] == pick(3)[0] == pick(512)[0] == "narrow"
     assert pick(4096) == ("held", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1})  # the H200's tuned one
     assert pick(8192)[1] == {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1}
-    # vocabulary widths: split into chunks of 4096 held by groups of 64 (the best measured), past
-    # 64 of them chunks of 8192 held by groups of 256
-    assert pick(32000) == ("split", {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": 8})
+    # vocabulary widths: split into chunks of 8192 held by groups of 128 (the best measured)
+    assert pick(32000) == ("split", {"WG": 128, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": 4})
     assert pick(32000, "float64") == pick(32000)
-    assert pick(128256) == ("split", {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": 32})
-    assert pick(8193)[1]["SPLIT"] == 4 and pick(8192)[1]["SPLIT"] == 1
-    assert pick(1 << 18)[1]["SPLIT"] == 64 and pick((1 << 18) + 1) == (
-        "split", {"WG": 256, "RPG": 1, "VPT": 8, "CACHE": 4, "SPLIT": 64})
+    assert pick(128256) == ("split", {"WG": 128, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": 16})
+    assert pick(8193)[1]["SPLIT"] == 2 and pick(8192)[1]["SPLIT"] == 1
+    assert pick(1 << 19)[1]["SPLIT"] == 64
     assert pick((1 << 19) + 1) == ("two-pass", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0, "SPLIT": 1})
     # a CPU: a row per item at every width, about rows/8 rows per group (at most 64)
     def cpu(rows, cols):
