@@ -84,7 +84,8 @@ def _run(args) -> int:
         with open(args.json, "w") as f:
             json.dump(result.to_json(), f, indent=1)
     if args.plot:
-        plot(result, args.plot, device_name=dev.name)
+        fig = figure(result, device_name=dev.name)
+        fig.savefig(args.plot, dpi=110)  # PNG, SVG, PDF: by its suffix
         console.print(f"plot written to {args.plot}")
     return 0 if math.isfinite(result.best_ms) else 1
 
@@ -97,10 +98,8 @@ def table(result):
     t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
                     f"{len(result.evaluations)} of {result.space_size} configs "
                     f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
-    t.add_column("config")
-    t.add_column("params")
-    t.add_column("time (ms)", justify="right")
-    t.add_column("vs default", justify="right")
+    for col, justify in (("config", "left"), ("params", "left"), ("time (ms)", "right"), ("vs default", "right")):
+        t.add_column(col, justify=justify)
     ranked = ranking(result)
     default = dict(result.default)
     for i, (params, ms) in enumerate(ranked[:5]):
@@ -152,22 +151,10 @@ def _time_unit(values_ms: list[float]) -> tuple[str, float]:
     return "s", 1e-3
 
 
-def plot(result, path: str, device_name: str | None = None) -> None:
-    """Write :func:`figure` to ``path`` (PNG, SVG, PDF: by its suffix)."""
-    import matplotlib.pyplot as plt
-
-    fig = figure(result, device_name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def figure(result, device_name: str | None = None):
     """Time of each evaluated config in search order (failures marked at the top), the best so
     far, the default's time as a line, and the best config's parameters written on the figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no global figure to close, the user's backend untouched
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     xs = list(range(1, len(result.evaluations) + 1))
@@ -179,7 +166,8 @@ def figure(result, device_name: str | None = None):
     for e in result.evaluations:
         best = min(best, e.cost)
         curve.append(best * k if math.isfinite(best) else float("nan"))
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig = Figure(figsize=(9, 5))
+    ax = fig.subplots()
     if ok:
         ax.scatter([i for i, _ in ok], [t * k for _, t in ok], s=16, alpha=0.55, label="median time of a config")
     ax.step(xs, curve, where="post", color="black", linewidth=1.4, label="best so far")
