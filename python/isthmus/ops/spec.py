@@ -17,6 +17,7 @@ and the tunable kernels users declare (``isthmus.tune.declare``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -77,7 +78,6 @@ class OpSpec:
     tolerance: float = 4.0  # relative error allowed, in units of the dtype's (workloads.tolerance)
     summary: str = ""  # one line, for listings and opencl/README.md
     library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
-    _compiled: list = field(default_factory=list, compare=False, repr=False)
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -107,10 +107,9 @@ class OpSpec:
             params.update(self.rule(buckets, device, dtype, dict(params)))
         return params
 
-    def _restriction_code(self):
-        if not self._compiled:
-            self._compiled.extend(compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions)
-        return self._compiled
+    @functools.cached_property
+    def _restriction_code(self) -> list:
+        return [compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions]
 
     def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
         for t in self.tunables:
@@ -126,7 +125,7 @@ class OpSpec:
                    "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
                    "min": min, "max": max})
         ns.update(params)
-        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code())
+        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code)
 
     def space(self, device, problem: dict | None = None, dtype: DType | None = None) -> Iterator[dict]:
         """Every valid combination of tunable values (the search space)."""

@@ -9,9 +9,9 @@ Every evaluation is stored in the database as it happens, so a killed run keeps 
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
-import statistics
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ import numpy as np
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
 from ..graph import Graph
+from ..measure import device_times
 from ..ops.resolve import default_config
 from . import strategies
 from .space import Config, Space
@@ -136,17 +137,10 @@ class Bench:
         except Exception:  # a target that cannot be captured is timed launch by launch
             graph.close()
             graph, inner = None, 1
+        cycle = itertools.cycle(sets)
         try:
-            step = graph.launch if graph is not None else (lambda: self._run(params, sets[r % len(sets)]))
-            for r in range(m.warmup):
-                step()
-            dev.synchronize()
-            times = []
-            for r in range(max(1, m.repeat)):
-                with dev.timer() as t:
-                    step()
-                times.append(t.ms / inner)
-            return statistics.median(times)
+            step = graph.launch if graph is not None else (lambda: self._run(params, next(cycle)))
+            return device_times(dev, step, repeat=max(1, m.repeat), warmup=m.warmup).median / inner
         finally:
             if graph is not None:
                 graph.close()
