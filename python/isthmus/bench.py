@@ -19,10 +19,9 @@ import functools
 import numpy as np
 
 from . import measure
-from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
 from .device import Recorder, device
-from .measure import device_ms, host_ms, per_call_us
+from .measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
 from .ops.registry import FAMILIES
 from .workloads import sizes_for, standard, tolerance
 

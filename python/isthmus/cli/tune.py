@@ -58,13 +58,11 @@ def _run(args) -> int:
     if args.plot:
         check_plot(args.plot)
     dev = get_device(args.device)
-    problem = dict(args.size)
     state = {"best": math.inf, "failed": 0}
-    total = args.budget
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("best {task.fields[best]}  failed {task.fields[failed]}"), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
-        task = progress.add_task(f"tune {args.kernel} on {dev.id}", total=total, best="-", failed=0)
+        task = progress.add_task(f"tune {args.kernel} on {dev.id}", total=args.budget, best="-", failed=0)
 
         def on_evaluation(ev):
             if ev.status == "ok":
@@ -74,15 +72,14 @@ def _run(args) -> int:
             progress.update(task, advance=1, best=f"{state['best']:.4g} ms" if math.isfinite(state["best"]) else "-",
                             failed=state["failed"])
 
-        result = tune(args.kernel, device=dev, problem=problem, strategy=args.strategy,
+        result = tune(args.kernel, device=dev, problem=dict(args.size), strategy=args.strategy,
                       budget=Budget(args.budget, args.seconds) if args.budget or args.seconds else None,
                       seed=args.seed, dtype=args.dtype, measure=Measure(repeat=args.repeat),
                       database=not args.no_db, on_evaluation=on_evaluation)
         progress.update(task, total=len(result.evaluations), completed=len(result.evaluations))
     Console().print(table(result))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.to_json(), f, indent=1)
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
     if args.plot:
         fig = figure(result, device_name=dev.name)
         fig.savefig(args.plot, dpi=110)  # PNG, SVG, PDF: by its suffix

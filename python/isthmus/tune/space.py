@@ -82,8 +82,7 @@ class Space:
             steps = [s - pos for s in range(len(t.values)) if s != pos] if jump else (-1, 1)
             for step in steps:
                 if 0 <= pos + step < len(t.values):
-                    cand = dict(config)
-                    cand[t.name] = t.values[pos + step]
+                    cand = {**config, t.name: t.values[pos + step]}
                     if cand in self:
                         out.append(cand)
         return out

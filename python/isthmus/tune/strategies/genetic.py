@@ -29,9 +29,7 @@ def tune(space, cost, rng, options: dict) -> None:
             return
         nxt = [c for _, _, c in scored[:options["elite"]]]
         while len(nxt) < size:
-            a, b = _pick(scored, rng), _pick(scored, rng)
-            child = _child(space, a, b, rng, options["mutation"])
-            nxt.append(child)
+            nxt.append(_child(space, _pick(scored, rng), _pick(scored, rng), rng, options["mutation"]))
         population = nxt
 
 
