@@ -45,9 +45,8 @@ class TuneRun:
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
-    result = tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
-                 budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype))
-    return TuneRun(result)
+    return TuneRun(tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
+                         budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype)))
 
 
 def tuned_config(kernel, device, problem, dtype):
