@@ -117,11 +117,9 @@ def ranking(result) -> list[tuple[dict, float]]:
     measured = [(dict(e.params), e.time_ms) for e in result.evaluations if e.status == "ok"]
     if result.default_ms is not None:
         measured.append((dict(result.default), result.default_ms))
-    for params, ms in measured:
-        key = tuple(sorted(params.items()))
-        if key not in best or ms < best[key][1]:
-            best[key] = (params, ms)
-    return sorted(best.values(), key=lambda pm: pm[1])
+    for params, ms in sorted(measured, key=lambda pm: pm[1]):  # (a config's fastest time is its first)
+        best.setdefault(tuple(sorted(params.items())), (params, ms))
+    return list(best.values())
 
 
 def _params(p: dict) -> str:

@@ -115,30 +115,27 @@ class OpSpec:
         for t in self.tunables:
             if params.get(t.name) not in t.values or (params[t.name] != t.default and not t.applies(params)):
                 return False
-        ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
-        ns.update(problem or {})
-        ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
-                   # what a kernel that takes its local memory at launch may use (CUDA's opt-in
-                   # dynamic shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
-                   "local_mem_optin": device.local_mem_optin or device.local_mem_size,
-                   "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
-                   "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
-                   "min": min, "max": max})
-        ns.update(params)
+        ns = {**{p: 1 << 20 for p in self.problem},  # a space asked for without a problem: assume a large one
+              **(problem or {}), "max_work_group_size": device.max_work_group_size,
+              "local_mem_size": device.local_mem_size,
+              # what a kernel that takes its local memory at launch may use (CUDA's opt-in dynamic
+              # shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
+              "local_mem_optin": device.local_mem_optin or device.local_mem_size,
+              "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
+              "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+              "min": min, "max": max, **params}
         return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code)
 
     def space(self, device, problem: dict | None = None, dtype: DType | None = None) -> Iterator[dict]:
         """Every valid combination of tunable values (the search space)."""
-        names = [t.name for t in self.tunables]
-
         def walk(i, acc):
-            if i == len(names):
+            if i == len(self.tunables):
                 if self.is_valid(acc, device, problem, dtype):
                     yield dict(acc)
                 return
             t = self.tunables[i]
             for v in t.values if t.applies(acc) else (t.default,):
-                acc[names[i]] = v
+                acc[t.name] = v
                 yield from walk(i + 1, acc)
         yield from walk(0, {})
 
