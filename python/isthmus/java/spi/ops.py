@@ -56,8 +56,6 @@ def call(fn, jargs, jout, joptions):
     # Indexing a Java Object[] is cheaper than iterating it through JPype; each element is read once.
     jobjs = [jargs[i] for i in range(len(jargs))]
     args = [argument(j) for j in jobjs]
-    if jout is None and joptions is None:
-        return op_result(fn(*args), args, jobjs, None, None)
     kwargs = {} if joptions is None else options(joptions)
     out = None
     if jout is not None:
