@@ -167,9 +167,8 @@ class Report:
         self.sections.append(markdown.strip("\n"))
 
     def document(self) -> dict:
-        return {"suite": self.suite, "title": self.title, "date": self.date, "command": self.command,
-                "devices": self.devices, "machine": self.machine, "notes": self.notes,
-                "data": self.data}
+        fields = ("suite", "title", "date", "command", "devices", "machine", "notes", "data")
+        return {f: getattr(self, f) for f in fields}
 
     def header(self) -> list[str]:
         m = self.machine

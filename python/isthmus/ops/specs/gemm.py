@@ -232,14 +232,6 @@ def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, in
     return batch, am, bn, ak, sa, sb
 
 
-def _check_c(c, a: Buffer, shape: tuple) -> Buffer:
-    c = checks.buffer("gemm", "c", c)
-    checks.like("gemm", a, "c", c)
-    if c.shape != shape:
-        raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape}")
-    return c
-
-
 def _check_out_dtype(out_dtype, dt) -> None:
     if out_dtype is None:
         return
@@ -276,11 +268,13 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
     c_shape = (batch, m, n) if 3 in (a.ndim, b.ndim) else (m, n)
-    if c is None:
-        if beta != 0:
-            raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
-    else:
-        c = _check_c(c, a, c_shape)
+    if c is not None:
+        c = checks.buffer("gemm", "c", c)
+        checks.like("gemm", a, "c", c)
+        if c.shape != c_shape:
+            raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {c_shape}")
+    elif beta != 0:
+        raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     first, combine, c_shape, c_nbytes, partial_nbytes = plan(
         FAMILY, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
         lambda: _steps(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
