@@ -61,8 +61,7 @@ class DirectCalls:
 
     def __init__(self, dev, rec: Recording):
         self.rec = rec  # keeps the recorded buffers alive
-        # the packed arguments as the backend's own call takes them (isthmus packs a buffer as an
-        # object that holds its memory); the recording keeps the buffers alive
+        # the packed arguments as the backend's call takes them (isthmus packs a buffer as an object holding its memory)
         self.calls = [dev._direct_call(k, g, loc, [dev._native_arg(v) for v in packed])
                       for k, g, loc, packed in rec.launches]
 

@@ -160,8 +160,7 @@ class OpSpec:
             if dt.name == "bfloat16" and acc == "float":  # ushort bits that LOAD/STORE convert
                 defines["IS_BF16"] = 1
             program = Program.build(device, self.source_text(), defines, self.entries[0])
-            found = {name: program.kernel(name) for name in self.entries}
-            device._kernels[key] = found
+            found = device._kernels[key] = {name: program.kernel(name) for name in self.entries}
         return found
 
 

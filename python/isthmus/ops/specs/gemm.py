@@ -139,21 +139,18 @@ FAMILY = Family(
     cpu_defaults=(("VARIANT", 2), ("CM", 8), ("CN", 2), ("CV", 16), ("CR", 16)),
     rule=_rule,
 )
-_FAMILIES = {}
 # CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
 # batch entries in a loop over the group id, so every backend launches at most this many there.
 GRID_YZ_MAX = 65535
 
 
+@functools.cache  # (one spec per pair: True and 1 are one key)
 def family_for(trans_a: bool, trans_b: bool) -> Family:
     """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
-    key = (int(trans_a), int(trans_b))
-    found = _FAMILIES.get(key)
-    if found is None:
-        found = _FAMILIES[key] = FAMILY if key == (0, 0) else dataclasses.replace(
-            FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])),
-            rule=functools.partial(_rule, trans=(bool(key[0]), bool(key[1]))))
-    return found
+    if not trans_a and not trans_b:
+        return FAMILY
+    return dataclasses.replace(FAMILY, defines=(("TRANS_A", int(trans_a)), ("TRANS_B", int(trans_b))),
+                               rule=functools.partial(_rule, trans=(bool(trans_a), bool(trans_b))))
 
 
 def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
