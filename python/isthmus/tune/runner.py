@@ -69,7 +69,7 @@ class Evaluation:
 
 @dataclass
 class Bench:
-    """The inputs of one tuning run on a device: several input sets, their references, the check."""
+    """The inputs of one tuning run on a device: several input sets, the first one's reference, the check."""
 
     target: Target
     device: object
