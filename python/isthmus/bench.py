@@ -19,10 +19,9 @@ import functools
 import numpy as np
 
 from . import measure
-from .measure import copy_bandwidth, machine  # noqa: F401 - bench's public names before isthmus.measure had them
 from .buffer import Buffer
 from .device import Recorder, device
-from .measure import device_ms, host_ms, per_call_us
+from .measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
 from .ops.registry import FAMILIES
 from .workloads import sizes_for, standard, tolerance
 
@@ -62,8 +61,7 @@ class DirectCalls:
 
     def __init__(self, dev, rec: Recording):
         self.rec = rec  # keeps the recorded buffers alive
-        # the packed arguments as the backend's own call takes them (isthmus packs a buffer as an
-        # object that holds its memory); the recording keeps the buffers alive
+        # the packed arguments as the backend's call takes them (isthmus packs a buffer as an object holding its memory)
         self.calls = [dev._direct_call(k, g, loc, [dev._native_arg(v) for v in packed])
                       for k, g, loc, packed in rec.launches]
 

@@ -20,6 +20,7 @@ def _devices(args) -> int:
         print(json.dumps([d.info() for d in found], indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="isthmus devices")
@@ -28,8 +29,6 @@ def _devices(args) -> int:
     for d in found:
         table.add_row(d.id, d.name, d.vendor, d.kind, f"{d.memory / 2**30:.1f} GiB", str(d.compute_units),
                       str(d.max_work_group_size), d.driver_version, " ".join(d.dtypes))
-    from rich.markup import escape
-
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(table)
     for name, why in sorted(_problems.items()):

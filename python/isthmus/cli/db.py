@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(args) -> int:
+    from rich.console import Console
     from rich.table import Table
 
     store = db.bundled() if args.bundled else db.user()
@@ -52,7 +53,8 @@ def _show(args) -> int:
     for e in doc["entries"]:
         dev = e["device"]
         speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") and e["time_ms"] > 0 else "-"
-        current = _current(e)
+        family = kernel_family(e["kernel"])  # current: tuned for the kernel source (and options) this isthmus has
+        current = family is not None and fingerprint(family, e["dtype"]) == (e["source_hash"], e["options"])
         stale += not current
         t.add_row(e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
                   " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
@@ -61,21 +63,9 @@ def _show(args) -> int:
     if stale:
         t.caption = (f"{stale} configs were tuned for another version of their kernel's source: launches do not "
                      f"use them (retune, or regenerate the bundled ones with benchmarks/tune_gpu.py)")
-    _console().print(t)
+    # a terminal gets its own width; a pipe or file gets rows that are never cut or wrapped
+    (Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)).print(t)
     return 0
-
-
-def _console():
-    """A terminal gets its own width; a pipe or file gets rows that are never cut or wrapped."""
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
-
-
-def _current(entry: dict) -> bool:
-    """Whether the entry was tuned for the kernel source (and options) this isthmus has."""
-    family = kernel_family(entry["kernel"])
-    return family is not None and fingerprint(family, entry["dtype"]) == (entry["source_hash"], entry["options"])
 
 
 def _export(args) -> int:

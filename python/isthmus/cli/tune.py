@@ -58,13 +58,11 @@ def _run(args) -> int:
     if args.plot:
         check_plot(args.plot)
     dev = get_device(args.device)
-    problem = dict(args.size)
     state = {"best": math.inf, "failed": 0}
-    total = args.budget
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("best {task.fields[best]}  failed {task.fields[failed]}"), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
-        task = progress.add_task(f"tune {args.kernel} on {dev.id}", total=total, best="-", failed=0)
+        task = progress.add_task(f"tune {args.kernel} on {dev.id}", total=args.budget, best="-", failed=0)
 
         def on_evaluation(ev):
             if ev.status == "ok":
@@ -74,17 +72,17 @@ def _run(args) -> int:
             progress.update(task, advance=1, best=f"{state['best']:.4g} ms" if math.isfinite(state["best"]) else "-",
                             failed=state["failed"])
 
-        result = tune(args.kernel, device=dev, problem=problem, strategy=args.strategy,
+        result = tune(args.kernel, device=dev, problem=dict(args.size), strategy=args.strategy,
                       budget=Budget(args.budget, args.seconds) if args.budget or args.seconds else None,
                       seed=args.seed, dtype=args.dtype, measure=Measure(repeat=args.repeat),
                       database=not args.no_db, on_evaluation=on_evaluation)
         progress.update(task, total=len(result.evaluations), completed=len(result.evaluations))
     Console().print(table(result))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result.to_json(), f, indent=1)
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
     if args.plot:
-        plot(result, args.plot, device_name=dev.name)
+        fig = figure(result, device_name=dev.name)
+        fig.savefig(args.plot, dpi=110)  # PNG, SVG, PDF: by its suffix
         console.print(f"plot written to {args.plot}")
     return 0 if math.isfinite(result.best_ms) else 1
 
@@ -97,10 +95,8 @@ def table(result):
     t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
                     f"{len(result.evaluations)} of {result.space_size} configs "
                     f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
-    t.add_column("config")
-    t.add_column("params")
-    t.add_column("time (ms)", justify="right")
-    t.add_column("vs default", justify="right")
+    for col, justify in (("config", "left"), ("params", "left"), ("time (ms)", "right"), ("vs default", "right")):
+        t.add_column(col, justify=justify)
     ranked = ranking(result)
     default = dict(result.default)
     for i, (params, ms) in enumerate(ranked[:5]):
@@ -121,11 +117,9 @@ def ranking(result) -> list[tuple[dict, float]]:
     measured = [(dict(e.params), e.time_ms) for e in result.evaluations if e.status == "ok"]
     if result.default_ms is not None:
         measured.append((dict(result.default), result.default_ms))
-    for params, ms in measured:
-        key = tuple(sorted(params.items()))
-        if key not in best or ms < best[key][1]:
-            best[key] = (params, ms)
-    return sorted(best.values(), key=lambda pm: pm[1])
+    for params, ms in sorted(measured, key=lambda pm: pm[1]):  # (a config's fastest time is its first)
+        best.setdefault(tuple(sorted(params.items())), (params, ms))
+    return list(best.values())
 
 
 def _params(p: dict) -> str:
@@ -152,22 +146,10 @@ def _time_unit(values_ms: list[float]) -> tuple[str, float]:
     return "s", 1e-3
 
 
-def plot(result, path: str, device_name: str | None = None) -> None:
-    """Write :func:`figure` to ``path`` (PNG, SVG, PDF: by its suffix)."""
-    import matplotlib.pyplot as plt
-
-    fig = figure(result, device_name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def figure(result, device_name: str | None = None):
     """Time of each evaluated config in search order (failures marked at the top), the best so
     far, the default's time as a line, and the best config's parameters written on the figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no global figure to close, the user's backend untouched
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     xs = list(range(1, len(result.evaluations) + 1))
@@ -179,7 +161,8 @@ def figure(result, device_name: str | None = None):
     for e in result.evaluations:
         best = min(best, e.cost)
         curve.append(best * k if math.isfinite(best) else float("nan"))
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig = Figure(figsize=(9, 5))
+    ax = fig.subplots()
     if ok:
         ax.scatter([i for i, _ in ok], [t * k for _, t in ok], s=16, alpha=0.55, label="median time of a config")
     ax.step(xs, curve, where="post", color="black", linewidth=1.4, label="best so far")

@@ -68,11 +68,7 @@ def classpath(extra=None) -> list[str]:
     if isinstance(extra, str):
         extra = extra.split(os.pathsep)
     given = [str(e) for e in [*knobs.classpath(), *(extra or ())] if str(e)]
-    out: list[str] = []
-    for entry in [*isthmus_classpath(given), *given]:
-        if entry not in out:
-            out.append(entry)
-    return out
+    return list(dict.fromkeys([*isthmus_classpath(given), *given]))  # each entry once, in order
 
 
 def started() -> bool:

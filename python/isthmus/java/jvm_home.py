@@ -52,10 +52,7 @@ def _jdk_home() -> Path | None:
         libjvm = Path(knobs.jvm_path() or jpype.getDefaultJVMPath()).resolve()
     except Exception:  # noqa: BLE001 - no JPype or no JVM: bin/java will say so when it runs
         return None
-    for parent in libjvm.parents:
-        if (parent / "bin" / "java").exists() or (parent / "release").is_file():
-            return parent
-    return None
+    return next((p for p in libjvm.parents if (p / "bin" / "java").exists() or (p / "release").is_file()), None)
 
 
 def _java_version(jdk: Path | None) -> str:

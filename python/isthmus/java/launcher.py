@@ -70,10 +70,8 @@ def _jar_command(jar: Path, args: list[str], jvm_args: list[str]) -> Command:
     main = manifest.get("Main-Class")
     if not main:
         raise UsageError(f"no main manifest attribute, in {jar}")
-    cp = [str(jar)]
-    for url in manifest.get("Class-Path", "").split():
-        path = Path(url.removeprefix("file:"))
-        cp.append(str(path if path.is_absolute() else jar.parent / path))
+    # Class-Path entries are relative to the jar's folder (an absolute one stays itself under pathlib's /)
+    cp = [str(jar), *(str(jar.parent / url.removeprefix("file:")) for url in manifest.get("Class-Path", "").split())]
     return Command(main, tuple(args), tuple(cp), tuple(jvm_args))
 
 
@@ -124,8 +122,7 @@ def _join_non_daemon_threads() -> None:
 
     done = threading.Event()
     main = jpype.JClass("java.lang.Thread").currentThread()
-    helper = threading.Thread(target=_join_in_java, args=(main, done), name="isthmus-join-java-threads", daemon=True)
-    helper.start()
+    threading.Thread(target=_join_in_java, args=(main, done), name="isthmus-join-java-threads", daemon=True).start()
     done.wait()
 
 

@@ -67,18 +67,12 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     prog = argv[0] if argv else "python"
     if prog.endswith("__main__.py"):
         prog = f"python -m {Path(prog).parent.name}"
-    elif prog.endswith(".py"):
-        prog = f"python {_relative(prog)}"
+    elif prog.endswith(".py"):  # relative to the current folder when below it
+        script = Path(prog).resolve()
+        prog = f"python {script.relative_to(Path.cwd()).as_posix() if script.is_relative_to(Path.cwd()) else prog}"
     else:
         prog = Path(prog).name
     return " ".join([prog, *(shlex.quote(a) for a in argv[1:])])
-
-
-def _relative(path: str) -> str:
-    try:
-        return Path(path).resolve().relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path
 
 
 # ---- result names -----------------------------------------------------------------------------
@@ -173,9 +167,8 @@ class Report:
         self.sections.append(markdown.strip("\n"))
 
     def document(self) -> dict:
-        return {"suite": self.suite, "title": self.title, "date": self.date, "command": self.command,
-                "devices": self.devices, "machine": self.machine, "notes": self.notes,
-                "data": self.data}
+        fields = ("suite", "title", "date", "command", "devices", "machine", "notes", "data")
+        return {f: getattr(self, f) for f in fields}
 
     def header(self) -> list[str]:
         m = self.machine

@@ -181,18 +181,17 @@ def per_call_times(fn: Callable[[], object], calls: int, sync: Callable[[], obje
     ``per_call`` launches counts as that many. ``clock``: seconds from the wall clock, or e.g.
     ``time.thread_time`` for the calling thread's CPU time (which other processes disturb less)."""
     _check_counts(calls=calls, rounds=rounds, warmup=warmup, per_call=per_call)
+    sync = sync or (lambda: None)
     for _ in range(warmup):
         fn()
-    if sync:
-        sync()
+    sync()
     times = []
     for _ in range(rounds):
         t0 = clock()
         for _ in range(calls):
             fn()
         t1 = clock()
-        if sync:
-            sync()
+        sync()
         times.append((t1 - t0) / (calls * per_call) * 1e6)
     return Sample.of(times)
 

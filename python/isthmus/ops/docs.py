@@ -46,8 +46,7 @@ def section(spec) -> str:
 def render(text: str) -> str:
     """``text`` (the README) with everything below the marker rewritten from the registry."""
     head = text.split(MARK, 1)[0].rstrip() + "\n\n"
-    specs = [registry.get(n) for n in registry.names()]
-    shipped = [s for s in specs if s.name in registry._shipped]
+    shipped = [registry.get(n) for n in registry.names() if n in registry._shipped]
     return head + MARK + "\n\n" + "\n\n".join(section(s) for s in shipped) + "\n"
 
 
@@ -58,12 +57,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     text = args.readme.read_text()
     want = render(text)
-    if args.check:
-        if want != text:
-            print(f"{args.readme} is out of date: run python -m isthmus.ops.docs {args.readme}", file=sys.stderr)
-            return 1
-        return 0
-    args.readme.write_text(want)
+    if not args.check:
+        args.readme.write_text(want)
+    elif want != text:
+        print(f"{args.readme} is out of date: run python -m isthmus.ops.docs {args.readme}", file=sys.stderr)
+        return 1
     return 0
 
 

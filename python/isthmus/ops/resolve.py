@@ -29,7 +29,6 @@ config_source: list[Callable] = []
 # (spec, params) that resolve() returns in this context: how the tuner launches a candidate config
 # through the op's own run() without touching what other threads resolve
 _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
-forcing = _forced.get  # () -> the forced (spec, params) of this context, or None
 
 
 def plan(spec: OpSpec, key, make: Callable[[], Any]):
@@ -85,16 +84,14 @@ def default_config(spec: OpSpec, device, problem: dict, dt: DType) -> dict:
     default = spec.defaults(device, problem, dt)
     if spec.is_valid(default, device, problem, dt):
         return default
-    best = None
-    for params in spec.space(device, problem, dt):
-        dist = sum(abs(math.log2(params[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int)
-                   else params[k] != default[k] for k in params)
-        if best is None or dist < best[0]:
-            best = (dist, params)
+    # the nearest valid config: the least sum of log2 distances (integers) and mismatches (others)
+    best = min(spec.space(device, problem, dt), default=None, key=lambda p: sum(
+        abs(math.log2(p[k] + 1) - math.log2(default[k] + 1)) if isinstance(default[k], int) else p[k] != default[k]
+        for k in p))
     if best is None:
         raise InvalidArgumentError(f"{spec.name}: no configuration fits {device.id} (limits: work-group "
                                    f"{device.max_work_group_size}, local memory {device.local_mem_size} bytes)")
-    return best[1]
+    return best
 
 
 def forget_resolved() -> None:

@@ -17,6 +17,7 @@ and the tunable kernels users declare (``isthmus.tune.declare``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -77,7 +78,6 @@ class OpSpec:
     tolerance: float = 4.0  # relative error allowed, in units of the dtype's (workloads.tolerance)
     summary: str = ""  # one line, for listings and opencl/README.md
     library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
-    _compiled: list = field(default_factory=list, compare=False, repr=False)
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -107,39 +107,35 @@ class OpSpec:
             params.update(self.rule(buckets, device, dtype, dict(params)))
         return params
 
-    def _restriction_code(self):
-        if not self._compiled:
-            self._compiled.extend(compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions)
-        return self._compiled
+    @functools.cached_property
+    def _restriction_code(self) -> list:
+        return [compile(r, f"<{self.name} restriction>", "eval") for r in self.restrictions]
 
     def is_valid(self, params: dict, device, problem: dict | None = None, dtype: DType | None = None) -> bool:
         for t in self.tunables:
             if params.get(t.name) not in t.values or (params[t.name] != t.default and not t.applies(params)):
                 return False
-        ns = {p: 1 << 20 for p in self.problem}  # a space asked for without a problem: assume a large one
-        ns.update(problem or {})
-        ns.update({"max_work_group_size": device.max_work_group_size, "local_mem_size": device.local_mem_size,
-                   # what a kernel that takes its local memory at launch may use (CUDA's opt-in
-                   # dynamic shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
-                   "local_mem_optin": device.local_mem_optin or device.local_mem_size,
-                   "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
-                   "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
-                   "min": min, "max": max})
-        ns.update(params)
-        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code())
+        ns = {**{p: 1 << 20 for p in self.problem},  # a space asked for without a problem: assume a large one
+              **(problem or {}), "max_work_group_size": device.max_work_group_size,
+              "local_mem_size": device.local_mem_size,
+              # what a kernel that takes its local memory at launch may use (CUDA's opt-in dynamic
+              # shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
+              "local_mem_optin": device.local_mem_optin or device.local_mem_size,
+              "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
+              "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+              "min": min, "max": max, **params}
+        return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code)
 
     def space(self, device, problem: dict | None = None, dtype: DType | None = None) -> Iterator[dict]:
         """Every valid combination of tunable values (the search space)."""
-        names = [t.name for t in self.tunables]
-
         def walk(i, acc):
-            if i == len(names):
+            if i == len(self.tunables):
                 if self.is_valid(acc, device, problem, dtype):
                     yield dict(acc)
                 return
             t = self.tunables[i]
             for v in t.values if t.applies(acc) else (t.default,):
-                acc[names[i]] = v
+                acc[t.name] = v
                 yield from walk(i + 1, acc)
         yield from walk(0, {})
 
@@ -164,8 +160,7 @@ class OpSpec:
             if dt.name == "bfloat16" and acc == "float":  # ushort bits that LOAD/STORE convert
                 defines["IS_BF16"] = 1
             program = Program.build(device, self.source_text(), defines, self.entries[0])
-            found = {name: program.kernel(name) for name in self.entries}
-            device._kernels[key] = found
+            found = device._kernels[key] = {name: program.kernel(name) for name in self.entries}
         return found
 
 

@@ -52,7 +52,6 @@ def run_local(task, shards, device=None, *, classpath=None) -> list:
         if classpath is not None:
             isthmus.java.start(classpath)
         call = java_call(task, dev, isthmus.java.started())
-    shards = list(shards)
     arrays = [shard_arrays(s, i) for i, s in enumerate(shards)]
     pipe = Pipeline(dev, depth=1)
     try:

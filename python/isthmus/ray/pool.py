@@ -72,7 +72,7 @@ class DevicePool:
                 self._tuning = _tuning_source(tuning)
             for m in self._members:
                 self._start(m)
-            self._infos = self._wait_started(self._members)
+            self.actors()  # (waits until every actor has started)
         except BaseException:
             self.close()
             raise
@@ -81,14 +81,6 @@ class DevicePool:
     def _start(self, member: _Member) -> None:
         member.handle = self._actor_class.remote(member.spec, self._tuning)
         member.incarnation += 1
-
-    def _wait_started(self, members) -> list[dict]:
-        import ray
-
-        try:
-            return ray.get([m.handle.info.remote() for m in members])
-        except ray.exceptions.RayActorError as exc:
-            raise DeviceActorError(f"a device actor failed to start: {exc}") from exc
 
     def _replace(self, member: _Member) -> None:
         """Start a new actor in ``member``'s slot (the old one is dead or unreachable)."""
@@ -109,7 +101,12 @@ class DevicePool:
 
     def actors(self) -> list[dict]:
         """Each actor's pid, node, device description and identity (asks the live actors)."""
-        return self._wait_started(self._members)
+        import ray
+
+        try:
+            return ray.get([m.handle.info.remote() for m in self._members])
+        except ray.exceptions.RayActorError as exc:
+            raise DeviceActorError(f"a device actor failed to start: {exc}") from exc
 
     def __len__(self) -> int:
         return len(self._members)

@@ -15,14 +15,12 @@ from isthmus.errors import InvalidArgumentError
 
 def shard_arrays(shard, index: int) -> tuple[np.ndarray, ...]:
     """The arrays of ``shard`` (shard number ``index``, for the messages), C-contiguous."""
-    if isinstance(shard, np.ndarray):
-        items = (shard,)
-    elif isinstance(shard, (tuple, list)):
+    if isinstance(shard, (tuple, list)):
         items = tuple(shard)
     elif hasattr(shard, "columns") and hasattr(shard, "num_rows"):  # pyarrow Table / RecordBatch
-        items = tuple(_arrow_numpy(c) for c in shard.columns)
-    elif hasattr(shard, "to_numpy") and hasattr(shard, "type"):  # pyarrow Array / ChunkedArray
-        items = (_arrow_numpy(shard),)
+        items = tuple(shard.columns)  # (each column converted below)
+    elif isinstance(shard, np.ndarray) or (hasattr(shard, "to_numpy") and hasattr(shard, "type")):  # Arrow array
+        items = (shard,)
     else:
         raise InvalidArgumentError(f"shard {index} is a {type(shard).__name__}; a shard must be a NumPy array, a "
                                    "tuple or list of arrays, or an Arrow table, record batch or array")

@@ -46,8 +46,7 @@ def bundled() -> Database:
     with _state_lock:
         if _bundled is None:
             db = Database.memory()
-            here = Path(__file__).resolve().parent / "bundled"
-            for f in sorted(here.glob("*.json")):
+            for f in sorted((Path(__file__).resolve().parent / "bundled").glob("*.json")):
                 try:
                     db.import_document(json.loads(f.read_text()), source=f.name, skip_bad=True)
                 except (DatabaseError, ValueError) as exc:  # a broken shipped file must not break launches

@@ -66,8 +66,7 @@ def to_entry(row: dict) -> dict | None:
         if parsed is None or not _is_number(time_ms) or (default_ms is not None and not _is_number(default_ms)):
             return None
         bucket, params = parsed
-        return {"kernel": row["kernel"], "source_hash": row["source_hash"], "options": row["options"],
-                "dtype": row["dtype"],
+        return {**{k: row[k] for k in ("kernel", "source_hash", "options", "dtype")},
                 "device": {"backend": row["backend"], "vendor": row["vendor"], "name": row["device"],
                            "driver": row["driver"]},
                 "bucket": dict(zip(family.problem, bucket)) if family is not None else list(bucket),

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dtypes import lookup
 from ..errors import InvalidArgumentError
+from ..java.spi.buffers import argument
 from ..java.spi.proxy import implements, reads
 from ..ops import registry
 from ..ops.resolve import resolve
@@ -44,9 +45,8 @@ class TuneRun:
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
-    result = tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
-                 budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype))
-    return TuneRun(result)
+    return TuneRun(tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
+                         budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype)))
 
 
 def tuned_config(kernel, device, problem, dtype):
@@ -73,13 +73,6 @@ def _to_java(host: np.ndarray):
     return out
 
 
-def _scalar(v):
-    if isinstance(v, (jpype.JClass("java.lang.Integer"), jpype.JClass("java.lang.Long"),
-                      jpype.JClass("java.lang.Short"), jpype.JClass("java.lang.Byte"))):
-        return int(v)
-    return float(v)
-
-
 def declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space) -> None:
     """Python's :func:`isthmus.tune.declare` with the Java ``KernelSpace`` callbacks."""
     tun = {str(e.getKey()): (tuple(int(v) for v in e.getValue()), int(defaults.get(e.getKey())))
@@ -94,7 +87,7 @@ def declare(name, source, entry, tunables, defaults, restrictions, problem, dtyp
         return tuple(np.array(a) for a in arrays)
 
     def scalars(p):
-        return tuple(_scalar(v) for v in space.scalars(_jmap(p)))
+        return tuple(argument(v) for v in space.scalars(_jmap(p)))  # (boxed numbers: int or float)
 
     def reference(*host):
         args = jpype.JArray(jpype.JObject)([_to_java(h) for h in host])

@@ -67,10 +67,7 @@ _NVIDIA = (
 def arch_of(backend: str, vendor: str, name: str) -> str | None:
     """The architecture class of a device known only by its identity strings, or None."""
     if "nvidia" in vendor.lower():
-        for pattern, cc in _NVIDIA:
-            if pattern.search(name):
-                return f"nvidia-sm{cc}"
-        return None
+        return next((f"nvidia-sm{cc}" for pattern, cc in _NVIDIA if pattern.search(name)), None)
     gfx = re.match(r"^(gfx[0-9a-f]+)", name.strip())
     if gfx and backend == "opencl":
         return f"amd-{gfx.group(1)}"
@@ -83,11 +80,8 @@ def _pocl_simd_width(name: str) -> int | None:
     if not found:
         return None
     rest = found.group(1)
-    for width, cpus in _X86_SIMD.items():
-        for cpu in cpus:
-            if rest == cpu or rest.startswith(cpu + "-"):
-                return width
-    return None
+    return next((width for width, cpus in _X86_SIMD.items() for cpu in cpus
+                 if rest == cpu or rest.startswith(cpu + "-")), None)
 
 
 def device_arch(device) -> str | None:

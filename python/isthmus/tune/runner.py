@@ -9,9 +9,9 @@ Every evaluation is stored in the database as it happens, so a killed run keeps 
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
-import statistics
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ import numpy as np
 from ..buffer import Buffer
 from ..dtypes import lookup as dtype_lookup
 from ..graph import Graph
+from ..measure import device_times
 from ..ops.resolve import default_config
 from . import strategies
 from .space import Config, Space
@@ -68,7 +69,7 @@ class Evaluation:
 
 @dataclass
 class Bench:
-    """The inputs of one tuning run on a device: several input sets, their references, the check."""
+    """The inputs of one tuning run on a device: several input sets, the first one's reference, the check."""
 
     target: Target
     device: object
@@ -76,28 +77,22 @@ class Bench:
     dtype: np.dtype
     measure: Measure
     seed: int = 0
-    host: list = field(default_factory=list)
-    expected: list = field(default_factory=list)
+    host: tuple = ()  # the first input set on the host: the check runs on it
+    expected: np.ndarray | None = None  # the reference's output for ``host``, made at the first check
     sets: list = field(default_factory=list)
 
     def __post_init__(self):
         rng = np.random.default_rng(self.seed)
         for _ in range(max(1, self.measure.input_sets)):
             inputs = self.target.inputs(self.problem, self.dtype, rng)
-            self.host.append(inputs)
+            self.host = self.host or tuple(inputs)
             self.sets.append(tuple(self.device.asarray(a) for a in inputs))
-        self.expected = [None] * len(self.host)
 
     def close(self) -> None:
         for args in self.sets:
             for b in args:
                 b.close()
         self.sets = []
-
-    def _expected(self, i: int) -> np.ndarray:
-        if self.expected[i] is None:
-            self.expected[i] = np.asarray(self.target.expect(*self.host[i]))
-        return self.expected[i]
 
     def _run(self, params: dict, args: tuple, read: bool = False):
         """The target run once with ``params`` (its result on the host when ``read``)."""
@@ -142,32 +137,25 @@ class Bench:
         except Exception:  # a target that cannot be captured is timed launch by launch
             graph.close()
             graph, inner = None, 1
+        cycle = itertools.cycle(sets)
         try:
-            step = graph.launch if graph is not None else (lambda: self._run(params, sets[r % len(sets)]))
-            for r in range(m.warmup):
-                step()
-            dev.synchronize()
-            times = []
-            for r in range(max(1, m.repeat)):
-                with dev.timer() as t:
-                    step()
-                times.append(t.ms / inner)
-            return statistics.median(times)
+            step = graph.launch if graph is not None else (lambda: self._run(params, next(cycle)))
+            return device_times(dev, step, repeat=max(1, m.repeat), warmup=m.warmup).median / inner
         finally:
             if graph is not None:
                 graph.close()
 
     def _check(self, params: dict) -> bool:
-        host = self.host[0]
         # Kernels that overwrite an input need untouched inputs; the others check on the first set.
-        fresh = tuple(self.device.asarray(a) for a in host) if self.target.in_place else None
-        args = fresh or self.sets[0]
+        fresh = tuple(self.device.asarray(a) for a in self.host) if self.target.in_place else None
         try:
-            got = self._run(params, args, read=True)
+            got = self._run(params, fresh or self.sets[0], read=True)
         finally:
             for b in fresh or ():
                 b.close()
-        return self.target.check(got, self._expected(0), self.dtype, int(self.problem.get("k", 1)))
+        if self.expected is None:
+            self.expected = np.asarray(self.target.expect(*self.host))
+        return self.target.check(got, self.expected, self.dtype, int(self.problem.get("k", 1)))
 
 
 def _short(exc: BaseException) -> str:

@@ -34,22 +34,6 @@ class Config(dict):
         return f"Config({dict.__repr__(self)})"
 
 
-class MemoCost:
-    """A strategy's cost function, evaluated once per config: ``seen`` maps config keys to times
-    (a config seen again teaches nothing and must not spend the budget)."""
-
-    def __init__(self, space: "Space", cost):
-        self.space = space
-        self.cost = cost
-        self.seen: dict = {}
-
-    def __call__(self, config):
-        k = self.space.key(config)
-        if k not in self.seen:
-            self.seen[k] = self.cost(config)
-        return self.seen[k]
-
-
 @dataclass
 class Space:
     """The valid configs of ``family`` for one device, problem and dtype."""
@@ -82,8 +66,7 @@ class Space:
             steps = [s - pos for s in range(len(t.values)) if s != pos] if jump else (-1, 1)
             for step in steps:
                 if 0 <= pos + step < len(t.values):
-                    cand = dict(config)
-                    cand[t.name] = t.values[pos + step]
+                    cand = {**config, t.name: t.values[pos + step]}
                     if cand in self:
                         out.append(cand)
         return out

@@ -73,8 +73,7 @@ class Key:
     bucket: tuple[int, ...]
 
     def row(self) -> tuple:
-        return (self.kernel, self.source_hash, self.options, self.backend, self.vendor, self.device, self.driver,
-                self.dtype, json.dumps(list(self.bucket)))
+        return (*(getattr(self, c) for c in _KEY_COLUMNS[:-1]), json.dumps(list(self.bucket)))  # in column order
 
 
 # ---- keys -------------------------------------------------------------------------------------

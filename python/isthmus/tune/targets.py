@@ -51,12 +51,6 @@ class Target:
         return rel_error(out, expected) <= tolerance(self.name, dtype, k) * 4
 
 
-def _library(name: str) -> Target:
-    """A library op's target: its spec's sample inputs, call and reference."""
-    spec = registry.family(name)
-    return Target(spec, spec.inputs, spec.sample_call, spec.sample_expect, in_place=spec.in_place)
-
-
 _user_targets: dict[str, Target] = {}
 
 
@@ -68,7 +62,8 @@ def target(kernel) -> Target:
         return kernel.target
     if kernel in _user_targets:
         return _user_targets[kernel]
-    return _library(kernel)
+    spec = registry.family(kernel)  # a library op: its spec's sample inputs, call and reference
+    return Target(spec, spec.inputs, spec.sample_call, spec.sample_expect, in_place=spec.in_place)
 
 
 # ---- users' own kernels -------------------------------------------------------------------------
@@ -128,24 +123,20 @@ def declare(name: str, source: str, *, entry: str | None = None, tunables: dict,
     family = UserFamily(name=name, source=f"<{name}>", entries=(entry or name,), dtypes=tuple(dtypes), library=False,
                         tunables=tuple(Tunable(k, tuple(v), d) for k, (v, d) in tunables.items()),
                         problem=tuple(problem), restrictions=tuple(restrictions), text=source)
-    holder: dict = {}
+    problem_now: dict = {}  # the problem of the inputs made last: the tuner's call launches for it
 
     def call(*bufs):
-        dev = bufs[0].device
-        problem_now = holder["problem"]
-        holder["kernel"].launch(dev, problem_now, *(scalars(problem_now) if scalars else ()), *bufs,
-                                dtype=bufs[0].dtype)
+        kernel.launch(bufs[0].device, problem_now, *(scalars(problem_now) if scalars else ()), *bufs,
+                      dtype=bufs[0].dtype)
         return bufs[output]
 
     def make_inputs(p, dt, rng):
-        holder["problem"] = dict(p)
+        problem_now.update(p)
         return inputs(p, dt, rng)
 
-    tgt = Target(family, make_inputs, call, lambda *host: reference(*host), in_place=(output,))
-    kernel = UserKernel(family, entry or name, grid, tgt)
-    holder["kernel"] = kernel
+    kernel = UserKernel(family, entry or name, grid, Target(family, make_inputs, call, reference, in_place=(output,)))
     register(family)
-    _user_targets[name] = tgt
+    _user_targets[name] = kernel.target
     return kernel
 
 

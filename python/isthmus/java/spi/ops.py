@@ -24,13 +24,10 @@ from isthmus.ops import registry
 from .buffers import BufferHandle, argument, arguments, buffer
 from .proxy import implements
 
-_OP_RESULT = None  # the io.isthmus.spi.OpResult class, looked up once the JVM runs
-
 # Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
 # converting a tuple to a long[] and a dtype to a java.lang.String costs more than the rest of
 # the crossing (measured: benchmarks/results/issue12-java-crossings-pocl.md).
-_SHAPES: dict[tuple, object] = {}
-_SHAPES_MAX = 1024
+_SHAPES_MAX = 1024  # a workload of ever new shapes: the least recently used go
 
 
 def op_function(name: str):
@@ -59,8 +56,6 @@ def call(fn, jargs, jout, joptions):
     # Indexing a Java Object[] is cheaper than iterating it through JPype; each element is read once.
     jobjs = [jargs[i] for i in range(len(jargs))]
     args = [argument(j) for j in jobjs]
-    if jout is None and joptions is None:
-        return op_result(fn(*args), args, jobjs, None, None)
     kwargs = {} if joptions is None else options(joptions)
     out = None
     if jout is not None:
@@ -108,11 +103,9 @@ def op_result(result, args, jobjs, out, jout):
     return _op_result_class()(BufferHandle(result, owned=True), _java_shape(result.shape), _java_dtype(result.dtype))
 
 
+@functools.cache
 def _op_result_class():
-    global _OP_RESULT
-    if _OP_RESULT is None:
-        _OP_RESULT = jpype.JClass("io.isthmus.spi.OpResult")
-    return _OP_RESULT
+    return jpype.JClass("io.isthmus.spi.OpResult")  # (looked up once the JVM runs)
 
 
 def _own(handle: BufferHandle):
@@ -124,13 +117,9 @@ def _own(handle: BufferHandle):
     return result
 
 
+@functools.lru_cache(maxsize=_SHAPES_MAX)
 def _java_shape(shape: tuple):
-    jshape = _SHAPES.get(shape)
-    if jshape is None:
-        if len(_SHAPES) >= _SHAPES_MAX:  # a workload of ever new shapes: start over rather than grow
-            _SHAPES.clear()
-        jshape = _SHAPES[shape] = jpype.JArray(jpype.JLong)(shape)
-    return jshape
+    return jpype.JArray(jpype.JLong)(shape)
 
 
 @functools.cache

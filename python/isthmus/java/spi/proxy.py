@@ -16,22 +16,14 @@ import jpype
 # Java interface name -> the Python classes implementing it.
 IMPLEMENTATIONS: dict[str, list[type]] = {}
 
-# Python error class name -> Java exception class, looked up along the MRO.
-_JAVA_ERRORS = {
-    "CompileError": "io.isthmus.CompileException",
-    "LaunchConfigError": "io.isthmus.LaunchConfigException",
-    "UnsupportedDtypeError": "io.isthmus.UnsupportedDtypeException",
-    "InvalidArgumentError": "io.isthmus.InvalidArgumentException",
-    "ClosedBufferError": "io.isthmus.ClosedBufferException",
-    "OutOfMemoryError": "io.isthmus.OutOfDeviceMemoryException",
-    "DeviceError": "io.isthmus.DeviceException",
-    "BackendUnavailableError": "io.isthmus.BackendUnavailableException",
-    "DatabaseError": "io.isthmus.DatabaseException",
-    "IsthmusError": "io.isthmus.IsthmusException",
-    # not raised on purpose by isthmus, but bad input all the same
-    "TypeError": "io.isthmus.InvalidArgumentException",
-    "ValueError": "io.isthmus.InvalidArgumentException",
-}
+# Python error class name -> Java exception class, looked up along the MRO: isthmus' XError is
+# io.isthmus.XException (but OutOfMemoryError); TypeError and ValueError, not raised on purpose by
+# isthmus, are bad input all the same.
+_JAVA_ERRORS = {name: f"io.isthmus.{name.removesuffix('Error')}Exception" for name in (
+    "CompileError", "LaunchConfigError", "UnsupportedDtypeError", "InvalidArgumentError", "ClosedBufferError",
+    "DeviceError", "BackendUnavailableError", "DatabaseError", "IsthmusError")}
+_JAVA_ERRORS.update(OutOfMemoryError="io.isthmus.OutOfDeviceMemoryException",
+                    TypeError="io.isthmus.InvalidArgumentException", ValueError="io.isthmus.InvalidArgumentException")
 
 
 def java_error(exc: BaseException):

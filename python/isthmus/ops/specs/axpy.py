@@ -55,5 +55,3 @@ SPEC = OpSpec(
     moved=lambda p, size: 3 * p["n"] * size, numpy=lambda x, y: np.add(2.0 * x, y),
     summary="y = a*x + y, in place",
 )
-FAMILY = SPEC  # the name before specs
-run = axpy

@@ -139,21 +139,18 @@ FAMILY = Family(
     cpu_defaults=(("VARIANT", 2), ("CM", 8), ("CN", 2), ("CV", 16), ("CR", 16)),
     rule=_rule,
 )
-_FAMILIES = {}
 # CUDA runs at most 65535 work-groups along y and z; the kernels walk the rest of their tiles and
 # batch entries in a loop over the group id, so every backend launches at most this many there.
 GRID_YZ_MAX = 65535
 
 
+@functools.cache  # (one spec per pair: True and 1 are one key)
 def family_for(trans_a: bool, trans_b: bool) -> Family:
     """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
-    key = (int(trans_a), int(trans_b))
-    found = _FAMILIES.get(key)
-    if found is None:
-        found = _FAMILIES[key] = FAMILY if key == (0, 0) else dataclasses.replace(
-            FAMILY, defines=(("TRANS_A", key[0]), ("TRANS_B", key[1])),
-            rule=functools.partial(_rule, trans=(bool(key[0]), bool(key[1]))))
-    return found
+    if not trans_a and not trans_b:
+        return FAMILY
+    return dataclasses.replace(FAMILY, defines=(("TRANS_A", int(trans_a)), ("TRANS_B", int(trans_b))),
+                               rule=functools.partial(_rule, trans=(bool(trans_a), bool(trans_b))))
 
 
 def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
@@ -232,14 +229,6 @@ def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, in
     return batch, am, bn, ak, sa, sb
 
 
-def _check_c(c, a: Buffer, shape: tuple) -> Buffer:
-    c = checks.buffer("gemm", "c", c)
-    checks.like("gemm", a, "c", c)
-    if c.shape != shape:
-        raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape}")
-    return c
-
-
 def _check_out_dtype(out_dtype, dt) -> None:
     if out_dtype is None:
         return
@@ -276,11 +265,13 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
     c_shape = (batch, m, n) if 3 in (a.ndim, b.ndim) else (m, n)
-    if c is None:
-        if beta != 0:
-            raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
-    else:
-        c = _check_c(c, a, c_shape)
+    if c is not None:
+        c = checks.buffer("gemm", "c", c)
+        checks.like("gemm", a, "c", c)
+        if c.shape != c_shape:
+            raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {c_shape}")
+    elif beta != 0:
+        raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     first, combine, c_shape, c_nbytes, partial_nbytes = plan(
         FAMILY, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
         lambda: _steps(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
@@ -337,8 +328,3 @@ FAMILY = SPEC = FAMILY.completed(
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
     into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
-
-
-def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
-    """gemm with every argument by position (the name before specs)."""
-    return gemm(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)

@@ -61,4 +61,3 @@ SPEC = OpSpec(
     summary="the transpose of a 2-D buffer",
 )
 FAMILY = SPEC  # the name before specs
-run = transpose

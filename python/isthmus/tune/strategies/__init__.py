@@ -1,8 +1,9 @@
 """Search strategies. Each is a module with an ``OPTIONS`` table ``{name: (default, doc)}`` and one
 entry point ``tune(space, cost, rng, options)``: it asks ``cost(config)`` for the time of configs
 (``inf`` for a config that failed) until the cost raises :class:`BudgetExhausted`, or returns when
-it has nothing left to try. Seen configs are the strategy's own business; the cost function
-counts each distinct config once against the budget.
+it has nothing left to try. The cost (:class:`isthmus.tune.runner.Cost`) measures each distinct
+config once against the budget; asking again is free, and ``cost.seen`` holds the keys
+(``Space.key``) of the configs measured so far.
 """
 from __future__ import annotations
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from ..space import MemoCost
-
 OPTIONS = {
     "T": (0.5, "starting temperature (relative slowdown accepted with probability 1/e)"),
     "T_min": (0.005, "lowest temperature"),
@@ -22,8 +20,7 @@ OPTIONS = {
 
 
 def tune(space, cost, rng, options: dict) -> None:
-    evaluate = MemoCost(space, cost)
-    seen = evaluate.seen
+    seen = cost.seen  # (Space.key of every config measured so far)
 
     def unseen_random():
         left = [c for c in space.configs if space.key(c) not in seen]
@@ -31,7 +28,7 @@ def tune(space, cost, rng, options: dict) -> None:
 
     start = options["start"]
     current = dict(start) if start is not None and start in space else space.random(rng)
-    current_t = evaluate(current)
+    current_t = cost(current)
     best, best_t = current, current_t
     temp, stale = options["T"], 0
     while len(seen) < len(space):
@@ -40,7 +37,7 @@ def tune(space, cost, rng, options: dict) -> None:
         cand = rng.choice(fresh) if fresh else (rng.choice(nbrs) if nbrs else unseen_random())
         if cand is None:
             return
-        t = evaluate(cand)
+        t = cost(cand)
         if _accept(current_t, t, temp, rng):
             current, current_t = cand, t
         if t < best_t:
@@ -51,7 +48,7 @@ def tune(space, cost, rng, options: dict) -> None:
         if stale >= options["patience"] or not fresh and not nbrs:
             restart = best if rng.random() < 0.5 else unseen_random()
             current = restart if restart is not None else best
-            current_t = evaluate(current)
+            current_t = cost(current)
             temp, stale = options["T"], 0
 
 

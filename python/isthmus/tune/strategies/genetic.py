@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-from ..space import MemoCost
-
 OPTIONS = {
     "population": (12, "configs per generation"),
     "elite": (2, "best configs carried unchanged into the next generation"),
@@ -18,20 +16,17 @@ OPTIONS = {
 
 
 def tune(space, cost, rng, options: dict) -> None:
-    evaluate = MemoCost(space, cost)
-    seen = evaluate.seen
+    seen = cost.seen  # (Space.key of every config measured so far)
 
     size = min(options["population"], len(space))
     population = [dict(c) for c in rng.sample(space.configs, size)]
     for _ in range(options["generations"]):
-        scored = sorted(((evaluate(c), i, c) for i, c in enumerate(population)), key=lambda t: (t[0], t[1]))
+        scored = sorted(((cost(c), i, c) for i, c in enumerate(population)), key=lambda t: (t[0], t[1]))
         if len(seen) >= len(space):
             return
         nxt = [c for _, _, c in scored[:options["elite"]]]
         while len(nxt) < size:
-            a, b = _pick(scored, rng), _pick(scored, rng)
-            child = _child(space, a, b, rng, options["mutation"])
-            nxt.append(child)
+            nxt.append(_child(space, _pick(scored, rng), _pick(scored, rng), rng, options["mutation"]))
         population = nxt
 
 
