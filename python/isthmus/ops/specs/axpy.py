@@ -55,3 +55,5 @@ SPEC = OpSpec(
     moved=lambda p, size: 3 * p["n"] * size, numpy=lambda x, y: np.add(2.0 * x, y),
     summary="y = a*x + y, in place",
 )
+FAMILY = SPEC  # the names before specs (isthmus.library.axpy)
+run = axpy

@@ -328,3 +328,8 @@ FAMILY = SPEC = FAMILY.completed(
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
     into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
+
+
+def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """gemm with every argument by position (the name before specs)."""
+    return gemm(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)

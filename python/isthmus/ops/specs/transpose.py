@@ -61,3 +61,4 @@ SPEC = OpSpec(
     summary="the transpose of a 2-D buffer",
 )
 FAMILY = SPEC  # the name before specs
+run = transpose
