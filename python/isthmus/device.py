@@ -82,15 +82,12 @@ class Device:
     def __repr__(self) -> str:
         return f"<isthmus.Device {self.id} {self.name!r} ({self.vendor})>"
 
+    _INFO = ("id", "name", "vendor", "backend", "kind", "memory", "compute_units", "max_work_group_size",
+             "max_work_item_sizes", "local_mem_size", "driver_version", "platform", "dtypes")
+
     def info(self) -> dict:
         """A JSON-able description (what ``isthmus devices --json`` prints)."""
-        return {
-            "id": self.id, "name": self.name, "vendor": self.vendor, "backend": self.backend, "kind": self.kind,
-            "memory": self.memory, "compute_units": self.compute_units,
-            "max_work_group_size": self.max_work_group_size, "max_work_item_sizes": list(self.max_work_item_sizes),
-            "local_mem_size": self.local_mem_size, "driver_version": self.driver_version,
-            "platform": self.platform, "dtypes": list(self.dtypes),
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(self, k)) for k in self._INFO)}
 
     def identity(self) -> dict:
         """What makes compiled code and tuned configs valid: vendor, name, driver, platform."""
@@ -235,16 +232,10 @@ class Device:
 
     # device copies and host transfers: through the recorder when one is installed
     def _device_copy(self, dst, src, nbytes: int) -> None:
-        rec = self._recording()
-        if rec is not None:
-            return rec.copy(self, dst, src, nbytes)
-        self._copy(dst, src, nbytes)
+        (self._recording() or _DIRECT).copy(self, dst, src, nbytes)
 
     def _device_zero(self, mem, nbytes: int) -> None:
-        rec = self._recording()
-        if rec is not None:
-            return rec.zero(self, mem, nbytes)
-        self._zero(mem, nbytes)
+        (self._recording() or _DIRECT).zero(self, mem, nbytes)
 
     def _host_upload(self, mem, host) -> None:
         self._host_work("a host->device copy")
@@ -256,9 +247,7 @@ class Device:
 
     def _host_work(self, what: str) -> None:
         """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
-        rec = self._recording()
-        if rec is not None:
-            rec.host(self, what)
+        (self._recording() or _DIRECT).host(self, what)
 
     def _scratch(self, nbytes: int) -> "_Scratch":
         """Device memory private to the calling thread, at least ``nbytes``, kept and handed to
@@ -410,6 +399,9 @@ class Recorder:
         buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
         self.kept.append(buf)
         return buf
+
+
+_DIRECT = Recorder()  # stands in where none is installed: its defaults run the work (never installed)
 
 
 class _Scratch:

@@ -196,12 +196,7 @@ class Graph:
             plan._refresh()
 
     def _refresh(self) -> None:
-        seen: dict[int, Buffer] = {}
-        for s in self.steps:
-            if isinstance(s, Plan):
-                for b in s._live:
-                    seen[id(b)] = b
-        self._bufs = tuple(seen.values())
+        self._bufs = tuple({id(b): b for plan in self.plans for b in plan._live}.values())
         # the plain enqueue of each plan (on CUDA a plan's own launch may replay a one-kernel graph,
         # which a stream capture must not record)
         self._gos = tuple(s._native.enqueue if isinstance(s, Plan) else s.go for s in self.steps)

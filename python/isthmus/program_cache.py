@@ -67,7 +67,8 @@ def read(key: str) -> bytes | None:
     if payload is None:
         drop(key)
         return None
-    _touch(path)
+    with suppress(OSError):
+        os.utime(path)  # eviction removes the least recently used entries first: a hit counts as a use
     return payload
 
 
@@ -79,7 +80,7 @@ def _read_regular(path: Path) -> bytes | None:
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
-        _remove(path, st)
+        _remove(path)
         return None
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
@@ -96,23 +97,19 @@ def _read_regular(path: Path) -> bytes | None:
         return None
 
 
-def _remove(path: Path, st: os.stat_result) -> None:
+def _remove(path: Path) -> None:
     # A directory is left alone (it may hold someone's files); the entry simply stays a miss and
     # the write that follows fails quietly.
-    if not stat.S_ISDIR(st.st_mode):
-        _unlink_quietly(path)
+    with suppress(OSError):
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 def drop(key: str) -> None:
     """Remove the entry for ``key`` (it failed verification, or the driver refused it)."""
-    path = entry_path(key)
     for marker in _markers(key):
         _unlink_quietly(marker)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    _remove(path, st)
+    _remove(entry_path(key))
 
 
 # ---- a driver that dies on an entry ----------------------------------------------------------
@@ -166,12 +163,6 @@ def _alive(pid: int) -> bool:
     except OSError:  # EPERM: it exists, owned by someone else
         return True
     return True
-
-
-def _touch(path: Path) -> None:
-    # Eviction removes the least recently used entries first: a hit counts as a use.
-    with suppress(OSError):
-        os.utime(path)
 
 
 def write(key: str, payload: bytes) -> None:
@@ -253,10 +244,9 @@ class BoundedMemo:
 
     def get(self, key, default=None):
         with self._lock:
-            value = self._data.get(key, default)
             if key in self._data:
                 self._data.move_to_end(key)
-            return value
+            return self._data.get(key, default)
 
     def __setitem__(self, key, value) -> None:
         capacity = knobs.program_memo_entries()

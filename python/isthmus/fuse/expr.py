@@ -333,12 +333,10 @@ class Emitter:
             return self._power(node, node.args[0], node.args[1], r, c)
         args = [self._as(a, r) for a in node.args]
         if r.kind == "f":
-            one = _literal(1, r)
-            if name in ("fma", "mad"):
-                return f"fma({args[0]}, {args[1]}, {args[2]})"
-            return {"abs": f"fabs({args[0]})", "round": f"rint({args[0]})",
-                    "rsqrt": f"({one} / sqrt({args[0]}))",
-                    "exp10": f"pow({_literal(10, r)}, {args[0]})"}.get(name, f"{name}({', '.join(args)})")
+            a = args[0]
+            return {"abs": f"fabs({a})", "round": f"rint({a})", "rsqrt": f"({_literal(1, r)} / sqrt({a}))",
+                    "exp10": f"pow({_literal(10, r)}, {a})", "mad": f"fma({', '.join(args)})"}.get(
+                name, f"{name}({', '.join(args)})")
         u = _wide_unsigned(r)
         if name in ("abs",):
             return args[0] if r.kind == "u" else f"(({c})({args[0]} < 0 ? -({u}){args[0]} : ({u}){args[0]}))"

@@ -15,11 +15,7 @@ _ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
 def defines_as_source(options: list[str]) -> str:
     """``-DNAME=value`` options as ``#define`` lines. NVRTC applies -D before its built-in header,
     whose templates use names such as T, so defines must go into the source instead."""
-    lines = []
-    for o in options:
-        name, _, value = o[2:].partition("=")
-        lines.append(f"#define {name} {value}\n")
-    return "".join(lines)
+    return "".join(f"#define {o[2:].replace('=', ' ', 1)}\n" for o in options)  # (program._options: -DNAME=value)
 
 
 class _Compiler:
@@ -41,15 +37,11 @@ class _Compiler:
 
     def _include_dirs(self) -> list[str]:
         cp = self._cp
-        dirs = []
         base = os.path.join(os.path.dirname(cp.__file__), "_core", "include")
-        for d in (base, os.path.join(base, "cupy", "_cuda", f"cuda-{cp.cuda.runtime.runtimeGetVersion() // 1000}")):
-            if os.path.isdir(d):
-                dirs.append(d)
         cuda_path = cp.cuda.get_cuda_path()
-        if cuda_path and os.path.isdir(os.path.join(cuda_path, "include")):
-            dirs.append(os.path.join(cuda_path, "include"))
-        return dirs
+        dirs = (base, os.path.join(base, "cupy", "_cuda", f"cuda-{cp.cuda.runtime.runtimeGetVersion() // 1000}"),
+                os.path.join(cuda_path, "include") if cuda_path else "")
+        return [d for d in dirs if d and os.path.isdir(d)]
 
     def _nvrtc_options(self) -> list[str]:
         return [f"-arch={self._arch()}", "-std=c++17", "-default-device",

@@ -22,11 +22,7 @@ _NVIDIA_PRIVATE_LIMIT = 512 * 1024
 
 def _kind(cl, d) -> str:
     t = d.type
-    if t & cl.device_type.GPU:
-        return "gpu"
-    if t & cl.device_type.CPU:
-        return "cpu"
-    return "accelerator"
+    return "gpu" if t & cl.device_type.GPU else "cpu" if t & cl.device_type.CPU else "accelerator"
 
 
 def _nvidia_sm(cl, d) -> int:

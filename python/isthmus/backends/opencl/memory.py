@@ -25,7 +25,8 @@ class _Mem:
         self.cl = mem
         self.nbytes = nbytes
         self.device = device
-        device._account(nbytes)
+        with device._in_use_lock:
+            device._in_use += nbytes
 
     def __del__(self):
         try:
@@ -63,10 +64,6 @@ class _Memory:
         except cl.Error as exc:
             raise DeviceError(f"allocation of {nbytes} bytes on {self.id} failed: {exc}") from exc
         return _Mem(mem, nbytes, self)
-
-    def _account(self, delta: int) -> None:
-        with self._in_use_lock:
-            self._in_use += delta
 
     def _release(self, mem, nbytes: int) -> None:
         """Count ``mem`` freed and cache it for the next allocation of its size. A full cache makes
