@@ -148,22 +148,20 @@ class Buffer:
 
     def to_numpy(self, out: np.ndarray | None = None) -> np.ndarray:
         """Copy to the host (waits for queued work that writes this buffer)."""
-        self._check()
+        mem = self._handle()
         if out is None:
             out = np.empty(self.shape, self.dtype)
         else:
             self._check_host(out, "out")
-        mem = self._handle()
         if self.nbytes:
             self.device._host_download(mem, out)
         return out
 
     def copy_from(self, array) -> "Buffer":
         """Copy a host array of the same shape and dtype into this buffer."""
-        self._check()
+        mem = self._handle()
         host = np.ascontiguousarray(array) if not isinstance(array, np.ndarray) or not array.flags.c_contiguous else array
         self._check_host(host, "array")
-        mem = self._handle()
         if self.nbytes:
             self.device._host_upload(mem, host)
         return self

@@ -133,11 +133,11 @@ class Plan:
     def _index(self, key) -> int:
         params = self.kernel.params
         if isinstance(key, str):
-            for i, p in enumerate(params):
-                if p.name == key:
-                    return i
+            names = [p.name for p in params]
+            if key in names:
+                return names.index(key)
             raise InvalidArgumentError(f"kernel {self.kernel.name!r} has no parameter {key!r}; "
-                                       f"parameters: {', '.join(p.name for p in params)}")
+                                       f"parameters: {', '.join(names)}")
         if isinstance(key, bool) or not isinstance(key, int) or not -len(params) <= key < len(params):
             raise InvalidArgumentError(f"kernel {self.kernel.name!r}: argument index {key!r} out of range "
                                        f"(it takes {len(params)} arguments)")

@@ -21,7 +21,6 @@ from .signature import parse_signature
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
-CACHE_FORMAT = program_cache.FORMAT
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
 _stats_lock = threading.Lock()
 
@@ -69,7 +68,7 @@ def _define_value(key: str, value) -> str:
 
 def recipe(device: "Device", source: str, options: list[str]) -> dict:
     """The written cache recipe: everything a compiled binary depends on."""
-    return {"format": CACHE_FORMAT, "isthmus": __version__, "device": device.identity(),
+    return {"format": program_cache.FORMAT, "isthmus": __version__, "device": device.identity(),
             "compiler": device._compiler_id(), "options": options,
             "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
 

@@ -146,13 +146,8 @@ def _markers(key: str) -> list[Path]:
 
 
 def _loader_died(key: str) -> bool:
-    if not _can_check_pids():
-        return False
-    for marker in _markers(key):
-        pid = marker.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            return True
-    return False
+    pids = [marker.name.rsplit("-", 1)[-1] for marker in _markers(key)] if _can_check_pids() else []
+    return any(pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) for pid in pids)
 
 
 def _alive(pid: int) -> bool:

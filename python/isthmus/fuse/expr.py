@@ -127,8 +127,7 @@ def parse(text: str) -> Expression:
         raise ExpressionError(text, 1, f"expression nests {depth} operations deep, more than {MAX_DEPTH}; split "
                                        "it into several fused kernels (or group terms with parentheses)")
     if len(module.body) != 1 or not isinstance(module.body[0], ast.Assign):
-        node = module.body[0] if module.body else None
-        raise ExpressionError(text, 1 if node is None else node.col_offset + 1,
+        raise ExpressionError(text, module.body[0].col_offset + 1 if module.body else 1,
                               "expected one assignment 'target = expression'")
     assign = module.body[0]
     if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):

@@ -53,20 +53,16 @@ class _Memory:
             raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
 
     def _upload(self, mem, host, stream=None):
-        stream = stream or self.stream
-
-        def run():
-            mem.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
-            stream.synchronize()  # the host array may be freed as soon as we return
-        self._guard(run, "host->device copy")
+        self._host_copy(mem.copy_from_host_async, host, stream or self.stream, "host->device copy")
 
     def _download(self, mem, host, stream=None):
-        stream = stream or self.stream
+        self._host_copy(mem.copy_to_host_async, host, stream or self.stream, "device->host copy")
 
+    def _host_copy(self, copy, host, stream, what: str):
         def run():
-            mem.copy_to_host_async(host.ctypes.data, host.nbytes, stream)
-            stream.synchronize()
-        self._guard(run, "device->host copy")
+            copy(host.ctypes.data, host.nbytes, stream)
+            stream.synchronize()  # the host array may be freed as soon as we return
+        self._guard(run, what)
 
     def _copy(self, dst, src, nbytes, stream=None):
         self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")
