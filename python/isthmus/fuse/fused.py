@@ -154,8 +154,7 @@ class Fused:
         key = (dev.id, kinds, None if out is None else out.dtype)
         variant = self._variants.get(key)
         if variant is None:
-            variant = _Variant(self._expr, dev, kinds, None if out is None else out.dtype)
-            self._variants[key] = variant
+            variant = self._variants[key] = _Variant(self._expr, dev, kinds, key[2])
         if out is None:
             out = dev.empty(ref.shape, variant.out_dtype)
         return variant, ref.size, out
@@ -241,10 +240,8 @@ def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) ->
             load[name] = name
     code, rdt = Emitter(expr, types, load).emit(expr.tree, out_dtype)
     value = code if rdt == out_dtype else f"(({ctype(out_dtype)}){code})"
-    if out_dtype == np.float16:
-        store = f"vstore_half({value}, isthmus_i, {expr.target});"
-    else:
-        store = f"{expr.target}[isthmus_i] = ({_storage(out_dtype)}){value};"
+    store = (f"vstore_half({value}, isthmus_i, {expr.target});" if out_dtype == np.float16
+             else f"{expr.target}[isthmus_i] = ({_storage(out_dtype)}){value};")
     return (
         "#if defined(__OPENCL_VERSION__) && defined(cl_khr_fp64)\n"
         "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
