@@ -138,8 +138,8 @@ class Device:
         except IsthmusError:
             raise
         except Exception as exc:  # noqa: BLE001 - the driver's or NumPy's refusal, of whatever type
-            raise OutOfMemoryError(f"{math.prod(shape) * dt.np.itemsize} bytes of host memory ({shape}, {dt.name}) could not be allocated "
-                                   f"for {self.id}: {type(exc).__name__}: {exc}") from None
+            raise OutOfMemoryError(f"{math.prod(shape) * dt.np.itemsize} bytes of host memory ({shape}, {dt.name}) "
+                                   f"could not be allocated for {self.id}: {type(exc).__name__}: {exc}") from None
 
     def memory_in_use(self) -> int:
         """Bytes of device memory this process holds on this device through isthmus."""

@@ -84,12 +84,8 @@ def _read_regular(path: Path) -> bytes | None:
         return None
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)  # the path may have been swapped between lstat and open
+        with os.fdopen(os.open(path, flags), "rb") as f:
+            st = os.fstat(f.fileno())  # the path may have been swapped between lstat and open
             if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
                 return None
             return f.read(st.st_size + 1)

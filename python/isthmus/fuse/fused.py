@@ -93,7 +93,7 @@ class Fused:
         named = dict(zip(self.inputs, args))
         for k, v in kwargs.items():
             if k not in self.inputs:
-                hint = ("; the output is passed as out=" if k == self.output else "")
+                hint = "; the output is passed as out=" if k == self.output else ""
                 raise InvalidArgumentError(f"{self.expression!r} has no input {k!r}; inputs: "
                                            f"{', '.join(self.inputs)}{hint}")
             if k in named:
@@ -101,9 +101,8 @@ class Fused:
             named[k] = v
         missing = [n for n in self.inputs if n not in named]
         if missing:
-            col = self._expr.first_use(missing[0])
-            raise self._expr.error(col, f"no value for input {missing[0]!r}; call with "
-                                        f"{', '.join(self.inputs)} (positional or by name)")
+            raise self._expr.error(self._expr.first_use(missing[0]), f"no value for input {missing[0]!r}; call "
+                                   f"with {', '.join(self.inputs)} (positional or by name)")
         return [named[n] for n in self.inputs]
 
     def _kinds(self, values) -> tuple:
