@@ -285,8 +285,8 @@ class Device:
     def _launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
     def _prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError
     def _buffer_arg(self, buf): raise NotImplementedError
-    def _memory_of(self, packed): raise NotImplementedError
-    def _native_arg(self, packed): raise NotImplementedError
+    def _memory_of(self, packed): raise NotImplementedError  # the memory a packed buffer holds (a Plan keeps it)
+    def _native_arg(self, packed): raise NotImplementedError  # as the backend's API takes it (for bench)
     # isthmus bench's baselines: the same work through the backend's own Python API, no isthmus
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
         """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see _native_arg)

@@ -62,11 +62,9 @@ class _Launch:
         return arg
 
     def _memory_of(self, packed):
-        """The memory object a packed buffer argument holds (what a Plan keeps)."""
         return getattr(packed, "mem", None)
 
     def _native_arg(self, packed):
-        """A packed argument as CuPy takes it (for calls that bypass isthmus: benchmarks)."""
         return np.uint64(packed) if packed.__class__ is _DevicePointer else packed
 
     def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:

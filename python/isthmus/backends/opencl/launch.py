@@ -27,11 +27,9 @@ class _Launch:
         return mem
 
     def _memory_of(self, packed):
-        """The memory object a packed buffer argument holds (what a Plan keeps)."""
         return packed
 
     def _native_arg(self, packed):
-        """A packed argument as PyOpenCL takes it (for calls that bypass isthmus: benchmarks)."""
         return packed.cl if isinstance(packed, _Mem) else packed
 
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
