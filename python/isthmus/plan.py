@@ -62,8 +62,7 @@ class Plan:
         # Holding each buffer's backend memory keeps the allocation alive whatever the Buffer does.
         # Taken from the packed arguments, which held it since the checks (a buffer closed meanwhile
         # has no _mem any more, and the launch check refuses it).
-        dev = kernel.device
-        self._mems = [dev._memory_of(p) if isinstance(v, Buffer) and pin else None
+        self._mems = [self.device._memory_of(p) if isinstance(v, Buffer) and pin else None
                       for v, p in zip(self._values, packed)]
         self._native = self.device._prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch

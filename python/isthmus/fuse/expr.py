@@ -238,9 +238,7 @@ def _type_of(value):
 
 def stand_in(kind) -> object:
     """A one-element value with the typing behaviour of an input: a dtype (strong) or int/float (weak)."""
-    if kind is int or kind is float:  # (np.dtype('float64') == float is True)
-        return kind(1)
-    return np.ones(1, kind)
+    return kind(1) if kind is int or kind is float else np.ones(1, kind)  # (np.dtype('float64') == float is True)
 
 
 def infer(expr: Expression, kinds: dict) -> dict:
@@ -322,8 +320,7 @@ class Emitter:
                                         f"(or make an operand floating-point)")
         if k == 0:
             return f"(({c})1)"
-        u = _wide_unsigned(r)
-        b = f"({u}){self._as(base, r)}"
+        b = f"({_wide_unsigned(r)}){self._as(base, r)}"
         return f"(({c})({' * '.join([b] * k)}))"
 
     def _call(self, node, r, c) -> str:

@@ -10,7 +10,6 @@ class _Memory:
     """The memory hooks of :class:`~.device.CudaDevice` (a part of it)."""
 
     def _alloc(self, nbytes: int):
-        cp = self._cp
         try:
             # CuPy's pool reuses a freed block on the stream it was allocated on. The legacy default
             # stream synchronizes with this device's (blocking) stream both ways, so a block tied to
@@ -23,7 +22,7 @@ class _Memory:
                     return self._cp_alloc(nbytes)
             with self._cp_device, self.stream:
                 return self._cp_alloc(nbytes)
-        except cp.cuda.memory.OutOfMemoryError as exc:
+        except self._cp.cuda.memory.OutOfMemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
     def _transfer_lane(self):
