@@ -51,15 +51,13 @@ class _Compiler:
         from cupy_backends.cuda.libs import nvrtc
 
         source = defines_as_source(options) + source
-        opts = self._nvrtc_options()
         prog = nvrtc.createProgram(source, f"{name or 'isthmus'}.cu", [], [])
         try:
             try:
-                nvrtc.compileProgram(prog, opts)
+                nvrtc.compileProgram(prog, self._nvrtc_options())
             except nvrtc.NVRTCError as exc:
-                log = nvrtc.getProgramLog(prog)
                 raise CompileError(f"kernel {name!r} failed to compile for {self.id} ({self.name}) with NVRTC: {exc}",
-                                   log=log, kernel_name=name) from None
+                                   log=nvrtc.getProgramLog(prog), kernel_name=name) from None
             cubin = nvrtc.getCUBIN(prog)
         finally:
             nvrtc.destroyProgram(prog)
@@ -76,11 +74,10 @@ class _Compiler:
         return module, bytes(binary)
 
     def _function(self, native, name: str):
-        cp = self._cp
         try:
             with self._cp_device:
                 return native[0].get_function(name)
-        except cp.cuda.driver.CUDADriverError as exc:
+        except self._cp.cuda.driver.CUDADriverError as exc:
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 
     def _kernel_limits(self, kernel) -> KernelLimits:
