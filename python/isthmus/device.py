@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from . import knobs
-from .buffer import Buffer
+from .buffer import Buffer, _shape
 from .dtypes import DType, lookup
 from .errors import (BackendUnavailableError, InvalidArgumentError, IsthmusError, OutOfMemoryError,
                      UnsupportedDtypeError)
 from .launch import GridLimits, LaunchConfig, check_config
+from .program import Program
 from .program_cache import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,8 +158,6 @@ class Device:
         >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
         >>> k(x, config=isthmus.LaunchConfig((8,)))
         """
-        from .program import Program
-
         return Program.build(self, source, defines or {}, name).kernel(name)
 
     def kernel(self, name: str) -> "Kernel":
@@ -421,31 +420,6 @@ class Timing:
     """Filled in when a :meth:`Device.timer` block ends: ``ms`` is the device time in milliseconds."""
 
     ms: float = float("nan")
-
-
-def _shape(shape) -> tuple[int, ...]:
-    # the common cases, checked cheaply: a tuple of ints, an int
-    t = type(shape)
-    if t is tuple:
-        for s in shape:
-            if type(s) is not int or s < 0:
-                break
-        else:
-            return shape
-    elif t is int and shape >= 0:
-        return (shape,)
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        items = tuple(shape)
-    except TypeError as exc:
-        raise InvalidArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}") from exc
-    for s in items:
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
-            raise InvalidArgumentError(f"shape {shape!r} must hold integers, got {type(s).__name__}")
-        if s < 0:
-            raise InvalidArgumentError(f"shape {shape!r} has a negative dimension")
-    return tuple(int(s) for s in items)
 
 
 # ---- the layers above core ---------------------------------------------------------------------
