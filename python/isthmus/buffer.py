@@ -110,9 +110,7 @@ class Buffer:
         if self._dt is None or not _live.pop(id(self), False):
             return
         self._dt = None  # first: whoever then finds _mem or _arg gone also finds the buffer closed
-        self._arg = None
-        self._mem = None
-        self._owner = None
+        self._arg = self._mem = self._owner = None
 
     def __enter__(self) -> "Buffer":
         self._check()

@@ -82,8 +82,7 @@ class Graph:
         self._recorder: _Capture | None = None
         self._native = None  # what the device made of the steps (Device._graph): .launch() replays them
         self._dirty = True
-        self._bufs: tuple = ()
-        self._gos: tuple = ()
+        self._bufs = self._gos = ()  # the buffers the steps use, each step's plain enqueue (_refresh)
         self._owned: list[Buffer] = []  # scratch buffers of the captured ops: the graph keeps them
 
     # ---- capture -----------------------------------------------------------------------------

@@ -115,8 +115,7 @@ class Plan:
             self._values = [None if isinstance(v, Buffer) else v for v in self._values]
             self._mems = []
             self._live = (_CLOSED_PLAN,)
-            self._native = None
-            self._go = None
+            self._native = self._go = None
 
     def __enter__(self) -> "Plan":
         return self

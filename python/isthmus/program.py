@@ -30,7 +30,6 @@ def _bump(key: str) -> None:
         stats[key] += 1
 
 
-# ---- programs --------------------------------------------------------------------------------
 # The documented grammar of a define's value: a C number (decimal, float with exponent and suffix,
 # hex) or a plain identifier, or nothing. Anything else could add code to the program (comments
 # stand in for spaces in C) or cut the option string (a NUL byte).

@@ -57,9 +57,8 @@ class ExpressionError(InvalidArgumentError):
 
     def __init__(self, text: str, column: int, message: str):
         self.column = column
-        pointer = " " * (column - 1) + "^"
         shown = "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)  # printable, same columns
-        super().__init__(f"fused expression, column {column}: {message}\n  {shown}\n  {pointer}")
+        super().__init__(f"fused expression, column {column}: {message}\n  {shown}\n  {' ' * (column - 1)}^")
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,7 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
             self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
         self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
         self.mma_sync = _nvidia_sm(cl, d) >= 80  # NVIDIA's OpenCL takes inline PTX
-        self._ctx = None
-        self._queue = None
+        self._ctx = self._queue = None
         self._init_lock = threading.Lock()
         self._in_use = 0
         # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this
