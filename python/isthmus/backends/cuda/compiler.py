@@ -84,8 +84,7 @@ class _Compiler:
         get = self._cp.cuda.driver.funcGetAttribute
         ptr = kernel.native.ptr
         with self._cp_device:
-            return KernelLimits(int(get(_ATTR_MAX_THREADS, ptr)), int(get(_ATTR_SHARED_BYTES, ptr)),
-                                int(get(_ATTR_LOCAL_BYTES, ptr)))
+            return KernelLimits(*(int(get(a, ptr)) for a in (_ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES)))
 
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
         from ...program import _options
