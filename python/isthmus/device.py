@@ -187,8 +187,7 @@ class Device:
         timing = Timing()
         start = self._record()
         yield timing
-        end = self._record()
-        timing.ms = self._elapsed_ms(start, end)
+        timing.ms = self._elapsed_ms(start, self._record())
 
     # ---- the one launch path ---------------------------------------------------------------------
     def launch(self, kernel: "Kernel", global_size: tuple, local_size: tuple | None, args: list) -> None:

@@ -156,8 +156,7 @@ class Plan:
     def _snapshot(self) -> "Plan":
         """An independent plan with the same bindings (what a graph keeps of a captured launch)."""
         self._check_open()
-        g = self.config.global_size
-        return Plan._from_packed(self.kernel, g, self.config.local_size,
+        return Plan._from_packed(self.kernel, self.config.global_size, self.config.local_size,
                                  [self.kernel._pack_arg(i, p, v, "plan of kernel")
                                   for i, (p, v) in enumerate(zip(self.kernel.params, self._values))],
                                  self._values)

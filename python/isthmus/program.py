@@ -108,8 +108,7 @@ class Program:
     def kernel(self, name: str) -> "Kernel":
         found = self._kernels.get(name)
         if found is None:
-            params = parse_signature(self.source, name, self.defines)
-            found = Kernel(self, name, params, self._function(name))
+            found = Kernel(self, name, parse_signature(self.source, name, self.defines), self._function(name))
             self._kernels[name] = found
         return found
 

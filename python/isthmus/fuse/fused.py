@@ -180,9 +180,8 @@ class _Variant:
         self.lsize = (min(256, dev.max_work_group_size, self.kernel._resource_limits().max_work_group_size),)
         self.kernel._check_config(LaunchConfig(self.lsize, self.lsize))
         self._inplace = expr.target in expr.inputs
-        first = 1 if self._inplace else 2
         self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
-                        for p in self.kernel.params[first:]]
+                        for p in self.kernel.params[1 if self._inplace else 2:]]  # (after n, and out unless in place)
 
     def pack(self, n: int, out: Buffer, values: list) -> list:
         """The kernel's arguments for Device.launch. Buffers were checked by Fused._resolve and their

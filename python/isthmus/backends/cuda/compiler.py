@@ -22,8 +22,7 @@ class _Compiler:
     """The compiling hooks of :class:`~.device.CudaDevice` (a part of it)."""
 
     def _prepare_source(self, source: str) -> str:
-        prelude = (knobs.kernel_dir() / "cuda_prelude.h").read_text()
-        return prelude + "\n#line 1\n" + source
+        return (knobs.kernel_dir() / "cuda_prelude.h").read_text() + "\n#line 1\n" + source
 
     def _compiler_id(self) -> dict:
         from cupy_backends.cuda.libs import nvrtc
@@ -67,9 +66,8 @@ class _Compiler:
         return native[1]
 
     def _load_binary(self, binary: bytes, options: list[str]):
-        cp = self._cp
         with self._cp_device:
-            module = cp.cuda.function.Module()
+            module = self._cp.cuda.function.Module()
             module.load(bytes(binary))
         return module, bytes(binary)
 

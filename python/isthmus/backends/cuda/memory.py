@@ -27,8 +27,7 @@ class _Memory:
 
     def _transfer_lane(self):
         with self._cp_device:  # non-blocking: it does not wait for the device's own stream
-            stream = self._cp.cuda.Stream(non_blocking=True)
-        return _TransferLane(self, stream, wait=lambda event: event.synchronize())
+            return _TransferLane(self, self._cp.cuda.Stream(non_blocking=True), wait=lambda event: event.synchronize())
 
     def _free_pool(self) -> None:
         with self._cp_device:

@@ -124,14 +124,12 @@ class _Memory:
             return np.empty(shape, dtype)
         mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
         # The mapped array keeps its buffer alive; unmapping happens when the array is collected.
-        array, _ = cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
-                                         is_blocking=True)
-        return array
+        return cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
+                                     is_blocking=True)[0]
 
     def _transfer_lane(self):
         # a second in-order command queue on the device's context (same device, same memory)
-        queue = self._cl.CommandQueue(self.context, self._dev)
-        return _TransferLane(self, queue, wait=lambda event: event.wait())
+        return _TransferLane(self, self._cl.CommandQueue(self.context, self._dev), wait=lambda event: event.wait())
 
     def _guard(self, fn, what: str):
         cl = self._cl
