@@ -230,9 +230,7 @@ def _type_of(value):
     """np.dtype for a strong value, the Python type (int or float) for a weak one."""
     if isinstance(value, (bool, np.bool_)):
         return np.dtype(bool)
-    if type(value) in (int, float):
-        return type(value)
-    return np.asarray(value).dtype
+    return type(value) if type(value) in (int, float) else np.asarray(value).dtype
 
 
 def stand_in(kind) -> object:
