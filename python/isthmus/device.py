@@ -303,10 +303,13 @@ class Device:
         raise NotImplementedError(f"{self.id}: this backend has no transfer lane")
 
     def _graph(self, steps: tuple):
-        """A captured Graph's steps (callables that queue work) as an object whose ``launch()``
-        replays them all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA
-        backend captures them into one CUDA graph."""
-        return _Steps(steps)
+        """A captured Graph's steps (callables that queue work) as one callable that replays them
+        all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA backend
+        captures them into one CUDA graph."""
+        def replay() -> None:
+            for go in steps:
+                go()
+        return replay
 
     # memory
     def _peer_copy(self, dst, src, src_device: "Device", nbytes: int) -> bool:
@@ -337,17 +340,6 @@ class Device:
     def _record(self): raise NotImplementedError
     def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
     def _pointer(self, mem) -> int: raise NotImplementedError
-
-
-class _Steps:
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: tuple):
-        self.steps = steps
-
-    def launch(self) -> None:
-        for go in self.steps:
-            go()
 
 
 class _TransferLane:

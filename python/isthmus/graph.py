@@ -80,7 +80,7 @@ class Graph:
         self.steps: list = []  # a Plan (a kernel launch) or a device copy's or fill's call, in capture order
         self._state = "new"  # new -> capturing -> ready | failed; closed
         self._recorder: _Capture | None = None
-        self._native = None  # what the device made of the steps (Device._graph): .launch() replays them
+        self._native = None  # what the device made of the steps (Device._graph): calling it replays them
         self._dirty = True
         self._bufs = self._gos = ()  # the buffers the steps use, each step's plain enqueue (_refresh)
         self._owned: list[Buffer] = []  # scratch buffers of the captured ops: the graph keeps them
@@ -130,7 +130,7 @@ class Graph:
                 self._closed_error(b)
         if self._dirty:
             self._instantiate()
-        self._native.launch()
+        self._native()
 
     def bind(self, step: int, key, value) -> "Graph":
         """Update argument ``key`` (name or index) of the ``step``-th captured launch: a scalar, or a
