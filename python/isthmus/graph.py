@@ -220,14 +220,12 @@ class Graph:
 def prepare_call(device: "Device", fn: Callable[[], object], what: str):
     """Record ``fn()`` (a library op) once: a Plan when it is a single launch, else a Graph.
     The op's return value (an output buffer it allocated) is kept as ``.result``."""
-    graph = Graph(device)
-    with graph:
+    with Graph(device) as graph:
         result = fn()
     plans = graph.plans
     if len(graph.steps) == 1 and len(plans) == 1:
-        plan = plans[0]
         graph.steps = []
-        plan.result = result
-        return plan
+        plans[0].result = result
+        return plans[0]
     graph.result = result
     return graph
