@@ -28,6 +28,7 @@ MAGIC = b"ISTHMUS-PROGRAM\0"
 _HEADER = struct.Struct("<16sIQ32s32s")  # magic, format, payload length, payload sha256, recipe sha256
 _MAX_ENTRY = 1 << 30  # no compiled program is this large: a bigger file is not one of ours
 _STALE_TMP_S = 3600  # a temp file this old belongs to a writer that died
+_CAN_CHECK_PIDS = os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
 
 
 def entry_path(key: str) -> Path:
@@ -117,7 +118,7 @@ def drop(key: str) -> None:
 @contextmanager
 def loading(key: str):
     """Around the driver call that loads entry ``key``."""
-    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _can_check_pids() else None
+    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _CAN_CHECK_PIDS else None
     if marker is not None:
         try:
             marker.touch()
@@ -130,10 +131,6 @@ def loading(key: str):
             _unlink_quietly(marker)
 
 
-def _can_check_pids() -> bool:
-    return os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
-
-
 def _markers(key: str) -> list[Path]:
     try:
         return [Path(e.path) for e in os.scandir(entry_path(key).parent) if e.name.startswith(f"{key}.loading-")]
@@ -142,7 +139,7 @@ def _markers(key: str) -> list[Path]:
 
 
 def _loader_died(key: str) -> bool:
-    pids = [marker.name.rsplit("-", 1)[-1] for marker in _markers(key)] if _can_check_pids() else []
+    pids = [marker.name.rsplit("-", 1)[-1] for marker in _markers(key)] if _CAN_CHECK_PIDS else []
     return any(pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) for pid in pids)
 
 
