@@ -88,7 +88,8 @@ class Device:
 
     def info(self) -> dict:
         """A JSON-able description (what ``isthmus devices --json`` prints)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(self, k)) for k in self._INFO)}
+        values = {k: getattr(self, k) for k in self._INFO}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}  # (JSON has no tuples)
 
     def identity(self) -> dict:
         """What makes compiled code and tuned configs valid: vendor, name, driver, platform."""
