@@ -7,6 +7,7 @@ import os
 from ... import knobs
 from ...errors import CompileError
 from ...launch import KernelLimits
+from ...program import _options
 
 # CUfunction_attribute values (cuda.h)
 _ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
@@ -85,8 +86,6 @@ class _Compiler:
             return KernelLimits(*(int(get(a, ptr)) for a in (_ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES)))
 
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
-        from ...program import _options
-
         src = defines_as_source(_options(kernel.program.defines)) + self._prepare_source(kernel.program.source)
         raw = self._cp.RawKernel(src, kernel.name, options=tuple(self._nvrtc_options()))
         return raw, (tuple(a // b for a, b in zip(gsize, lsize)), lsize, args), {"stream": self.stream}
