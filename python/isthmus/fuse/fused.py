@@ -188,9 +188,8 @@ class _Variant:
         dtypes are this variant's key, so only scalars need converting (with the range checks of a
         launch, and messages that name the expression's input)."""
         packed = [np.int64(n)] if self._inplace else [np.int64(n), out]
-        for (param, where), v in zip(self._inputs, values):
-            packed.append(v if param.kind == "buffer" else convert_scalar(v, param, where))
-        return packed
+        return packed + [v if param.kind == "buffer" else convert_scalar(v, param, where)
+                         for (param, where), v in zip(self._inputs, values)]
 
     def gsize(self, n: int) -> tuple[int]:
         w = self.lsize[0]
