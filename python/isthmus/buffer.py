@@ -97,9 +97,8 @@ class Buffer:
 
     def _launch_arg(self):
         """This buffer as a packed kernel argument (``device._buffer_arg``, which raises for a
-        closed buffer and returns an object that holds the memory), made once and kept: library
-        ops use ``buf._arg or buf._launch_arg()``. Not while a graph is being captured: capture
-        learns which buffer an argument is from by seeing ``_buffer_arg`` called."""
+        closed buffer and returns an object that holds the memory), made once and kept: launches
+        read ``buf._arg or buf._launch_arg()`` (a recorder, such as graph capture, gets the Buffer)."""
         arg = self._arg = self.device._buffer_arg(self)
         if self._dt is None:  # closed meanwhile, maybe before our store: a closed buffer keeps no memory
             self._arg = None
@@ -111,9 +110,7 @@ class Buffer:
         if self._dt is None or not _live.pop(id(self), False):
             return
         self._dt = None  # first: whoever then finds _mem or _arg gone also finds the buffer closed
-        self._arg = None
-        self._mem = None
-        self._owner = None
+        self._arg = self._mem = self._owner = None
 
     def __enter__(self) -> "Buffer":
         self._check()
@@ -148,22 +145,20 @@ class Buffer:
 
     def to_numpy(self, out: np.ndarray | None = None) -> np.ndarray:
         """Copy to the host (waits for queued work that writes this buffer)."""
-        self._check()
+        mem = self._handle()
         if out is None:
             out = np.empty(self.shape, self.dtype)
         else:
             self._check_host(out, "out")
-        mem = self._handle()
         if self.nbytes:
             self.device._host_download(mem, out)
         return out
 
     def copy_from(self, array) -> "Buffer":
         """Copy a host array of the same shape and dtype into this buffer."""
-        self._check()
+        mem = self._handle()
         host = np.ascontiguousarray(array) if not isinstance(array, np.ndarray) or not array.flags.c_contiguous else array
         self._check_host(host, "array")
-        mem = self._handle()
         if self.nbytes:
             self.device._host_upload(mem, host)
         return self
@@ -201,8 +196,6 @@ class Buffer:
 
     def reshape(self, *shape) -> "Buffer":
         """A view of the same memory with another shape (same number of elements)."""
-        from .device import _shape
-
         mem, dt = self._handle(), self._dt
         new = _shape(shape[0] if len(shape) == 1 else shape)
         if int(np.prod(new, dtype=np.int64)) != self.size:
@@ -224,3 +217,28 @@ class Buffer:
     def __dlpack_device__(self):
         self._check()
         return self.device._dlpack_device()
+
+
+def _shape(shape) -> tuple[int, ...]:
+    # the common cases, checked cheaply: a tuple of ints, an int
+    t = type(shape)
+    if t is tuple:
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return shape
+    elif t is int and shape >= 0:
+        return (shape,)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        items = tuple(shape)
+    except TypeError as exc:
+        raise InvalidArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}") from exc
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise InvalidArgumentError(f"shape {shape!r} must hold integers, got {type(s).__name__}")
+        if s < 0:
+            raise InvalidArgumentError(f"shape {shape!r} has a negative dimension")
+    return tuple(int(s) for s in items)

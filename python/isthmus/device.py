@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from . import knobs
-from .buffer import Buffer
+from .buffer import Buffer, _shape
 from .dtypes import DType, lookup
 from .errors import (BackendUnavailableError, InvalidArgumentError, IsthmusError, OutOfMemoryError,
                      UnsupportedDtypeError)
 from .launch import GridLimits, LaunchConfig, check_config
+from .program import Program
 from .program_cache import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,15 +83,13 @@ class Device:
     def __repr__(self) -> str:
         return f"<isthmus.Device {self.id} {self.name!r} ({self.vendor})>"
 
+    _INFO = ("id", "name", "vendor", "backend", "kind", "memory", "compute_units", "max_work_group_size",
+             "max_work_item_sizes", "local_mem_size", "driver_version", "platform", "dtypes")
+
     def info(self) -> dict:
         """A JSON-able description (what ``isthmus devices --json`` prints)."""
-        return {
-            "id": self.id, "name": self.name, "vendor": self.vendor, "backend": self.backend, "kind": self.kind,
-            "memory": self.memory, "compute_units": self.compute_units,
-            "max_work_group_size": self.max_work_group_size, "max_work_item_sizes": list(self.max_work_item_sizes),
-            "local_mem_size": self.local_mem_size, "driver_version": self.driver_version,
-            "platform": self.platform, "dtypes": list(self.dtypes),
-        }
+        values = {k: getattr(self, k) for k in self._INFO}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}  # (JSON has no tuples)
 
     def identity(self) -> dict:
         """What makes compiled code and tuned configs valid: vendor, name, driver, platform."""
@@ -141,9 +140,8 @@ class Device:
         except IsthmusError:
             raise
         except Exception as exc:  # noqa: BLE001 - the driver's or NumPy's refusal, of whatever type
-            nbytes = math.prod(shape) * dt.np.itemsize
-            raise OutOfMemoryError(f"{nbytes} bytes of host memory ({shape}, {dt.name}) could not be allocated "
-                                   f"for {self.id}: {type(exc).__name__}: {exc}") from None
+            raise OutOfMemoryError(f"{math.prod(shape) * dt.np.itemsize} bytes of host memory ({shape}, {dt.name}) "
+                                   f"could not be allocated for {self.id}: {type(exc).__name__}: {exc}") from None
 
     def memory_in_use(self) -> int:
         """Bytes of device memory this process holds on this device through isthmus."""
@@ -161,8 +159,6 @@ class Device:
         >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
         >>> k(x, config=isthmus.LaunchConfig((8,)))
         """
-        from .program import Program
-
         return Program.build(self, source, defines or {}, name).kernel(name)
 
     def kernel(self, name: str) -> "Kernel":
@@ -192,8 +188,7 @@ class Device:
         timing = Timing()
         start = self._record()
         yield timing
-        end = self._record()
-        timing.ms = self._elapsed_ms(start, end)
+        timing.ms = self._elapsed_ms(start, self._record())
 
     # ---- the one launch path ---------------------------------------------------------------------
     def launch(self, kernel: "Kernel", global_size: tuple, local_size: tuple | None, args: list) -> None:
@@ -235,16 +230,10 @@ class Device:
 
     # device copies and host transfers: through the recorder when one is installed
     def _device_copy(self, dst, src, nbytes: int) -> None:
-        rec = self._recording()
-        if rec is not None:
-            return rec.copy(self, dst, src, nbytes)
-        self._copy(dst, src, nbytes)
+        (self._recording() or _DIRECT).copy(self, dst, src, nbytes)
 
     def _device_zero(self, mem, nbytes: int) -> None:
-        rec = self._recording()
-        if rec is not None:
-            return rec.zero(self, mem, nbytes)
-        self._zero(mem, nbytes)
+        (self._recording() or _DIRECT).zero(self, mem, nbytes)
 
     def _host_upload(self, mem, host) -> None:
         self._host_work("a host->device copy")
@@ -256,9 +245,7 @@ class Device:
 
     def _host_work(self, what: str) -> None:
         """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
-        rec = self._recording()
-        if rec is not None:
-            rec.host(self, what)
+        (self._recording() or _DIRECT).host(self, what)
 
     def _scratch(self, nbytes: int) -> "_Scratch":
         """Device memory private to the calling thread, at least ``nbytes``, kept and handed to
@@ -297,8 +284,8 @@ class Device:
     def _launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
     def _prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError
     def _buffer_arg(self, buf): raise NotImplementedError
-    def _memory_of(self, packed): raise NotImplementedError
-    def _native_arg(self, packed): raise NotImplementedError
+    def _memory_of(self, packed): raise NotImplementedError  # the memory a packed buffer holds (a Plan keeps it)
+    def _native_arg(self, packed): raise NotImplementedError  # as the backend's API takes it (for bench)
     # isthmus bench's baselines: the same work through the backend's own Python API, no isthmus
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
         """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see _native_arg)
@@ -317,10 +304,13 @@ class Device:
         raise NotImplementedError(f"{self.id}: this backend has no transfer lane")
 
     def _graph(self, steps: tuple):
-        """A captured Graph's steps (callables that queue work) as an object whose ``launch()``
-        replays them all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA
-        backend captures them into one CUDA graph."""
-        return _Steps(steps)
+        """A captured Graph's steps (callables that queue work) as one callable that replays them
+        all: here in turn from Python (PyOpenCL exposes no command buffers); the CUDA backend
+        captures them into one CUDA graph."""
+        def replay() -> None:
+            for go in steps:
+                go()
+        return replay
 
     # memory
     def _peer_copy(self, dst, src, src_device: "Device", nbytes: int) -> bool:
@@ -351,17 +341,6 @@ class Device:
     def _record(self): raise NotImplementedError
     def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
     def _pointer(self, mem) -> int: raise NotImplementedError
-
-
-class _Steps:
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: tuple):
-        self.steps = steps
-
-    def launch(self) -> None:
-        for go in self.steps:
-            go()
 
 
 class _TransferLane:
@@ -412,6 +391,9 @@ class Recorder:
         return buf
 
 
+_DIRECT = Recorder()  # stands in where none is installed: its defaults run the work (never installed)
+
+
 class _Scratch:
     """Memory of :meth:`Device._scratch`: not a Buffer (it is no one's result and not counted in
     ``live_buffers()``), but it has what ``_buffer_arg`` reads; ``arg`` is the packed argument.
@@ -430,31 +412,6 @@ class Timing:
     """Filled in when a :meth:`Device.timer` block ends: ``ms`` is the device time in milliseconds."""
 
     ms: float = float("nan")
-
-
-def _shape(shape) -> tuple[int, ...]:
-    # the common cases, checked cheaply: a tuple of ints, an int
-    t = type(shape)
-    if t is tuple:
-        for s in shape:
-            if type(s) is not int or s < 0:
-                break
-        else:
-            return shape
-    elif t is int and shape >= 0:
-        return (shape,)
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        items = tuple(shape)
-    except TypeError as exc:
-        raise InvalidArgumentError(f"shape must be an int or a sequence of ints, got {shape!r}") from exc
-    for s in items:
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
-            raise InvalidArgumentError(f"shape {shape!r} must hold integers, got {type(s).__name__}")
-        if s < 0:
-            raise InvalidArgumentError(f"shape {shape!r} has a negative dimension")
-    return tuple(int(s) for s in items)
 
 
 # ---- the layers above core ---------------------------------------------------------------------

@@ -40,10 +40,7 @@ class CompileError(IsthmusError):
     def __init__(self, message: str, *, log: str = "", kernel_name: str = ""):
         self.log = log
         self.kernel_name = kernel_name
-        full = message
-        if log.strip():
-            full += "\n--- build log ---\n" + log.strip()
-        super().__init__(full)
+        super().__init__(message + (f"\n--- build log ---\n{log.strip()}" if log.strip() else ""))
 
 
 class DatabaseError(IsthmusError):

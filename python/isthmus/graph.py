@@ -25,7 +25,7 @@ Host transfers and synchronization cannot be captured: they raise inside the blo
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 from .buffer import Buffer
 from .dtypes import lookup
@@ -37,17 +37,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
 
-class _Copy(NamedTuple):
-    """A recorded device copy or fill: the call and the memory it needs kept alive."""
-
-    go: Callable[[], None]
-    mems: tuple
-    what: str
-
-
 class _Capture(Recorder):
     """The recorder a Graph installs on its device while capturing: it keeps each launch as a Plan
-    and each device copy or fill as a _Copy, in order, and refuses host transfers."""
+    and each device copy or fill as the call that queues it (on the device's queue or stream, or on
+    the one it is given; it holds the memory it uses), in order, and refuses host transfers."""
 
     def __init__(self, graph: "Graph"):
         super().__init__()
@@ -69,12 +62,10 @@ class _Capture(Recorder):
         self.graph.steps.append(plan._snapshot())
 
     def copy(self, device, dst, src, nbytes) -> None:
-        self.graph.steps.append(_Copy(lambda *stream: device._copy(dst, src, nbytes, *stream), (dst, src),
-                                      f"device copy of {nbytes} bytes"))
+        self.graph.steps.append(lambda *stream: device._copy(dst, src, nbytes, *stream))
 
     def zero(self, device, mem, nbytes) -> None:
-        self.graph.steps.append(_Copy(lambda *stream: device._zero(mem, nbytes, *stream), (mem,),
-                                      f"fill of {nbytes} bytes"))
+        self.graph.steps.append(lambda *stream: device._zero(mem, nbytes, *stream))
 
     def host(self, device, what: str) -> None:
         raise InvalidArgumentError(f"{what} cannot be captured into a graph on {device.id}: graphs hold device "
@@ -86,13 +77,12 @@ class Graph:
 
     def __init__(self, device: "Device"):
         self.device = device
-        self.steps: list = []  # Plan (a kernel launch) or _Copy, in capture order
+        self.steps: list = []  # a Plan (a kernel launch) or a device copy's or fill's call, in capture order
         self._state = "new"  # new -> capturing -> ready | failed; closed
         self._recorder: _Capture | None = None
-        self._native = None  # what the device made of the steps (Device._graph): .launch() replays them
+        self._native = None  # what the device made of the steps (Device._graph): calling it replays them
         self._dirty = True
-        self._bufs: tuple = ()
-        self._gos: tuple = ()
+        self._bufs = self._gos = ()  # the buffers the steps use, each step's plain enqueue (_refresh)
         self._owned: list[Buffer] = []  # scratch buffers of the captured ops: the graph keeps them
 
     # ---- capture -----------------------------------------------------------------------------
@@ -140,7 +130,7 @@ class Graph:
                 self._closed_error(b)
         if self._dirty:
             self._instantiate()
-        self._native.launch()
+        self._native()
 
     def bind(self, step: int, key, value) -> "Graph":
         """Update argument ``key`` (name or index) of the ``step``-th captured launch: a scalar, or a
@@ -196,15 +186,10 @@ class Graph:
             plan._refresh()
 
     def _refresh(self) -> None:
-        seen: dict[int, Buffer] = {}
-        for s in self.steps:
-            if isinstance(s, Plan):
-                for b in s._live:
-                    seen[id(b)] = b
-        self._bufs = tuple(seen.values())
+        self._bufs = tuple({id(b): b for plan in self.plans for b in plan._live}.values())
         # the plain enqueue of each plan (on CUDA a plan's own launch may replay a one-kernel graph,
         # which a stream capture must not record)
-        self._gos = tuple(s._native.enqueue if isinstance(s, Plan) else s.go for s in self.steps)
+        self._gos = tuple(s._native.enqueue if isinstance(s, Plan) else s for s in self.steps)
 
     def _instantiate(self) -> None:
         """What the device makes of the steps (CUDA: one graph captured from them)."""
@@ -235,14 +220,12 @@ class Graph:
 def prepare_call(device: "Device", fn: Callable[[], object], what: str):
     """Record ``fn()`` (a library op) once: a Plan when it is a single launch, else a Graph.
     The op's return value (an output buffer it allocated) is kept as ``.result``."""
-    graph = Graph(device)
-    with graph:
+    with Graph(device) as graph:
         result = fn()
     plans = graph.plans
     if len(graph.steps) == 1 and len(plans) == 1:
-        plan = plans[0]
         graph.steps = []
-        plan.result = result
-        return plan
+        plans[0].result = result
+        return plans[0]
     graph.result = result
     return graph

@@ -6,7 +6,6 @@ import numpy as np
 
 from .buffer import Buffer
 from .device import device as lookup_device
-from .dtypes import lookup
 from .errors import InvalidArgumentError
 
 
@@ -53,5 +52,4 @@ def _wrap_cuda(obj, device) -> Buffer:
     dev = lookup_device(f"cuda:{arr.device.id}")
     if device is not None and lookup_device(device) is not dev:
         raise InvalidArgumentError(f"the array lives on {dev.id}, not on {device}")
-    dt = dev.check_dtype(lookup(arr.dtype))
-    return Buffer(dev, arr.data, tuple(arr.shape), dt, int(arr.nbytes), owner=obj)
+    return Buffer(dev, arr.data, tuple(arr.shape), dev.check_dtype(arr.dtype), int(arr.nbytes), owner=obj)

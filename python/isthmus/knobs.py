@@ -94,9 +94,7 @@ def kernel_dir() -> Path:
     (the repository's top-level ``opencl/`` folder, installed as package data or mapped there by an
     editable install)."""
     value = _get("ISTHMUS_KERNEL_DIR")
-    if value:
-        return Path(value).expanduser()
-    return _packaged_kernel_dir()
+    return Path(value).expanduser() if value else _packaged_kernel_dir()
 
 
 @functools.lru_cache(maxsize=1)

@@ -62,8 +62,7 @@ class Plan:
         # Holding each buffer's backend memory keeps the allocation alive whatever the Buffer does.
         # Taken from the packed arguments, which held it since the checks (a buffer closed meanwhile
         # has no _mem any more, and the launch check refuses it).
-        dev = kernel.device
-        self._mems = [dev._memory_of(p) if isinstance(v, Buffer) and pin else None
+        self._mems = [self.device._memory_of(p) if isinstance(v, Buffer) and pin else None
                       for v, p in zip(self._values, packed)]
         self._native = self.device._prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch
@@ -116,8 +115,7 @@ class Plan:
             self._values = [None if isinstance(v, Buffer) else v for v in self._values]
             self._mems = []
             self._live = (_CLOSED_PLAN,)
-            self._native = None
-            self._go = None
+            self._native = self._go = None
 
     def __enter__(self) -> "Plan":
         return self
@@ -133,11 +131,11 @@ class Plan:
     def _index(self, key) -> int:
         params = self.kernel.params
         if isinstance(key, str):
-            for i, p in enumerate(params):
-                if p.name == key:
-                    return i
+            names = [p.name for p in params]
+            if key in names:
+                return names.index(key)
             raise InvalidArgumentError(f"kernel {self.kernel.name!r} has no parameter {key!r}; "
-                                       f"parameters: {', '.join(p.name for p in params)}")
+                                       f"parameters: {', '.join(names)}")
         if isinstance(key, bool) or not isinstance(key, int) or not -len(params) <= key < len(params):
             raise InvalidArgumentError(f"kernel {self.kernel.name!r}: argument index {key!r} out of range "
                                        f"(it takes {len(params)} arguments)")
@@ -158,8 +156,7 @@ class Plan:
     def _snapshot(self) -> "Plan":
         """An independent plan with the same bindings (what a graph keeps of a captured launch)."""
         self._check_open()
-        g = self.config.global_size
-        return Plan._from_packed(self.kernel, g, self.config.local_size,
+        return Plan._from_packed(self.kernel, self.config.global_size, self.config.local_size,
                                  [self.kernel._pack_arg(i, p, v, "plan of kernel")
                                   for i, (p, v) in enumerate(zip(self.kernel.params, self._values))],
                                  self._values)

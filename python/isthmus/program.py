@@ -21,7 +21,6 @@ from .signature import parse_signature
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device
 
-CACHE_FORMAT = program_cache.FORMAT
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0}
 _stats_lock = threading.Lock()
 
@@ -31,7 +30,6 @@ def _bump(key: str) -> None:
         stats[key] += 1
 
 
-# ---- programs --------------------------------------------------------------------------------
 # The documented grammar of a define's value: a C number (decimal, float with exponent and suffix,
 # hex) or a plain identifier, or nothing. Anything else could add code to the program (comments
 # stand in for spaces in C) or cut the option string (a NUL byte).
@@ -69,7 +67,7 @@ def _define_value(key: str, value) -> str:
 
 def recipe(device: "Device", source: str, options: list[str]) -> dict:
     """The written cache recipe: everything a compiled binary depends on."""
-    return {"format": CACHE_FORMAT, "isthmus": __version__, "device": device.identity(),
+    return {"format": program_cache.FORMAT, "isthmus": __version__, "device": device.identity(),
             "compiler": device._compiler_id(), "options": options,
             "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
 
@@ -110,8 +108,7 @@ class Program:
     def kernel(self, name: str) -> "Kernel":
         found = self._kernels.get(name)
         if found is None:
-            params = parse_signature(self.source, name, self.defines)
-            found = Kernel(self, name, params, self._function(name))
+            found = Kernel(self, name, parse_signature(self.source, name, self.defines), self._function(name))
             self._kernels[name] = found
         return found
 

@@ -28,6 +28,7 @@ MAGIC = b"ISTHMUS-PROGRAM\0"
 _HEADER = struct.Struct("<16sIQ32s32s")  # magic, format, payload length, payload sha256, recipe sha256
 _MAX_ENTRY = 1 << 30  # no compiled program is this large: a bigger file is not one of ours
 _STALE_TMP_S = 3600  # a temp file this old belongs to a writer that died
+_CAN_CHECK_PIDS = os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
 
 
 def entry_path(key: str) -> Path:
@@ -67,7 +68,8 @@ def read(key: str) -> bytes | None:
     if payload is None:
         drop(key)
         return None
-    _touch(path)
+    with suppress(OSError):
+        os.utime(path)  # eviction removes the least recently used entries first: a hit counts as a use
     return payload
 
 
@@ -79,16 +81,12 @@ def _read_regular(path: Path) -> bytes | None:
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
-        _remove(path, st)
+        _remove(path)
         return None
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)  # the path may have been swapped between lstat and open
+        with os.fdopen(os.open(path, flags), "rb") as f:
+            st = os.fstat(f.fileno())  # the path may have been swapped between lstat and open
             if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY:
                 return None
             return f.read(st.st_size + 1)
@@ -96,23 +94,19 @@ def _read_regular(path: Path) -> bytes | None:
         return None
 
 
-def _remove(path: Path, st: os.stat_result) -> None:
+def _remove(path: Path) -> None:
     # A directory is left alone (it may hold someone's files); the entry simply stays a miss and
     # the write that follows fails quietly.
-    if not stat.S_ISDIR(st.st_mode):
-        _unlink_quietly(path)
+    with suppress(OSError):
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 def drop(key: str) -> None:
     """Remove the entry for ``key`` (it failed verification, or the driver refused it)."""
-    path = entry_path(key)
     for marker in _markers(key):
         _unlink_quietly(marker)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    _remove(path, st)
+    _remove(entry_path(key))
 
 
 # ---- a driver that dies on an entry ----------------------------------------------------------
@@ -124,7 +118,7 @@ def drop(key: str) -> None:
 @contextmanager
 def loading(key: str):
     """Around the driver call that loads entry ``key``."""
-    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _can_check_pids() else None
+    marker = entry_path(key).with_name(f"{key}.loading-{os.getpid()}") if _CAN_CHECK_PIDS else None
     if marker is not None:
         try:
             marker.touch()
@@ -137,10 +131,6 @@ def loading(key: str):
             _unlink_quietly(marker)
 
 
-def _can_check_pids() -> bool:
-    return os.name == "posix"  # os.kill(pid, 0) probes on POSIX; elsewhere it would signal
-
-
 def _markers(key: str) -> list[Path]:
     try:
         return [Path(e.path) for e in os.scandir(entry_path(key).parent) if e.name.startswith(f"{key}.loading-")]
@@ -149,13 +139,8 @@ def _markers(key: str) -> list[Path]:
 
 
 def _loader_died(key: str) -> bool:
-    if not _can_check_pids():
-        return False
-    for marker in _markers(key):
-        pid = marker.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            return True
-    return False
+    pids = [marker.name.rsplit("-", 1)[-1] for marker in _markers(key)] if _CAN_CHECK_PIDS else []
+    return any(pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) for pid in pids)
 
 
 def _alive(pid: int) -> bool:
@@ -166,12 +151,6 @@ def _alive(pid: int) -> bool:
     except OSError:  # EPERM: it exists, owned by someone else
         return True
     return True
-
-
-def _touch(path: Path) -> None:
-    # Eviction removes the least recently used entries first: a hit counts as a use.
-    with suppress(OSError):
-        os.utime(path)
 
 
 def write(key: str, payload: bytes) -> None:
@@ -253,10 +232,9 @@ class BoundedMemo:
 
     def get(self, key, default=None):
         with self._lock:
-            value = self._data.get(key, default)
             if key in self._data:
                 self._data.move_to_end(key)
-            return value
+            return self._data.get(key, default)
 
     def __setitem__(self, key, value) -> None:
         capacity = knobs.program_memo_entries()

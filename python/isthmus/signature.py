@@ -76,12 +76,10 @@ def _param(text: str, aliases: dict, kernel: str) -> Param:
         raise CompileError(f"kernel {kernel!r}: __local pointer parameter {pname!r} is not supported (it has no "
                            "CUDA equivalent); declare a fixed-size __local array inside the kernel instead",
                            kernel_name=kernel)
-    const = "const" in words
     type_words = [_resolve(w, aliases) for w in words[:-1] if w not in _QUALIFIERS]
     ctype = " ".join(type_words).replace("unsigned ", "u") if type_words else ""
     if pointer:
-        np_type = SCALAR_CTYPES.get(ctype)
-        return Param(pname, "buffer", ctype, np_type, not const)
+        return Param(pname, "buffer", ctype, SCALAR_CTYPES.get(ctype), "const" not in words)
     if ctype not in SCALAR_CTYPES:
         raise CompileError(f"kernel {kernel!r}: parameter {pname!r} has type {ctype!r}, which isthmus cannot pass "
                            f"(scalar types: {', '.join(sorted(SCALAR_CTYPES))}, or pointers)", kernel_name=kernel)

@@ -32,9 +32,7 @@ class Workload:
         return rel_error(out, ref)
 
     def metric(self, ms: float) -> tuple[float, str]:
-        if self.flops:
-            return self.flops / ms / 1e6, "GFLOP/s"
-        return self.bytes / ms / 1e6, "GB/s"
+        return (self.flops / ms / 1e6, "GFLOP/s") if self.flops else (self.bytes / ms / 1e6, "GB/s")
 
 
 def problem(spec, sizes: dict) -> dict:

@@ -57,9 +57,8 @@ class ExpressionError(InvalidArgumentError):
 
     def __init__(self, text: str, column: int, message: str):
         self.column = column
-        pointer = " " * (column - 1) + "^"
         shown = "".join("?" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)  # printable, same columns
-        super().__init__(f"fused expression, column {column}: {message}\n  {shown}\n  {pointer}")
+        super().__init__(f"fused expression, column {column}: {message}\n  {shown}\n  {' ' * (column - 1)}^")
 
 
 @dataclass(frozen=True)
@@ -127,8 +126,7 @@ def parse(text: str) -> Expression:
         raise ExpressionError(text, 1, f"expression nests {depth} operations deep, more than {MAX_DEPTH}; split "
                                        "it into several fused kernels (or group terms with parentheses)")
     if len(module.body) != 1 or not isinstance(module.body[0], ast.Assign):
-        node = module.body[0] if module.body else None
-        raise ExpressionError(text, 1 if node is None else node.col_offset + 1,
+        raise ExpressionError(text, module.body[0].col_offset + 1 if module.body else 1,
                               "expected one assignment 'target = expression'")
     assign = module.body[0]
     if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
@@ -232,16 +230,12 @@ def _type_of(value):
     """np.dtype for a strong value, the Python type (int or float) for a weak one."""
     if isinstance(value, (bool, np.bool_)):
         return np.dtype(bool)
-    if type(value) in (int, float):
-        return type(value)
-    return np.asarray(value).dtype
+    return type(value) if type(value) in (int, float) else np.asarray(value).dtype
 
 
 def stand_in(kind) -> object:
     """A one-element value with the typing behaviour of an input: a dtype (strong) or int/float (weak)."""
-    if kind is int or kind is float:  # (np.dtype('float64') == float is True)
-        return kind(1)
-    return np.ones(1, kind)
+    return kind(1) if kind is int or kind is float else np.ones(1, kind)  # (np.dtype('float64') == float is True)
 
 
 def infer(expr: Expression, kinds: dict) -> dict:
@@ -323,8 +317,7 @@ class Emitter:
                                         f"(or make an operand floating-point)")
         if k == 0:
             return f"(({c})1)"
-        u = _wide_unsigned(r)
-        b = f"({u}){self._as(base, r)}"
+        b = f"({_wide_unsigned(r)}){self._as(base, r)}"
         return f"(({c})({' * '.join([b] * k)}))"
 
     def _call(self, node, r, c) -> str:
@@ -333,12 +326,10 @@ class Emitter:
             return self._power(node, node.args[0], node.args[1], r, c)
         args = [self._as(a, r) for a in node.args]
         if r.kind == "f":
-            one = _literal(1, r)
-            if name in ("fma", "mad"):
-                return f"fma({args[0]}, {args[1]}, {args[2]})"
-            return {"abs": f"fabs({args[0]})", "round": f"rint({args[0]})",
-                    "rsqrt": f"({one} / sqrt({args[0]}))",
-                    "exp10": f"pow({_literal(10, r)}, {args[0]})"}.get(name, f"{name}({', '.join(args)})")
+            a = args[0]
+            return {"abs": f"fabs({a})", "round": f"rint({a})", "rsqrt": f"({_literal(1, r)} / sqrt({a}))",
+                    "exp10": f"pow({_literal(10, r)}, {a})", "mad": f"fma({', '.join(args)})"}.get(
+                name, f"{name}({', '.join(args)})")
         u = _wide_unsigned(r)
         if name in ("abs",):
             return args[0] if r.kind == "u" else f"(({c})({args[0]} < 0 ? -({u}){args[0]} : ({u}){args[0]}))"

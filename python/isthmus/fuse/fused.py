@@ -93,7 +93,7 @@ class Fused:
         named = dict(zip(self.inputs, args))
         for k, v in kwargs.items():
             if k not in self.inputs:
-                hint = ("; the output is passed as out=" if k == self.output else "")
+                hint = "; the output is passed as out=" if k == self.output else ""
                 raise InvalidArgumentError(f"{self.expression!r} has no input {k!r}; inputs: "
                                            f"{', '.join(self.inputs)}{hint}")
             if k in named:
@@ -101,9 +101,8 @@ class Fused:
             named[k] = v
         missing = [n for n in self.inputs if n not in named]
         if missing:
-            col = self._expr.first_use(missing[0])
-            raise self._expr.error(col, f"no value for input {missing[0]!r}; call with "
-                                        f"{', '.join(self.inputs)} (positional or by name)")
+            raise self._expr.error(self._expr.first_use(missing[0]), f"no value for input {missing[0]!r}; call "
+                                   f"with {', '.join(self.inputs)} (positional or by name)")
         return [named[n] for n in self.inputs]
 
     def _kinds(self, values) -> tuple:
@@ -154,8 +153,7 @@ class Fused:
         key = (dev.id, kinds, None if out is None else out.dtype)
         variant = self._variants.get(key)
         if variant is None:
-            variant = _Variant(self._expr, dev, kinds, None if out is None else out.dtype)
-            self._variants[key] = variant
+            variant = self._variants[key] = _Variant(self._expr, dev, kinds, key[2])
         if out is None:
             out = dev.empty(ref.shape, variant.out_dtype)
         return variant, ref.size, out
@@ -182,18 +180,16 @@ class _Variant:
         self.lsize = (min(256, dev.max_work_group_size, self.kernel._resource_limits().max_work_group_size),)
         self.kernel._check_config(LaunchConfig(self.lsize, self.lsize))
         self._inplace = expr.target in expr.inputs
-        first = 1 if self._inplace else 2
         self._inputs = [(p, f"fused expression {expr.text!r}: input {p.name!r}")
-                        for p in self.kernel.params[first:]]
+                        for p in self.kernel.params[1 if self._inplace else 2:]]  # (after n, and out unless in place)
 
     def pack(self, n: int, out: Buffer, values: list) -> list:
         """The kernel's arguments for Device.launch. Buffers were checked by Fused._resolve and their
         dtypes are this variant's key, so only scalars need converting (with the range checks of a
         launch, and messages that name the expression's input)."""
         packed = [np.int64(n)] if self._inplace else [np.int64(n), out]
-        for (param, where), v in zip(self._inputs, values):
-            packed.append(v if param.kind == "buffer" else convert_scalar(v, param, where))
-        return packed
+        return packed + [v if param.kind == "buffer" else convert_scalar(v, param, where)
+                         for (param, where), v in zip(self._inputs, values)]
 
     def gsize(self, n: int) -> tuple[int]:
         w = self.lsize[0]
@@ -241,10 +237,8 @@ def _source(expr: Expression, types: dict, kinds: tuple, out_dtype: np.dtype) ->
             load[name] = name
     code, rdt = Emitter(expr, types, load).emit(expr.tree, out_dtype)
     value = code if rdt == out_dtype else f"(({ctype(out_dtype)}){code})"
-    if out_dtype == np.float16:
-        store = f"vstore_half({value}, isthmus_i, {expr.target});"
-    else:
-        store = f"{expr.target}[isthmus_i] = ({_storage(out_dtype)}){value};"
+    store = (f"vstore_half({value}, isthmus_i, {expr.target});" if out_dtype == np.float16
+             else f"{expr.target}[isthmus_i] = ({_storage(out_dtype)}){value};")
     return (
         "#if defined(__OPENCL_VERSION__) && defined(cl_khr_fp64)\n"
         "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"

@@ -7,6 +7,7 @@ import os
 from ... import knobs
 from ...errors import CompileError
 from ...launch import KernelLimits
+from ...program import _options
 
 # CUfunction_attribute values (cuda.h)
 _ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
@@ -15,19 +16,14 @@ _ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES = 0, 1, 3
 def defines_as_source(options: list[str]) -> str:
     """``-DNAME=value`` options as ``#define`` lines. NVRTC applies -D before its built-in header,
     whose templates use names such as T, so defines must go into the source instead."""
-    lines = []
-    for o in options:
-        name, _, value = o[2:].partition("=")
-        lines.append(f"#define {name} {value}\n")
-    return "".join(lines)
+    return "".join(f"#define {o[2:].replace('=', ' ', 1)}\n" for o in options)  # (program._options: -DNAME=value)
 
 
 class _Compiler:
     """The compiling hooks of :class:`~.device.CudaDevice` (a part of it)."""
 
     def _prepare_source(self, source: str) -> str:
-        prelude = (knobs.kernel_dir() / "cuda_prelude.h").read_text()
-        return prelude + "\n#line 1\n" + source
+        return (knobs.kernel_dir() / "cuda_prelude.h").read_text() + "\n#line 1\n" + source
 
     def _compiler_id(self) -> dict:
         from cupy_backends.cuda.libs import nvrtc
@@ -41,15 +37,11 @@ class _Compiler:
 
     def _include_dirs(self) -> list[str]:
         cp = self._cp
-        dirs = []
         base = os.path.join(os.path.dirname(cp.__file__), "_core", "include")
-        for d in (base, os.path.join(base, "cupy", "_cuda", f"cuda-{cp.cuda.runtime.runtimeGetVersion() // 1000}")):
-            if os.path.isdir(d):
-                dirs.append(d)
         cuda_path = cp.cuda.get_cuda_path()
-        if cuda_path and os.path.isdir(os.path.join(cuda_path, "include")):
-            dirs.append(os.path.join(cuda_path, "include"))
-        return dirs
+        dirs = (base, os.path.join(base, "cupy", "_cuda", f"cuda-{cp.cuda.runtime.runtimeGetVersion() // 1000}"),
+                os.path.join(cuda_path, "include") if cuda_path else "")
+        return [d for d in dirs if d and os.path.isdir(d)]
 
     def _nvrtc_options(self) -> list[str]:
         return [f"-arch={self._arch()}", "-std=c++17", "-default-device",
@@ -59,15 +51,13 @@ class _Compiler:
         from cupy_backends.cuda.libs import nvrtc
 
         source = defines_as_source(options) + source
-        opts = self._nvrtc_options()
         prog = nvrtc.createProgram(source, f"{name or 'isthmus'}.cu", [], [])
         try:
             try:
-                nvrtc.compileProgram(prog, opts)
+                nvrtc.compileProgram(prog, self._nvrtc_options())
             except nvrtc.NVRTCError as exc:
-                log = nvrtc.getProgramLog(prog)
                 raise CompileError(f"kernel {name!r} failed to compile for {self.id} ({self.name}) with NVRTC: {exc}",
-                                   log=log, kernel_name=name) from None
+                                   log=nvrtc.getProgramLog(prog), kernel_name=name) from None
             cubin = nvrtc.getCUBIN(prog)
         finally:
             nvrtc.destroyProgram(prog)
@@ -77,30 +67,25 @@ class _Compiler:
         return native[1]
 
     def _load_binary(self, binary: bytes, options: list[str]):
-        cp = self._cp
         with self._cp_device:
-            module = cp.cuda.function.Module()
+            module = self._cp.cuda.function.Module()
             module.load(bytes(binary))
         return module, bytes(binary)
 
     def _function(self, native, name: str):
-        cp = self._cp
         try:
             with self._cp_device:
                 return native[0].get_function(name)
-        except cp.cuda.driver.CUDADriverError as exc:
+        except self._cp.cuda.driver.CUDADriverError as exc:
             raise CompileError(f"program has no kernel {name!r}: {exc}", kernel_name=name) from None
 
     def _kernel_limits(self, kernel) -> KernelLimits:
         get = self._cp.cuda.driver.funcGetAttribute
         ptr = kernel.native.ptr
         with self._cp_device:
-            return KernelLimits(int(get(_ATTR_MAX_THREADS, ptr)), int(get(_ATTR_SHARED_BYTES, ptr)),
-                                int(get(_ATTR_LOCAL_BYTES, ptr)))
+            return KernelLimits(*(int(get(a, ptr)) for a in (_ATTR_MAX_THREADS, _ATTR_SHARED_BYTES, _ATTR_LOCAL_BYTES)))
 
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
-        from ...program import _options
-
         src = defines_as_source(_options(kernel.program.defines)) + self._prepare_source(kernel.program.source)
         raw = self._cp.RawKernel(src, kernel.name, options=tuple(self._nvrtc_options()))
         return raw, (tuple(a // b for a, b in zip(gsize, lsize)), lsize, args), {"stream": self.stream}

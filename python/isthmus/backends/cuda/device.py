@@ -35,8 +35,7 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
         super().__init__(
             index=index, name=name, vendor="NVIDIA Corporation", kind="gpu", memory=int(p["totalGlobalMem"]),
             compute_units=int(p["multiProcessorCount"]), max_work_group_size=int(p["maxThreadsPerBlock"]),
-            max_work_item_sizes=tuple(int(x) for x in p["maxThreadsDim"]),
-            local_mem_size=int(p["sharedMemPerBlock"]),
+            max_work_item_sizes=tuple(int(x) for x in p["maxThreadsDim"]), local_mem_size=int(p["sharedMemPerBlock"]),
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             platform=f"CUDA {rt.runtimeGetVersion()} sm_{self.compute_capability}",
             dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
@@ -46,11 +45,10 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
         # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
         self.local_mem_optin = int(p.get("sharedMemPerBlockOptin") or
                                    rt.deviceGetAttribute(_ATTR_DEV_SMEM_OPTIN, index) or p["sharedMemPerBlock"])
-        self._stream = None
+        self._stream = self._capture_stream = None  # made on first use (stream, _Graphs._capture_graph)
         self._init_lock = threading.Lock()
-        self._launch_graphs = knobs.cuda_launch_graphs()
-        self._capture_stream = None
         self._capture_lock = threading.Lock()
+        self._launch_graphs = knobs.cuda_launch_graphs()
         self._get_device = cupy.cuda.runtime.getDevice
         self._current_stream = cupy.cuda.get_current_stream
         self._cp_alloc = cupy.cuda.alloc

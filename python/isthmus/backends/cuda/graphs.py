@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from ...errors import DeviceError
 
 if TYPE_CHECKING:
-    from .device import CudaDevice
     from .launch import _PreparedLaunch
 
 
@@ -35,9 +34,23 @@ class _Graphs:
                 upload(self.stream)  # instantiate now, not on the first replay
         return graph
 
-    def _graph(self, steps: tuple) -> "_Graph":
-        """A captured isthmus Graph's steps as one instantiated CUDA graph (see _capture_graph)."""
-        return _Graph(self, self._capture_graph(steps) if steps else None)
+    def _graph(self, steps: tuple):
+        """A captured isthmus Graph's steps as one instantiated CUDA graph (see _capture_graph),
+        replayed on the device's stream with one call."""
+        native = self._capture_graph(steps) if steps else None
+
+        def replay() -> None:
+            if native is None:  # a capture that recorded nothing
+                return
+            try:
+                if self._get_device() != self.index:
+                    with self._cp_device:
+                        native.launch(self.stream)
+                else:
+                    native.launch(self.stream)
+            except Exception as exc:  # CUDARuntimeError
+                raise DeviceError(f"graph launch on {self.id} failed: {exc}") from exc
+        return replay
 
     def _one_kernel_graph(self, prepared: "_PreparedLaunch"):
         """The CUDA graph of one prepared launch, or None (with a warning, once) where capture fails."""
@@ -50,25 +63,3 @@ class _Graphs:
             warnings.warn(f"{self.id}: capturing a repeated launch as a CUDA graph failed ({exc}); repeated "
                           f"launches stay driver calls", RuntimeWarning, stacklevel=3)
             return None
-
-
-class _Graph:
-    """An instantiated CUDA graph replayed on the device's stream with one call."""
-
-    __slots__ = ("_dev", "_native")
-
-    def __init__(self, dev: CudaDevice, native):
-        self._dev, self._native = dev, native
-
-    def launch(self) -> None:
-        dev, native = self._dev, self._native
-        if native is None:  # a capture that recorded nothing
-            return
-        try:
-            if dev._get_device() != dev.index:
-                with dev._cp_device:
-                    native.launch(dev.stream)
-            else:
-                native.launch(dev.stream)
-        except Exception as exc:  # CUDARuntimeError
-            raise DeviceError(f"graph launch on {dev.id} failed: {exc}") from exc

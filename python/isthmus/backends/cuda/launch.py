@@ -20,18 +20,10 @@ _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
-def _local_for(gsize: tuple[int, ...], max_wg: int) -> tuple[int, ...]:
+def _local_for(gsize: tuple[int, ...]) -> tuple[int, ...]:
     """A block shape that divides the grid: per dimension the largest divisor under a cap."""
     caps = {1: (256,), 2: (32, 8), 3: (16, 8, 4)}[len(gsize)]
-    out = []
-    for g, cap in zip(gsize, caps):
-        best = 1
-        for d in range(min(g, cap), 0, -1):
-            if g % d == 0:
-                best = d
-                break
-        out.append(best)
-    return tuple(out)
+    return tuple(next((d for d in range(min(g, cap), 0, -1) if g % d == 0), 1) for g, cap in zip(gsize, caps))
 
 
 class _Launch:
@@ -70,17 +62,15 @@ class _Launch:
         return arg
 
     def _memory_of(self, packed):
-        """The memory object a packed buffer argument holds (what a Plan keeps)."""
         return getattr(packed, "mem", None)
 
     def _native_arg(self, packed):
-        """A packed argument as CuPy takes it (for calls that bypass isthmus: benchmarks)."""
         return np.uint64(packed) if packed.__class__ is _DevicePointer else packed
 
     def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
         if lsize is None:
-            lsize = _local_for(gsize, self.max_work_group_size)
+            lsize = _local_for(gsize)
         grid = tuple(g // l for g, l in zip(gsize, lsize))
         for i, n in enumerate(grid):
             if n > _GRID_LIMITS[i]:

@@ -10,7 +10,6 @@ class _Memory:
     """The memory hooks of :class:`~.device.CudaDevice` (a part of it)."""
 
     def _alloc(self, nbytes: int):
-        cp = self._cp
         try:
             # CuPy's pool reuses a freed block on the stream it was allocated on. The legacy default
             # stream synchronizes with this device's (blocking) stream both ways, so a block tied to
@@ -23,13 +22,12 @@ class _Memory:
                     return self._cp_alloc(nbytes)
             with self._cp_device, self.stream:
                 return self._cp_alloc(nbytes)
-        except cp.cuda.memory.OutOfMemoryError as exc:
+        except self._cp.cuda.memory.OutOfMemoryError as exc:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes on {self.id}: {exc}") from exc
 
     def _transfer_lane(self):
         with self._cp_device:  # non-blocking: it does not wait for the device's own stream
-            stream = self._cp.cuda.Stream(non_blocking=True)
-        return _TransferLane(self, stream, wait=lambda event: event.synchronize())
+            return _TransferLane(self, self._cp.cuda.Stream(non_blocking=True), wait=lambda event: event.synchronize())
 
     def _free_pool(self) -> None:
         with self._cp_device:
@@ -53,20 +51,16 @@ class _Memory:
             raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
 
     def _upload(self, mem, host, stream=None):
-        stream = stream or self.stream
-
-        def run():
-            mem.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
-            stream.synchronize()  # the host array may be freed as soon as we return
-        self._guard(run, "host->device copy")
+        self._host_copy(mem.copy_from_host_async, host, stream or self.stream, "host->device copy")
 
     def _download(self, mem, host, stream=None):
-        stream = stream or self.stream
+        self._host_copy(mem.copy_to_host_async, host, stream or self.stream, "device->host copy")
 
+    def _host_copy(self, copy, host, stream, what: str):
         def run():
-            mem.copy_to_host_async(host.ctypes.data, host.nbytes, stream)
-            stream.synchronize()
-        self._guard(run, "device->host copy")
+            copy(host.ctypes.data, host.nbytes, stream)
+            stream.synchronize()  # the host array may be freed as soon as we return
+        self._guard(run, what)
 
     def _copy(self, dst, src, nbytes, stream=None):
         self._guard(lambda: dst.copy_from_device_async(src, nbytes, stream or self.stream), "device copy")

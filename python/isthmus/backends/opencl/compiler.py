@@ -49,10 +49,8 @@ class _Compiler:
     def _kernel_limits(self, kernel) -> KernelLimits:
         cl = self._cl
         info = cl.kernel_work_group_info
-        native, d = kernel.native, self._dev
         try:
-            return KernelLimits(int(native.get_work_group_info(info.WORK_GROUP_SIZE, d)),
-                                int(native.get_work_group_info(info.LOCAL_MEM_SIZE, d)),
-                                int(native.get_work_group_info(info.PRIVATE_MEM_SIZE, d)))
+            return KernelLimits(*(int(kernel.native.get_work_group_info(what, self._dev))
+                                  for what in (info.WORK_GROUP_SIZE, info.LOCAL_MEM_SIZE, info.PRIVATE_MEM_SIZE)))
         except cl.Error:  # a driver that does not answer: the device's limits, and the driver's refusal
             return KernelLimits(self.max_work_group_size, 0, None)

@@ -22,11 +22,7 @@ _NVIDIA_PRIVATE_LIMIT = 512 * 1024
 
 def _kind(cl, d) -> str:
     t = d.type
-    if t & cl.device_type.GPU:
-        return "gpu"
-    if t & cl.device_type.CPU:
-        return "cpu"
-    return "accelerator"
+    return "gpu" if t & cl.device_type.GPU else "cpu" if t & cl.device_type.CPU else "accelerator"
 
 
 def _nvidia_sm(cl, d) -> int:
@@ -65,8 +61,7 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
             self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
         self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
         self.mma_sync = _nvidia_sm(cl, d) >= 80  # NVIDIA's OpenCL takes inline PTX
-        self._ctx = None
-        self._queue = None
+        self._ctx = self._queue = None
         self._init_lock = threading.Lock()
         self._in_use = 0
         # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this

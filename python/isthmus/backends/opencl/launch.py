@@ -27,11 +27,9 @@ class _Launch:
         return mem
 
     def _memory_of(self, packed):
-        """The memory object a packed buffer argument holds (what a Plan keeps)."""
         return packed
 
     def _native_arg(self, packed):
-        """A packed argument as PyOpenCL takes it (for calls that bypass isthmus: benchmarks)."""
         return packed.cl if isinstance(packed, _Mem) else packed
 
     def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
@@ -107,17 +105,13 @@ class _PreparedLaunch:
     enqueue = launch  # what a graph replays (the same call here; CUDA's plan launch may differ)
 
     def set(self, index: int, value) -> None:
-        _set_arg(self._native, index, value)
-
-
-def _set_arg(native, index: int, value) -> None:
-    """One kernel argument: a buffer (a _Mem: its cl.Buffer) or None (a zero-size buffer) through
-    set_arg; anything else is a NumPy scalar of the declared type (kernel.py converts every scalar),
-    set as its raw bytes, which is what PyOpenCL's generated argument setters call (set_arg's
-    generic dispatch costs ~100x more on PoCL)."""
-    if value.__class__ is _Mem:
-        native.set_arg(index, value.cl)
-    elif value is None:
-        native.set_arg(index, None)
-    else:
-        native._set_arg_buf(index, value)
+        """One kernel argument: a buffer (a _Mem: its cl.Buffer) or None (a zero-size buffer) through
+        set_arg; anything else is a NumPy scalar of the declared type (kernel.py converts every scalar),
+        set as its raw bytes, which is what PyOpenCL's generated argument setters call (set_arg's
+        generic dispatch costs ~100x more on PoCL)."""
+        if value.__class__ is _Mem:
+            self._native.set_arg(index, value.cl)
+        elif value is None:
+            self._native.set_arg(index, None)
+        else:
+            self._native._set_arg_buf(index, value)

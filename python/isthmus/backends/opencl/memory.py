@@ -25,7 +25,8 @@ class _Mem:
         self.cl = mem
         self.nbytes = nbytes
         self.device = device
-        device._account(nbytes)
+        with device._in_use_lock:
+            device._in_use += nbytes
 
     def __del__(self):
         try:
@@ -63,10 +64,6 @@ class _Memory:
         except cl.Error as exc:
             raise DeviceError(f"allocation of {nbytes} bytes on {self.id} failed: {exc}") from exc
         return _Mem(mem, nbytes, self)
-
-    def _account(self, delta: int) -> None:
-        with self._in_use_lock:
-            self._in_use += delta
 
     def _release(self, mem, nbytes: int) -> None:
         """Count ``mem`` freed and cache it for the next allocation of its size. A full cache makes
@@ -127,14 +124,12 @@ class _Memory:
             return np.empty(shape, dtype)
         mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
         # The mapped array keeps its buffer alive; unmapping happens when the array is collected.
-        array, _ = cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
-                                         is_blocking=True)
-        return array
+        return cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
+                                     is_blocking=True)[0]
 
     def _transfer_lane(self):
         # a second in-order command queue on the device's context (same device, same memory)
-        queue = self._cl.CommandQueue(self.context, self._dev)
-        return _TransferLane(self, queue, wait=lambda event: event.wait())
+        return _TransferLane(self, self._cl.CommandQueue(self.context, self._dev), wait=lambda event: event.wait())
 
     def _guard(self, fn, what: str):
         cl = self._cl
