@@ -80,3 +80,46 @@ done; done
 rm -f $OUT/gemm-*-2.log
 (cd $OUT && tar czf r.tgz r && rm -rf r)
 el done
+# ---- call 11 (.xfer/gpu11.sh; .xfer/old = git archive 4902824 python opencl) ----
+# GPU call 11 (session 2026-12-03c): the merged main on the GPU (helpers' CUDA-only cuts: graphs, launch,
+# compiler, memory); host time per library call, session start (4902824, .xfer/old) vs now; softmax sweep rows
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+mkdir -p $OUT/r
+el tests
+timeout 90 python3 -m pytest tests/core tests/backends -q -p no:cacheprovider -rfE -x > $OUT/pytest.log 2>&1; tail -3 $OUT/pytest.log | cut -c1-300
+el overhead
+for dev in cuda:0 opencl:0; do for tree in old new; do
+  if [ $tree = old ]; then P=$PWD/.xfer/old; else P=$PWD; fi
+  timeout 25 python3 .xfer/oh.py $dev $P $tree >> $OUT/overhead.jsonl 2>> $OUT/overhead.err
+done; done
+python3 - $OUT/overhead.jsonl <<'PY'
+import json, sys, collections
+rows = [json.loads(l) for l in open(sys.argv[1])]
+t = collections.defaultdict(list)
+for r in rows:
+    t[(r["device"], r["op"], r["tree"])].append((r["ratio"], r.get("ratio_out"), r["isthmus_us"]))
+for (dev, op, tree), v in sorted(t.items()):
+    print(dev, op, tree, " ".join(f"{a:.2f}/{b:.2f} ({u:.1f}us)" if b else f"{a:.2f}/- ({u:.1f}us)" for a, b, u in v))
+PY
+
+
+(cd $OUT && tar czf r.tgz r && rm -rf r)
+el done
+# ---- .xfer/oh.py ----
+# """Host time per library call of one tree on one device: python3 oh.py DEV TREE LABEL (JSON line per op)."""
+# import json, os, sys
+# dev_spec, tree, label = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+# sys.path.insert(0, os.path.join(tree, "python"))
+# os.environ["ISTHMUS_KERNEL_DIR"] = os.path.join(tree, "opencl")
+# import isthmus
+# from isthmus import bench
+# assert isthmus.__file__.startswith(tree), isthmus.__file__
+# dev = isthmus.device(dev_spec)
+# for row in bench.overhead(dev, calls=600, rounds=5):
+#     print(json.dumps({"tree": label, "device": dev_spec, **row}))
+# ---- calls 12, 13 (warm machine) ----
+# timeout 110 python3 -m pytest tests/ops/test_ops_softmax.py tests/ops/test_ops_library.py -q   -> 536 passed
+# timeout 85 python3 -m pytest tests/ops/test_ops_gemm.py tests/ops/test_ops_scale.py tests/ops/test_ops_reduce.py -q   -> 255 passed, 38 skipped
