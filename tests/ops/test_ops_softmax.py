@@ -201,6 +201,12 @@ class _SmallGpu(_Big):
     local_mem_size = 32768
 
 
+class _TinyGpu(_Big):
+    """A GPU of work-groups up to 64: split rows in smaller groups (chunks of 4096)."""
+
+    max_work_group_size = 64
+
+
 def _valid(params, cols, dtype="float32", device=_Big()):
     return FAMILY.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols},
                            lookup(dtype))
@@ -244,7 +250,8 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert cpu(1, 5)["WG"] == 1
 
 
-@pytest.mark.parametrize("device", [_Big(), _Cpu(), _SmallGpu()], ids=["gpu", "cpu", "small-gpu"])
+@pytest.mark.parametrize("device", [_Big(), _Cpu(), _SmallGpu(), _TinyGpu()],
+                         ids=["gpu", "cpu", "small-gpu", "tiny-gpu"])
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_rule_configs_are_valid_at_every_bucket(dtype, device):
     for e in range(0, 21):

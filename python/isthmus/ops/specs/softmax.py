@@ -52,12 +52,13 @@ def rule(buckets: dict, device, dt, params: dict | None = None) -> dict:
         vpt = min(8, k)
         if tpr <= wg:
             return {"WG": wg, "RPG": wg // tpr, "VPT": vpt, "CACHE": k // vpt}
-    if _CHUNK < b <= _CHUNK * _SPLIT_MAX:
+    wg = min(cap, 128)
+    if _CHUNK < b <= wg * 64 * min(_SPLIT_MAX, wg):
         # split rows: chunks of 8192 columns, each held by a group of 128 items (64 values an item);
         # on the H200 93% of copy at 4096x32000 and 85% at 1024x128256 under CUDA, 91% and 83% under
         # NVIDIA's OpenCL (groups of 256 holding 32: 84% / 78%, 81% / 85%; of 64 holding 64, chunks
-        # of 4096: 92% / 80%, 90% / 79%)
-        return {"WG": 128, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": b // _CHUNK}
+        # of 4096: 92% / 80%, 90% / 79%); smaller groups where the device allows no more
+        return {"WG": wg, "RPG": 1, "VPT": 8, "CACHE": 8, "SPLIT": b // (wg * 64)}
     if b * acc <= _HOLD_MAX:
         wg = min(cap, max(128, b // 16))
         if b <= wg * 8 * 8:
