@@ -46,10 +46,6 @@ MB256 = 64 << 20  # float32 elements in 256 MB
 CPU_SCALE = 16  # CPU devices: memory-bound cases this many times smaller
 QUICK_SCALE = 1024  # --quick: a smoke test of the script
 TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}
-# CPU devices: a pause before each timed round. OpenBLAS's worker threads keep spinning on the cores
-# for 50-300 ms after a NumPy gemm, so a round that follows one runs PoCL's threads beside them
-# (gemm 512^3 on the 2-core VM: isthmus 76 GFLOP/s right after NumPy's round, 126 after 0.3 s).
-CPU_SETTLE_S = 0.3
 
 
 class Case(NamedTuple):
@@ -320,9 +316,9 @@ def _peer_unary(peers: Peers, x: np.ndarray, torch_fn, numpy_fn):
 
 # ---- timing ---------------------------------------------------------------------------------
 def _settled(timed: Callable[[], float]) -> Callable[[], float]:
-    """The timed round after a pause that is not timed (CPU_SETTLE_S: other threads go idle)."""
+    """The timed round after a pause that is not timed (measure.CPU_SETTLE_S: other threads go idle)."""
     def round_after_pause() -> float:
-        time.sleep(CPU_SETTLE_S)
+        time.sleep(measure.CPU_SETTLE_S)
         return timed()
     return round_after_pause
 
@@ -331,7 +327,7 @@ def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float,
               quick: bool = False) -> tuple[float, float | None]:
     """Median ms per call of ours and the peer, in alternating rounds of ``reps`` calls (each
     after a warm-up; ``reps`` fills about ``budget_s`` per side; on a CPU device each round after a
-    pause of CPU_SETTLE_S, unless ``quick``)."""
+    pause of measure.CPU_SETTLE_S, unless ``quick``)."""
     cpu = dev.kind == "cpu"
     ours_clock = measure.WallClock(dev.synchronize) if cpu else dev
     first_ms = measure.host_ms(ours, repeat=1, warmup=1, sync=dev.synchronize)  # warm-up: compiles, allocates

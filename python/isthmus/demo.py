@@ -9,7 +9,7 @@ import numpy as np
 
 from .cli import main as cli
 from .device import device
-from .measure import device_ms, host_ms
+from .measure import CPU_SETTLE_S, device_ms, host_ms
 from .workloads import sizes_for, standard, tolerance
 
 
@@ -31,8 +31,8 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
         err = w.error(result)
         ok = err <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
         failed += not ok
-        if dev.kind == "cpu":  # OpenBLAS's threads spin on the cores for 50-300 ms after the NumPy
-            time.sleep(0.3)     # reference's gemm: not beside isthmus's own threads while it is timed
+        if dev.kind == "cpu":  # OpenBLAS's threads spinning after the NumPy reference's gemm go idle
+            time.sleep(CPU_SETTLE_S)
         ms = device_ms(dev, lambda: w.call(*args), repeat=5, warmup=1)
         np_ms = host_ms(w.numpy, repeat=3)
         value, unit = w.metric(ms)

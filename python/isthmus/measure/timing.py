@@ -14,6 +14,11 @@ import numpy as np
 from ..device import Timing
 from ..errors import InvalidArgumentError
 
+# CPU devices: a pause before a timed round. OpenBLAS's worker threads keep spinning on the cores
+# for 50-300 ms after a NumPy gemm, so a round that follows one runs PoCL's threads beside them
+# (gemm 512^3 on the 2-core VM: isthmus 76 GFLOP/s right after NumPy's round, 126 after 0.3 s).
+CPU_SETTLE_S = 0.3
+
 
 # ---- statistics -------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
