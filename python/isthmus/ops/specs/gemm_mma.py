@@ -39,9 +39,11 @@ def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
 _SKINNY = _tile(64, 64, 64, 2, 2, 3, gm=1)
 _MID_CUDA = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring (48 KiB)
 _BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared memory
-# NVIDIA's OpenCL (48 KiB of static local memory): the swizzled 3-stage ring and the pipelined
-# loop measured 5-12% slower there than padded rows, 2 stages and a barrier at the top of each
-# K-step (PIPE=0), the reverse of CUDA; the compiled code has no spills in either (ptxas -v).
+# NVIDIA's OpenCL (48 KiB of static local memory): every swizzled ring runs 25-30% slower there
+# than under CUDA (the same PTX and cubin, two work-groups an SM on both; its local arrays start 16
+# bytes past a 128-byte boundary: benchmarks/results/gemm_mma-opencl-runtime-h200-2026-12-03d.md),
+# while padded rows run the same on both, so it keeps padded rows, 2 stages and a barrier at the
+# top of each K-step (PIPE=0).
 _NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
 # Hopper under CUDA (Device.wgmma): warpgroup MMA from local memory, a warpgroup per 64 rows, BK=64,
 # rings of 160-192 KiB
