@@ -135,3 +135,5 @@ export ISTHMUS_KERNEL_DIR=$PWD/.xfer/v8
 export CONFIGS='{"s3swz": {"BM":128,"BN":128,"BK":32,"WM":2,"WN":2,"STAGES":3,"GM":8,"SWZ":1,"PIPE":1,"RESIDENCY":1},
  "p2pad": {"BM":128,"BN":128,"BK":32,"WM":2,"WN":2,"STAGES":2,"GM":8,"SWZ":0,"PIPE":0,"RESIDENCY":1}}'
 for c in s3swz p2pad; do echo "--- $c"; OUT=/tmp/r timeout 80 python3 .xfer/mma_diag.py occ $c 2>&1 | grep "TFLOP\|most\|FAIL" | cut -c1-300; done
+# ---- call 25 (inline, right after call 24 on the same machine): NVIDIA's JIT cache of call 24's processes ----
+# find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete; mkdir -p $OUT; (cd ~ && tar czf $OUT/cc.tgz .nv)
