@@ -41,19 +41,24 @@ CASES = [
     (2, 2, 64, 72, 17, False, False, True, 0.0),
 ]
 # configs forced on the first two cases (the ldmatrix-free and synchronous paths, other tiles,
-# swizzled rings, rings over 48 KiB: CUDA's dynamic shared memory)
+# swizzled rings; rings of 48 KiB and more only where a device allows more than 48 KiB a
+# work-group: CUDA, NVIDIA's OpenCL on the compute capabilities it is known for; a ring takes up to
+# 128 bytes more to start on a 128-byte boundary)
 FORCED = [
     dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=0, ASYNC=0, SWZ=0),
     dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=0, SWZ=1),
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=0, ASYNC=1, SWZ=1),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=0, ASYNC=1, SWZ=1),
     dict(BM=64, BN=64, BK=16, WM=2, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1, SWZ=1),
     dict(BM=128, BN=64, BK=64, WM=4, WN=1, STAGES=2, GM=4, LDSM=1, ASYNC=1, SWZ=1),
     dict(BM=32, BN=64, BK=32, WM=1, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1, SWZ=1),
-    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=1, PIPE=0),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=2, GM=8, LDSM=1, ASYNC=1, SWZ=1, PIPE=0),
     dict(BM=64, BN=64, BK=16, WM=2, WN=2, STAGES=2, GM=1, LDSM=1, ASYNC=1, SWZ=0, PIPE=1),
-    dict(BM=64, BN=64, BK=64, WM=2, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SWZ=1, PIPE=1),
+    dict(BM=64, BN=64, BK=32, WM=2, WN=2, STAGES=4, GM=1, LDSM=1, ASYNC=1, SWZ=1, PIPE=1),
 ]
-FORCED_CUDA = [  # rings over 48 KiB
+FORCED_BIG = [  # rings of 48 KiB and more
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=0, ASYNC=1, SWZ=1),
+    dict(BM=128, BN=128, BK=32, WM=2, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=1, PIPE=0),
+    dict(BM=64, BN=64, BK=64, WM=2, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SWZ=1, PIPE=1),
     dict(BM=256, BN=128, BK=32, WM=4, WN=2, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=1),
     dict(BM=128, BN=256, BK=64, WM=2, WN=4, STAGES=3, GM=8, LDSM=1, ASYNC=1, SWZ=0),
 ]
@@ -70,12 +75,13 @@ def _c(bm, bn, bk, wm, wn, st, gm=8, swz=1):
     return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=st, GM=gm, LDSM=1, ASYNC=1, SWZ=swz)
 
 
-# square sizes: rings within 48 KiB (every backend) first, then CUDA-only ones
+# square sizes: rings under 48 KiB (every device) first, then the bigger ones (FORCED_BIG's devices)
 SWEEP = [
-    _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 3), _c(128, 128, 32, 2, 2, 3, gm=16),
-    _c(256, 128, 32, 4, 2, 2), _c(128, 256, 32, 2, 4, 2), _c(128, 128, 16, 2, 2, 4),
+    _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 2), dict(_c(128, 128, 32, 2, 2, 2), PIPE=0),
+    _c(128, 128, 16, 2, 2, 4), _c(128, 128, 16, 2, 2, 4, swz=0),
 ]
-SWEEP_CUDA = [
+SWEEP_BIG = [
+    _c(128, 128, 32, 2, 2, 3), _c(128, 128, 32, 2, 2, 3, gm=16), _c(256, 128, 32, 4, 2, 2), _c(128, 256, 32, 2, 4, 2),
     _c(128, 128, 32, 2, 2, 4), _c(128, 128, 64, 2, 2, 3), _c(256, 128, 32, 4, 2, 3), _c(128, 256, 32, 2, 4, 3),
     _c(256, 128, 32, 4, 2, 4), _c(128, 256, 32, 2, 4, 4), _c(256, 128, 64, 4, 2, 3),
 ]
@@ -83,8 +89,8 @@ SWEEP_CUDA = [
 _MID = _c(128, 128, 32, 2, 2, 3)
 NAMED = {
     "final_cuda": [None, _c(256, 128, 32, 4, 2, 3), _MID, _c(128, 256, 32, 2, 4, 4)],
-    "final_opencl": [None, dict(_MID, PIPE=0), dict(_c(128, 128, 32, 2, 2, 2, swz=0), PIPE=0),
-                     dict(_c(128, 128, 32, 2, 2, 2), PIPE=0)],
+    "final_opencl": [None, _MID, _c(128, 256, 32, 2, 4, 3), dict(_c(128, 128, 32, 2, 2, 2), PIPE=0),
+                     dict(_c(128, 128, 32, 2, 2, 2, swz=0), PIPE=0)],
     "resolved": [None],
     "wgmma": [None, _c(128, 256, 32, 2, 4, 3), dict(FORCED_WGMMA[0], STAGES=3), FORCED_WGMMA[1],
               dict(FORCED_WGMMA[1], STAGES=6), dict(FORCED_WGMMA[1], STAGES=4), FORCED_WGMMA[3],
@@ -103,8 +109,10 @@ SMALL = [None, _c(128, 128, 32, 2, 2, 2, swz=0), _c(128, 128, 32, 2, 2, 3), _c(6
 
 
 def _small(dev):
-    """SMALL, less the wgmma configs where the device has no warpgroup MMA."""
-    return [p for p in SMALL if dev.wgmma or not (p or {}).get("WGMMA")]
+    """SMALL, less the wgmma configs where the device has no warpgroup MMA and the rings it has no
+    room for."""
+    return [p for p in SMALL if (dev.wgmma or not (p or {}).get("WGMMA")) and
+            (dev.local_mem_optin or p is None or gemm_mma.smem_bytes(p, False, False) + 128 <= dev.local_mem_size)]
 
 
 def pick_device(spec: str):
@@ -151,7 +159,7 @@ def check(dev, rng, log):
                 err, ok = str(exc)[:300], False
             rows.append({"dtype": name, "case": list(case), "err": err, "ok": ok})
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
-        for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []) + (FORCED_WGMMA if dev.wgmma else []):
+        for p in FORCED + (FORCED_BIG if dev.local_mem_optin else []) + (FORCED_WGMMA if dev.wgmma else []):
             try:
                 with forced(gemm_mma.FAMILY, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
@@ -296,12 +304,12 @@ def precompile(spec, dev, args, workers, log):
         for name in DTYPES:
             for (_, _, m, n, k, ta, tb, f32, _) in CASES:
                 add(None, name, m, n, k, ta, tb, f32)
-            for p in FORCED + (FORCED_CUDA if dev.backend == "cuda" else []) + (FORCED_WGMMA if dev.wgmma else []):
+            for p in FORCED + (FORCED_BIG if dev.local_mem_optin else []) + (FORCED_WGMMA if dev.wgmma else []):
                 for case in CASES[:2]:
                     add(p, name, *case[2:5], case[5], case[6], case[7])
     squares = [(n, n, n, False) for n in args.time]
     configs = ((NAMED[args.configs] if args.configs in NAMED else json.loads(args.configs)) if args.configs else
-               SWEEP + (SWEEP_CUDA if dev.backend == "cuda" else []) if args.sweep else [None])
+               SWEEP + (SWEEP_BIG if dev.local_mem_optin else []) if args.sweep else [None])
     for shapes, cfgs in ((squares, configs), (SHAPES if args.shapes else [], [None] if args.shapes_resolved else _small(dev))):
         for (m, n, k, tb) in shapes:
             for name in args.dtypes:
@@ -373,7 +381,7 @@ def main(argv=None) -> int:
             if args.configs:
                 configs = NAMED[args.configs] if args.configs in NAMED else json.loads(args.configs)
             elif args.sweep:
-                configs = SWEEP + (SWEEP_CUDA if dev.backend == "cuda" else [])
+                configs = SWEEP + (SWEEP_BIG if dev.local_mem_optin else [])
             else:
                 configs = [None]
             shapes = [(n, n, n, False) for n in args.time]

@@ -49,9 +49,13 @@ class Device:
     # Whether kernels may use Hopper's warpgroup MMA (wgmma.mma_async: sm_90a, CUDA only; NVIDIA's
     # OpenCL compiles for sm_90 without the "a" features).
     wgmma: bool = False
-    # Local memory a kernel may take at launch (Kernel.dynamic_local_bytes: CUDA's opt-in dynamic
-    # shared memory, past the static local_mem_size); None where kernels have static local memory only.
+    # The most local memory one work-group may use where that exceeds local_mem_size, else None:
+    # CUDA's opt-in dynamic shared memory (a kernel's Kernel.dynamic_local_bytes, given at launch),
+    # NVIDIA OpenCL's static arrays (its compiler takes them up to the same per-block maximum
+    # although the device reports 48 KiB; local_mem_dynamic tells the two apart).
     local_mem_optin: int | None = None
+    # Whether local memory past local_mem_size is given at launch (CUDA) rather than declared
+    local_mem_dynamic: bool = False
     # What the tuning lookup's architecture classes read (tune/lookup.py) where the backend knows
     # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
     compute_capability: str | None = None

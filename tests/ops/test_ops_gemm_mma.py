@@ -220,25 +220,71 @@ class _NvidiaLike:
 
 
 @pytest.mark.parametrize("backend, optin, wgmma", [("cuda", 227 * 1024, True), ("cuda", 163 * 1024, False),
-                                                   ("opencl", None, False)])
+                                                   ("opencl", 227 * 1024, False), ("opencl", None, False)])
 def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin, wgmma):
-    """Skinny problems get small tiles, big squares the largest ring the backend allows; every pick
-    fits the device (NVIDIA's OpenCL: 48 KiB of static local memory); warpgroup MMA only where the
-    device has it (Hopper under CUDA), for every problem but the skinny ones."""
+    """Skinny problems get small tiles, big squares the largest ring the device allows; every pick
+    fits the device with its 128 bytes of alignment (NVIDIA's OpenCL: static arrays up to the opt-in
+    maximum on the compute capabilities it is known for, 48 KiB elsewhere); warpgroup MMA only where
+    the device has it (Hopper under CUDA), for every problem but the skinny ones."""
     fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin, wgmma)
     picks = {}
     for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
         problem = {"m": m, "n": n, "k": k}
         p = picks[(m, n)] = fam.defaults(dev, problem)
         assert fam.is_valid(p, dev, problem), (m, n, k, p)
-        assert gemm_mma.smem_bytes(p, False, False) <= (optin or dev.local_mem_size)
+        assert gemm_mma.smem_bytes(p, False, False) + 128 <= (optin or dev.local_mem_size)
     assert picks[(16, 4096)]["BM"] <= 64 and picks[(4096, 64)]["BN"] <= 64
     big = picks[(8192, 8192)]
     assert big["BM"] * big["BN"] >= picks[(16, 4096)]["BM"] * picks[(16, 4096)]["BN"] * 4
-    if backend == "cuda":  # the 72 KiB ring only CUDA's dynamic shared memory holds
+    if optin:  # the 72 KiB ring, past the 48 KiB every device has
         assert gemm_mma.smem_bytes(big, False, False) > dev.local_mem_size
     assert [p.get("WGMMA", 0) for p in picks.values()] == [0, 0] + [int(wgmma)] * 3
     assert not fam.is_valid(dict(big, WGMMA=1), _NvidiaLike(backend, optin, False), {"m": 8192, "n": 8192, "k": 8192})
+
+
+def test_every_ring_keeps_128_bytes_to_start_on_a_128_byte_boundary():
+    """A static ring starts on a 128-byte boundary (NVIDIA's OpenCL puts bytes of its own before a
+    kernel's arrays): a ring of exactly 48 KiB no longer fits in 48 KiB, one of 32 KiB does, and so
+    does the 48 KiB ring where the device allows more (NVIDIA's OpenCL on sm_90, CUDA)."""
+    fam, problem = gemm_mma.FAMILY, {"m": 4096, "n": 4096, "k": 4096}
+    full = dict(fam.defaults(_NvidiaLike("opencl")), BM=128, BN=128, BK=32, WM=2, WN=2, SWZ=1, STAGES=3)
+    assert gemm_mma.smem_bytes(full, False, False) == 48 * 1024
+    assert not fam.is_valid(full, _NvidiaLike("opencl"), problem)
+    assert fam.is_valid(dict(full, STAGES=2), _NvidiaLike("opencl"), problem)
+    for backend in ("opencl", "cuda"):
+        assert fam.is_valid(full, _NvidiaLike(backend, 227 * 1024), problem)
+        assert not fam.is_valid(dict(full, BN=256, WN=4, STAGES=6), _NvidiaLike(backend, 227 * 1024), problem)
+
+
+def test_nvidia_opencl_takes_local_memory_to_the_opt_in_maximum_of_its_compute_capability():
+    """NVIDIA's OpenCL reports 48 KiB but compiles static arrays up to CUDA's opt-in maximum per
+    block: the device gets that limit for the compute capabilities it is known for, none elsewhere
+    (and its ring stays a static array: not CUDA's dynamic shared memory)."""
+    from types import SimpleNamespace
+
+    from isthmus.backends.opencl import device as ocl_device
+
+    class _Cl:  # the pyopencl parts OpenCLDevice.__init__ reads
+        class device_type:
+            GPU, CPU = 4, 2
+
+        Error = RuntimeError
+
+    def make(sm, vendor="NVIDIA Corporation"):
+        d = SimpleNamespace(
+            extensions="cl_nv_device_attribute_query" if sm else "", compute_capability_major_nv=sm // 10,
+            compute_capability_minor_nv=sm % 10, type=4, name="GPU", vendor=vendor, global_mem_size=1 << 30,
+            max_compute_units=132, max_work_group_size=1024, max_work_item_sizes=[1024, 1024, 64],
+            local_mem_size=48 * 1024, driver_version="580", double_fp_config=1, max_mem_alloc_size=1 << 28,
+            address_bits=64, native_vector_width_float=1)
+        return ocl_device.OpenCLDevice(_Cl, SimpleNamespace(name="NVIDIA CUDA", version="OpenCL 3.0"), d, 0)
+
+    h200, a100, ada, unknown, other = make(90), make(80), make(89), make(95), make(0, "Portable")
+    assert (h200.local_mem_optin, a100.local_mem_optin, ada.local_mem_optin) == (227 * 1024, 163 * 1024, 99 * 1024)
+    assert unknown.local_mem_optin is None and other.local_mem_optin is None
+    assert not any(d.local_mem_dynamic for d in (h200, a100, ada, unknown, other))
+    assert dict(gemm_mma._variant(h200, None, False, False, gemm_mma._Shape(1, 64, 64, 64, 0, 0, (64, 64)),
+                                  None))["DYN_SMEM"] == 0
 
 
 def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):

@@ -118,8 +118,9 @@ class OpSpec:
         ns = {**{p: 1 << 20 for p in self.problem},  # a space asked for without a problem: assume a large one
               **(problem or {}), "max_work_group_size": device.max_work_group_size,
               "local_mem_size": device.local_mem_size,
-              # what a kernel that takes its local memory at launch may use (CUDA's opt-in dynamic
-              # shared memory, Kernel.dynamic_local_bytes); elsewhere local_mem_size
+              # the most a work-group may use where a device allows more than local_mem_size
+              # (Device.local_mem_optin: CUDA's dynamic shared memory, NVIDIA OpenCL's static
+              # arrays); elsewhere local_mem_size
               "local_mem_optin": device.local_mem_optin or device.local_mem_size,
               "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
               "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,

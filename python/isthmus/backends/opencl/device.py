@@ -18,6 +18,15 @@ _MAX_GROUPS = 2**32 - 1
 # NVIDIA's private (CUDA "local") memory per work-item; other vendors report no limit (PoCL reports
 # 1024 bytes for every kernel, whatever its private arrays: it cannot be checked there).
 _NVIDIA_PRIVATE_LIMIT = 512 * 1024
+# Static local memory one work-group may declare on NVIDIA's OpenCL, by compute capability: it
+# reports 48 KiB (CL_DEVICE_LOCAL_MEM_SIZE), but its compiler takes __local arrays up to the
+# per-block maximum CUDA gives as opt-in shared memory (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability"), less a few bytes of its own that start every kernel's
+# local memory (4 counted, arrays from 16 bytes in), and the runtime launches them. Measured on the
+# H200 (sm_90, CUDA 13.0 driver): arrays of 57-200 KiB build and run, as many work-groups an SM as
+# the size allows (3 of 64 KiB, 2 of 96, 1 of 196); one of 227 KiB is a build error, "uses too much
+# shared data (0x38c04 bytes, 0x38c00 max)".
+_NVIDIA_LOCAL_OPTIN_KIB = {80: 163, 86: 99, 87: 163, 89: 99, 90: 227, 100: 227, 103: 227, 120: 99, 121: 99}
 
 
 def _kind(cl, d) -> str:
@@ -60,7 +69,10 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
         if "nvidia" in self.vendor.lower():
             self.private_mem_limit = _NVIDIA_PRIVATE_LIMIT
         self.native_vector_width_float = int(d.native_vector_width_float)  # SIMD width: tuning fallback by arch
-        self.mma_sync = _nvidia_sm(cl, d) >= 80  # NVIDIA's OpenCL takes inline PTX
+        sm = _nvidia_sm(cl, d)
+        self.mma_sync = sm >= 80  # NVIDIA's OpenCL takes inline PTX
+        if sm in _NVIDIA_LOCAL_OPTIN_KIB:
+            self.local_mem_optin = _NVIDIA_LOCAL_OPTIN_KIB[sm] * 1024
         self._ctx = self._queue = None
         self._init_lock = threading.Lock()
         self._in_use = 0

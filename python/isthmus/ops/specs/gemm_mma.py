@@ -37,14 +37,15 @@ def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
 # deep K-steps give the most work-groups; big squares want the largest tile whose ring fits, so
 # each byte brought into local memory feeds the most tensor-core work.
 _SKINNY = _tile(64, 64, 64, 2, 2, 3, gm=1)
-_MID_CUDA = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring (48 KiB)
-_BIG_CUDA = _tile(128, 256, 32, 2, 4, 3)  # 72 KiB ring: CUDA's dynamic shared memory
-# NVIDIA's OpenCL (48 KiB of static local memory): every swizzled ring runs 25-30% slower there
-# than under CUDA (the same PTX and cubin, two work-groups an SM on both; its local arrays start 16
-# bytes past a 128-byte boundary: benchmarks/results/gemm_mma-opencl-runtime-h200-2026-12-03d.md),
-# while padded rows run the same on both, so it keeps padded rows, 2 stages and a barrier at the
-# top of each K-step (PIPE=0).
-_NV_OPENCL = dict(_tile(128, 128, 32, 2, 2, 2), SWZ=0, PIPE=0)
+_MID = _tile(128, 128, 32, 2, 2, 3)  # a 3-stage swizzled ring (48 KiB)
+_BIG = _tile(128, 256, 32, 2, 4, 3)  # a 72 KiB ring: past the 48 KiB every device has
+# Devices with no more than 48 KiB a work-group (local_mem_optin None: NVIDIA's OpenCL on a compute
+# capability it has no limit for): every ring takes up to 128 bytes more to start on a 128-byte
+# boundary, so 48 KiB rings do not fit; the same tiles with 2 stages, or half the K-step (32 KiB).
+# (NVIDIA's OpenCL with the ring aligned, 4096^3 f16 on the H200: this tile 314-318 TFLOP/s, _MID
+# 359-366, _BIG 362; benchmarks/results/gemm_mma-opencl-runtime-h200-2026-12-03d.md.)
+_SKINNY_48K = _tile(64, 64, 32, 2, 2, 4, gm=1)
+_MID_48K = dict(_tile(128, 128, 32, 2, 2, 2), PIPE=0)
 # Hopper under CUDA (Device.wgmma): warpgroup MMA from local memory, a warpgroup per 64 rows, BK=64,
 # rings of 160-192 KiB
 _WG_BIG = dict(BM=128, BN=256, BK=64, WM=8, WN=1, STAGES=4, GM=8, WGMMA=1)
@@ -70,14 +71,16 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
     if not device.mma_sync:
         return {}
     m, n = buckets["m"], buckets["n"]
+    small = device.local_mem_optin is None  # 48 KiB a work-group at most
     if min(m, n) <= 64:
-        tiles = -(-m // _SKINNY["BM"]) * -(-n // _SKINNY["BN"])
-        return dict(_SKINNY, SPLITK=_splits(tiles, buckets["k"], device.compute_units))
-    if device.local_mem_optin is None:  # static local memory only: NVIDIA's OpenCL
-        return _NV_OPENCL
+        skinny = _SKINNY_48K if small else _SKINNY
+        tiles = -(-m // skinny["BM"]) * -(-n // skinny["BN"])
+        return dict(skinny, SPLITK=_splits(tiles, buckets["k"], device.compute_units))
+    if small:
+        return _MID_48K
     if device.wgmma:
         return _WG_BIG if min(m, n) >= 4096 else _WG_MID
-    return _BIG_CUDA if min(m, n) >= 4096 else _MID_CUDA
+    return _BIG if min(m, n) >= 4096 else _MID
 
 
 FAMILY = Family(
@@ -93,11 +96,13 @@ FAMILY = Family(
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
-                  # the ring, either operand layout (SWZ=0 pads rows by 8 elements); on CUDA it is
-                  # dynamic shared memory (DYN_SMEM), so the opt-in maximum applies there; WGMMA
-                  # takes 1 KiB more to start its swizzle atoms on a 1024-byte boundary
+                  # the ring, either operand layout (SWZ=0 pads rows by 8 elements), up to the
+                  # opt-in maximum where there is one (CUDA's dynamic shared memory, NVIDIA OpenCL's
+                  # static arrays); WGMMA takes 1 KiB more to start its swizzle atoms on a 1024-byte
+                  # boundary, a static ring up to 128 bytes more to start on a 128-byte one (counted
+                  # everywhere: CUDA's dynamic ring starts on one and loses only the headroom)
                   "STAGES * 2 * ((BM + BN) * BK if SWZ or WGMMA else max(BM * (BK + 8), BK * (BM + 8))"
-                  " + max(BN * (BK + 8), BK * (BN + 8))) + 1024 * WGMMA <= local_mem_optin",
+                  " + max(BN * (BK + 8), BK * (BN + 8))) + 1024 * WGMMA + 128 <= local_mem_optin",
                   # a warpgroup (4 warps of 16 rows) per 64 rows of the tile, whole 128-byte
                   # swizzle rows; the mma.sync path's own tunables stay at their defaults
                   "not WGMMA or (wgmma and BK == 64 and WN == 1 and WM * 16 == BM and BM % 64 == 0"
@@ -148,7 +153,7 @@ def _variant(dev, dt, ta: bool, tb: bool, shape: _Shape, out_dt) -> tuple:
     ldb = shape.k if tb else shape.n
     return (("TRANS_A", int(ta)), ("TRANS_B", int(tb)), ("VEC", int(lda % 8 == 0 and ldb % 8 == 0)),
             ("C_F32", int(out_dt is _F32)), ("MMA_PTX", int(dev.mma_sync)),
-            ("DYN_SMEM", int(dev.local_mem_optin is not None)))  # CUDA: the ring in dynamic shared memory
+            ("DYN_SMEM", int(dev.local_mem_dynamic)))  # CUDA: the ring in dynamic shared memory
 
 
 def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
