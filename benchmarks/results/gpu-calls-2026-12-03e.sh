@@ -56,3 +56,65 @@ left=$(( 570 - ($(date +%s) - T0) ))
 timeout $left python3 -m pytest tests/core tests/backends tests/ops -q -p no:cacheprovider -rfE > $OUT/pytest-gpu.log 2>&1; tail -6 $OUT/pytest-gpu.log
 el done
 
+# ---- call 4 (.xfer/gpu4.sh)
+# GPU call 4 (2026-12-03e): vocabulary softmax configs after the halving merge (bigger groups, fewer splits);
+# gemm f32 512^3 configs on NVIDIA OpenCL next to CLBlast (alternating rounds, as the sweep times them)
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+el "gemm 512 opencl"
+CANDS='[{"TM":32,"TN":32,"WPTM":4,"WPTN":4},{"TM":32,"TN":32,"WPTM":2,"WPTN":4},{"TM":16,"TN":64,"WPTM":2,"WPTN":4},
+ {"TM":64,"TN":64,"WPTM":4,"WPTN":4},{"TK":32},{"TK":8},{"VARIANT":1,"KS":2},{"VARIANT":1,"KS":4},
+ {"TM":64,"TN":64,"WPTM":4,"WPTN":4,"VARIANT":1,"KS":4},{"TM":32,"TN":32,"WPTM":4,"WPTN":4,"VARIANT":1,"KS":2},
+ {"TM":32,"TN":64,"WPTM":2,"WPTN":4},{"TM":32,"TN":64,"WPTM":2,"WPTN":2}]' SIZES='[512]' ROUNDS=9 \
+  timeout 200 python3 .xfer/g512.py 2>&1 | grep -v Warning | grep -v "prg.build" | tee $OUT/g512.log
+CANDS='[]' SIZES='[512, 512, 512]' ROUNDS=9 timeout 60 python3 .xfer/g512.py 2>&1 | grep "\^3" | tee -a $OUT/g512.log
+el "softmax variants"
+for d in cuda:0 opencl:0; do timeout 150 python3 -m benchmarks softmax_variants --device $d --only softmax --sizes 4096x32000,1024x128256 --out $OUT/sv > $OUT/sv-${d%%:*}.log 2>&1; grep "^| softmax" $OUT/sv-${d%%:*}.log | cut -c1-200; done
+el done
+
+# ---- call 5 (.xfer/gpu5.sh)
+# GPU call 5 (2026-12-03e): gemm f32 512^3 configs on NVIDIA OpenCL next to CLBlast (full params this time);
+# the shape sweep's gemm rows on NVIDIA OpenCL (f32 vs CLBlast, f16/bf16 with the aligned tensor-core tiles)
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+el "gemm 512 opencl"
+CANDS='[{"TM":32,"TN":32,"WPTM":4,"WPTN":4},{"TM":32,"TN":32,"WPTM":2,"WPTN":4},{"TM":16,"TN":64,"WPTM":2,"WPTN":4},
+ {"TM":64,"TN":64,"WPTM":4,"WPTN":4},{"TK":32},{"TK":8},{"VARIANT":1,"KS":2},{"VARIANT":1,"KS":4},
+ {"TM":64,"TN":64,"WPTM":4,"WPTN":4,"VARIANT":1,"KS":4},{"TM":32,"TN":32,"WPTM":4,"WPTN":4,"VARIANT":1,"KS":2},
+ {"TM":32,"TN":64,"WPTM":2,"WPTN":4},{"TM":32,"TN":64,"WPTM":2,"WPTN":2},{"VLD":0}]' SIZES='[512]' ROUNDS=9 \
+  timeout 200 python3 .xfer/g512.py 2>&1 | grep "\^3\|valid" | tee $OUT/g512.log
+el "shapes gemm opencl"
+timeout 300 python3 -m benchmarks shapes --device opencl:0 --ops gemm --out $OUT --tag gemm-e > $OUT/shapes-ocl.log 2>&1; grep "^| gemm" $OUT/shapes-ocl.log | cut -c1-200; tail -3 $OUT/shapes-ocl.log
+el done
+
+# ---- call 6 (inline; carry .device .xfer/g512host.py)
+source .device/setup.sh && export ISTHMUS_KERNEL_DIR=$PWD/opencl && find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete; timeout 200 python3 .xfer/g512host.py 2>&1 | grep '\^3' | tee $OUT/g512host.log
+
+# ---- call 7 (.xfer/gpu7.sh; .xfer/old = git archive HEAD python of 1267797)
+# GPU call 7 (2026-12-03e): OpenCL launches that set only the arguments that changed: host time per gemm call
+# and 512^3 against CLBlast, old tree (HEAD python/) and new alternating; the GPU tests of the launch path
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+for r in 1 2; do
+  for t in old new; do
+    if [ $t = old ]; then P=$PWD/.xfer/old/python; else P=$PWD/python; fi
+    echo "--- $t"; PYTHONPATH=$P:$PYTHONPATH timeout 100 python3 .xfer/g512host.py 2>&1 | grep "\^3"
+    PYTHONPATH=$P:$PYTHONPATH CANDS='[]' SIZES='[512]' ROUNDS=9 timeout 60 python3 .xfer/g512.py 2>&1 | grep "\^3"
+  done
+done | tee $OUT/host.log
+el tests
+timeout 300 python3 -m pytest tests/core tests/ops/test_ops_gemm.py tests/ops/test_ops_softmax.py -q -p no:cacheprovider -rfE > $OUT/pytest.log 2>&1; tail -4 $OUT/pytest.log
+el done
+
+# ---- call 8 (.xfer/gpu8.sh)
+# GPU call 8 (2026-12-03e): the launch check takes NVIDIA OpenCL's static local memory to the opt-in maximum
+set -u
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+timeout 240 python3 -m pytest tests/core/test_launch_limits.py tests/core/test_kernel.py tests/ops/test_ops_gemm_mma.py -q -p no:cacheprovider -rfEs > $OUT/pytest8.log 2>&1; tail -12 $OUT/pytest8.log

@@ -67,7 +67,7 @@ class Kernel:
         if found is None:
             found = self.device._check_config(config)  # raises for anything but a LaunchConfig
             dev = self.device
-            check_kernel(self.name, found[1], self._resource_limits(), dev.local_mem_size, dev.private_mem_limit,
+            check_kernel(self.name, found[1], self._resource_limits(), dev.local_mem_static, dev.private_mem_limit,
                          dev.id)
             if len(self._configs) < 256:
                 self._configs[config] = found  # valid for this kernel once, valid always

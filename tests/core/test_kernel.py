@@ -87,3 +87,53 @@ def test_define_names_must_be_ascii_identifiers():
     for bad in ({"é": 1}, {"A B": 1}, {1: 1}, {None: 1}, {"A\0": 1}, {"": 1}):
         with pytest.raises(isthmus.InvalidArgumentError, match="define name"):
             _options(bad)
+
+
+_AFFINE = """
+__kernel void affine(__global float* y, __global const float* x, const float a, const int n)
+{
+    const int i = (int)get_global_id(0);
+    if (i < n) y[i] = a * x[i] + (float)i;
+}
+"""
+
+
+def test_a_launch_sets_what_changed_and_every_result_is_the_calls_own(dev, rng):
+    """A kernel object keeps its arguments between launches (OpenCL): calls that alternate outputs,
+    inputs and scalars, pass the same scalar object again, or hand a freed buffer's memory to a new
+    one (the pool), each write exactly their own result into their own output and nothing into the
+    others."""
+    n = 37
+    k = dev.compile(_AFFINE, "affine")
+    cfg = isthmus.LaunchConfig((64,), (32,))
+    xs = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    dx = [dev.asarray(x) for x in xs]
+    ys = [dev.asarray(np.full(n, np.nan, np.float32)) for _ in range(2)]
+    two = np.float32(2.0)  # one packed scalar object, passed again
+    ramp = np.arange(n, dtype=np.float32)
+
+    def check(y, x, a, others=()):
+        np.testing.assert_allclose(y.to_numpy(), np.float32(a) * x + ramp, rtol=1e-6)
+        for o, want in others:
+            np.testing.assert_array_equal(o.to_numpy(), want)
+
+    for yi, xi, a in [(0, 0, two), (1, 1, two), (0, 1, two), (0, 1, 3.0), (1, 0, 3.0), (1, 0, -1.5), (1, 0, two)]:
+        before = ys[1 - yi].to_numpy()
+        k(ys[yi], dx[xi], a, n, config=cfg)
+        check(ys[yi], xs[xi], a, [(ys[1 - yi], before)])
+    # a freed output's memory goes back to the pool and to the next buffer of its size
+    keep = ys[0].to_numpy()
+    ys[1].close()
+    fresh = dev.asarray(np.full(n, np.nan, np.float32))
+    k(fresh, dx[1], two, n, config=cfg)
+    check(fresh, xs[1], two, [(ys[0], keep)])
+    k(ys[0], dx[0], 0.5, n, config=cfg)
+    check(ys[0], xs[0], 0.5)
+    np.testing.assert_allclose(fresh.to_numpy(), 2 * xs[1] + ramp, rtol=1e-6)
+    # a different n with the same scalar object elsewhere: only the first n2 elements are written
+    n2 = 5
+    poisoned = dev.asarray(np.full(n, np.nan, np.float32))
+    k(poisoned, dx[0], two, n2, config=cfg)
+    got = poisoned.to_numpy()
+    np.testing.assert_allclose(got[:n2], 2 * xs[0][:n2] + ramp[:n2], rtol=1e-6)
+    assert np.isnan(got[n2:]).all()

@@ -32,11 +32,15 @@ def test_hopeless_grids_raise_launch_config_errors_from_every_launch_path(dev, g
     assert o.to_numpy()[0] == 1
 
 
+def _big_local(n: int) -> str:
+    return (f"__kernel void big(__global float* o) {{ __local float t[{n}]; "
+            f"for (int i = get_local_id(0); i < {n}; i += get_local_size(0)) t[i] = (float)i; "
+            f"barrier(CLK_LOCAL_MEM_FENCE); o[get_global_id(0)] = t[{n} - 1 - get_local_id(0)]; }}")
+
+
 def test_local_arrays_beyond_the_devices_local_memory_are_refused(dev):
-    n = dev.local_mem_size // 4 + 1024
-    src = (f"__kernel void big(__global float* o) {{ __local float t[{n}]; "
-           f"for (int i = get_local_id(0); i < {n}; i += get_local_size(0)) t[i] = (float)i; "
-           f"barrier(CLK_LOCAL_MEM_FENCE); o[get_global_id(0)] = t[{n} - 1 - get_local_id(0)]; }}")
+    n = dev.local_mem_static // 4 + 1024
+    src = _big_local(n)
     o = dev.zeros(16, np.float32)
     # CUDA and NVIDIA's compiler refuse such a kernel already (CompileError); PoCL 3.1 builds it and
     # reports its local memory (LaunchConfigError). A driver that reports none for it must run it
@@ -45,6 +49,17 @@ def test_local_arrays_beyond_the_devices_local_memory_are_refused(dev):
         dev.compile(src, "big")(o, config=isthmus.LaunchConfig((16,), (16,)))
     except (isthmus.LaunchConfigError, isthmus.CompileError):
         return
+    np.testing.assert_array_equal(o.to_numpy(), n - 1 - np.arange(16, dtype=np.float32))
+
+
+def test_local_arrays_past_local_mem_size_run_where_the_device_takes_them(dev):
+    """NVIDIA's OpenCL reports 48 KiB of local memory but builds and runs __local arrays up to its
+    compute capability's opt-in maximum (Device.local_mem_static): such a kernel is not refused."""
+    if dev.local_mem_static <= dev.local_mem_size:
+        pytest.skip(f"{dev.id} takes no __local arrays past local_mem_size")
+    n = (dev.local_mem_size + 16 * 1024) // 4
+    o = dev.zeros(16, np.float32)
+    dev.compile(_big_local(n), "big")(o, config=isthmus.LaunchConfig((16,), (16,)))
     np.testing.assert_array_equal(o.to_numpy(), n - 1 - np.arange(16, dtype=np.float32))
 
 

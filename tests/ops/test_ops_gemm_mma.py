@@ -282,6 +282,8 @@ def test_nvidia_opencl_takes_local_memory_to_the_opt_in_maximum_of_its_compute_c
     h200, a100, ada, unknown, other = make(90), make(80), make(89), make(95), make(0, "Portable")
     assert (h200.local_mem_optin, a100.local_mem_optin, ada.local_mem_optin) == (227 * 1024, 163 * 1024, 99 * 1024)
     assert unknown.local_mem_optin is None and other.local_mem_optin is None
+    # a user's kernel may declare __local arrays up to that much there (Kernel's launch check)
+    assert (h200.local_mem_static, unknown.local_mem_static, other.local_mem_static) == (227 * 1024, 48 * 1024, 48 * 1024)
     assert not any(d.local_mem_dynamic for d in (h200, a100, ada, unknown, other))
     assert dict(gemm_mma._variant(h200, None, False, False, gemm_mma._Shape(1, 64, 64, 64, 0, 0, (64, 64)),
                                   None))["DYN_SMEM"] == 0
