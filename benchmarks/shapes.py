@@ -32,7 +32,6 @@ import ctypes
 import json
 import os
 import sys
-import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -315,14 +314,6 @@ def _peer_unary(peers: Peers, x: np.ndarray, torch_fn, numpy_fn):
 
 
 # ---- timing ---------------------------------------------------------------------------------
-def _settled(timed: Callable[[], float]) -> Callable[[], float]:
-    """The timed round after a pause that is not timed (measure.CPU_SETTLE_S: other threads go idle)."""
-    def round_after_pause() -> float:
-        time.sleep(measure.CPU_SETTLE_S)
-        return timed()
-    return round_after_pause
-
-
 def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float,
               quick: bool = False) -> tuple[float, float | None]:
     """Median ms per call of ours and the peer, in alternating rounds of ``reps`` calls (each
@@ -338,7 +329,7 @@ def time_pair(dev, peers: Peers, ours, peer, rounds: int, budget_s: float,
         peers.sync()
         candidates["peer"] = measure.round_of(peers.clock(), peer, reps)
     if cpu and not quick:
-        candidates = {name: _settled(timed) for name, timed in candidates.items()}
+        candidates = {name: measure.settled(timed) for name, timed in candidates.items()}
     times = measure.interleaved(candidates, rounds)
     return times["ours"].median, (times["peer"].median if peer is not None else None)
 

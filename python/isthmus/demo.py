@@ -3,13 +3,12 @@ NumPy and print time and throughput next to NumPy's."""
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
 from .cli import main as cli
 from .device import device
-from .measure import CPU_SETTLE_S, device_ms, host_ms
+from .measure import WallClock, interleaved, round_of, settled
 from .workloads import sizes_for, standard, tolerance
 
 
@@ -31,10 +30,15 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
         err = w.error(result)
         ok = err <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
         failed += not ok
-        if dev.kind == "cpu":  # OpenBLAS's threads spinning after the NumPy reference's gemm go idle
-            time.sleep(CPU_SETTLE_S)
-        ms = device_ms(dev, lambda: w.call(*args), repeat=5, warmup=1)
-        np_ms = host_ms(w.numpy, repeat=3)
+        # isthmus (device events) and NumPy (the wall clock) in alternating rounds, so that the
+        # machine's drift touches both alike; on a CPU device each round after a pause (the other
+        # side's threads go idle first)
+        w.numpy()
+        rounds = {"isthmus": round_of(dev, lambda: w.call(*args)), "numpy": round_of(WallClock(), w.numpy)}
+        if dev.kind == "cpu":
+            rounds = {name: settled(one) for name, one in rounds.items()}
+        times = interleaved(rounds, 5 if quick else 7)
+        ms, np_ms = times["isthmus"].median, times["numpy"].median
         value, unit = w.metric(ms)
         np_value, _ = w.metric(np_ms)
         table.add_row(w.label, f"{'[green]ok' if ok else '[red]FAIL'} {err:.1e}", f"{ms:.3f}", f"{value:.1f} {unit}",

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from .report import Report, Table, command_line, machine, result_stem, slug
 from .timing import (CPU_SETTLE_S, CupyClock, QueueClock, Sample, TorchClock, WallClock, copy_bandwidth, device_ms,
-                     device_times, host_ms, host_times, interleaved, per_call_times, per_call_us, round_of)
+                     device_times, host_ms, host_times, interleaved, per_call_times, per_call_us, round_of, settled)
 
 __all__ = ["CPU_SETTLE_S", "CupyClock", "QueueClock", "Report", "Sample", "Table", "TorchClock", "WallClock",
            "command_line", "copy_bandwidth", "device_ms", "device_times", "host_ms", "host_times", "interleaved",
-           "machine", "per_call_times", "per_call_us", "result_stem", "round_of", "slug"]
+           "machine", "per_call_times", "per_call_us", "result_stem", "round_of", "settled", "slug"]

@@ -228,6 +228,15 @@ def round_of(clock, fn: Callable[[], object], batch: int = 1) -> Callable[[], fl
     return lambda: device_times(clock, fn, repeat=1, warmup=0, batch=batch).median
 
 
+def settled(one_round: Callable[[], float], pause_s: float = CPU_SETTLE_S) -> Callable[[], float]:
+    """``one_round`` after an untimed pause of ``pause_s`` (CPU devices: the threads the previous
+    round left spinning, OpenBLAS's or PoCL's, go idle first; see CPU_SETTLE_S)."""
+    def round_after_pause() -> float:
+        time.sleep(pause_s)
+        return one_round()
+    return round_after_pause
+
+
 # ---- the bandwidth ceiling --------------------------------------------------------------------
 def copy_bandwidth(dev, nbytes: int | None = None, repeat: int = 10) -> float:
     """Device-to-device copy of ``nbytes`` (default: 1 GiB on a GPU, 64 MiB elsewhere), in GB/s
