@@ -43,7 +43,7 @@ _BIG = _tile(128, 256, 32, 2, 4, 3)  # a 72 KiB ring: past the 48 KiB every devi
 # capability it has no limit for): every ring takes up to 128 bytes more to start on a 128-byte
 # boundary, so 48 KiB rings do not fit; the same tiles with 2 stages, or half the K-step (32 KiB).
 # (NVIDIA's OpenCL with the ring aligned, 4096^3 f16 on the H200: this tile 314-318 TFLOP/s, _MID
-# 359-366, _BIG 362; benchmarks/results/gemm_mma-opencl-runtime-h200-2026-12-03d.md.)
+# 359-366, _BIG 362; benchmarks/results/gemm_mma-opencl-aligned-h200-2026-12-03e.md.)
 _SKINNY_48K = _tile(64, 64, 32, 2, 2, 4, gm=1)
 _MID_48K = dict(_tile(128, 128, 32, 2, 2, 2), PIPE=0)
 # Hopper under CUDA (Device.wgmma): warpgroup MMA from local memory, a warpgroup per 64 rows, BK=64,
