@@ -112,7 +112,7 @@ def _small(dev):
     """SMALL, less the wgmma configs where the device has no warpgroup MMA and the rings it has no
     room for."""
     return [p for p in SMALL if (dev.wgmma or not (p or {}).get("WGMMA")) and
-            (dev.local_mem_optin or p is None or gemm_mma.smem_bytes(p, False, False) + 128 <= dev.local_mem_size)]
+            (dev.local_mem_optin or p is None or gemm_mma.smem_bytes(p, False, False) + gemm_mma.RING_ALIGN <= dev.local_mem_size)]
 
 
 def pick_device(spec: str):

@@ -84,18 +84,18 @@ class Device:
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
 
     # ---- description -------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        return f"<isthmus.Device {self.id} {self.name!r} ({self.vendor})>"
-
-    _INFO = ("id", "name", "vendor", "backend", "kind", "memory", "compute_units", "max_work_group_size",
-             "max_work_item_sizes", "local_mem_size", "driver_version", "platform", "dtypes")
-
     @property
     def local_mem_static(self) -> int:
         """The most local memory a kernel may declare in __local arrays: the opt-in maximum where
         arrays may exceed local_mem_size (NVIDIA's OpenCL), else local_mem_size (CUDA's static
         shared memory; past it only dynamic shared memory, Kernel.dynamic_local_bytes)."""
         return self.local_mem_optin if self.local_mem_optin and not self.local_mem_dynamic else self.local_mem_size
+
+    def __repr__(self) -> str:
+        return f"<isthmus.Device {self.id} {self.name!r} ({self.vendor})>"
+
+    _INFO = ("id", "name", "vendor", "backend", "kind", "memory", "compute_units", "max_work_group_size",
+             "max_work_item_sizes", "local_mem_size", "driver_version", "platform", "dtypes")
 
     def info(self) -> dict:
         """A JSON-able description (what ``isthmus devices --json`` prints)."""

@@ -42,8 +42,8 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
         self._cp_device = cupy.cuda.Device(index)
         self.mma_sync = int(p["major"]) >= 8
         self.wgmma = self.compute_capability == "90"  # compiled for sm_90a (_Compiler._arch)
-        # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
         self.local_mem_dynamic = True
+        # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
         self.local_mem_optin = int(p.get("sharedMemPerBlockOptin") or
                                    rt.deviceGetAttribute(_ATTR_DEV_SMEM_OPTIN, index) or p["sharedMemPerBlock"])
         self._stream = self._capture_stream = None  # made on first use (stream, _Graphs._capture_graph)

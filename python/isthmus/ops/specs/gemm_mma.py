@@ -53,6 +53,7 @@ _WG_MID = dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)
 
 
 _SPLITS = (1, 2, 4, 8)  # SPLITK's values
+RING_ALIGN = 128  # bytes a static ring may take past its size to start on a 128-byte boundary (gemm_mma.cl)
 
 
 def _splits(tiles: int, k: int, units: int) -> int:
@@ -102,7 +103,7 @@ FAMILY = Family(
                   # boundary, a static ring up to 128 bytes more to start on a 128-byte one (counted
                   # everywhere: CUDA's dynamic ring starts on one and loses only the headroom)
                   "STAGES * 2 * ((BM + BN) * BK if SWZ or WGMMA else max(BM * (BK + 8), BK * (BM + 8))"
-                  " + max(BN * (BK + 8), BK * (BN + 8))) + 1024 * WGMMA + 128 <= local_mem_optin",
+                  f" + max(BN * (BK + 8), BK * (BN + 8))) + 1024 * WGMMA + {RING_ALIGN} <= local_mem_optin",
                   # a warpgroup (4 warps of 16 rows) per 64 rows of the tile, whole 128-byte
                   # swizzle rows; the mma.sync path's own tunables stay at their defaults
                   "not WGMMA or (wgmma and BK == 64 and WN == 1 and WM * 16 == BM and BM % 64 == 0"
