@@ -74,6 +74,8 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
         if sm in _NVIDIA_LOCAL_OPTIN_KIB:
             self.local_mem_optin = _NVIDIA_LOCAL_OPTIN_KIB[sm] * 1024
         self._ctx = self._queue = None
+        self._queue_ptr = 0
+        self._enqueue_found = False  # not looked for yet (launch.py: _native_enqueue)
         self._init_lock = threading.Lock()
         self._in_use = 0
         # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this

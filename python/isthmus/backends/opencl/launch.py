@@ -3,6 +3,9 @@ every library call), the errors a refused launch raises, and prepared launches (
 object with its arguments set once)."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 from typing import TYPE_CHECKING
 
 from ...buffer import Buffer
@@ -11,6 +14,70 @@ from .memory import _Mem
 
 if TYPE_CHECKING:
     from .device import OpenCLDevice
+
+# OpenCL status codes a refused enqueue returns: out of memory (CL_MEM_OBJECT_ALLOCATION_FAILURE,
+# CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY), and the grid's (CL_INVALID_WORK_GROUP_SIZE,
+# CL_INVALID_WORK_ITEM_SIZE, CL_INVALID_GLOBAL_WORK_SIZE)
+_CL_MEM_OBJECT_ALLOCATION_FAILURE = -4
+_OUT_OF_MEMORY = frozenset((-4, -5, -6))
+_GRID_REFUSED = frozenset((-54, -55, -63))
+
+
+class _NativeEnqueue:
+    """clEnqueueNDRangeKernel of the OpenCL ICD loader PyOpenCL itself loaded, called through ctypes
+    with no event. PyOpenCL's enqueue always makes an event (a Python object and, on a queue with
+    profiling, the driver's timestamps), which the launches here never read: on NVIDIA's OpenCL
+    (H200, profiling queue) an enqueue costs 10.5 us this way against 17.0 through PyOpenCL
+    (benchmarks/results/launch-enqueue-opencl-nvidia-h200.md); on PoCL the two cost the same.
+    ``None`` where no loader can be found (then PyOpenCL's enqueue, the same launch)."""
+
+    __slots__ = ("_fn", "_sizes")
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._sizes: dict = {}  # (global, local) -> (dims, size_t arrays): made once per grid
+
+    @classmethod
+    def find(cls, cl) -> "_NativeEnqueue | None":
+        path = None
+        try:  # the loader PyOpenCL's extension linked (its wheel bundles one): the same ICD vendors
+            with open("/proc/self/maps") as maps:
+                path = next((line.split()[-1] for line in maps if "libOpenCL" in line.rsplit("/", 1)[-1]), None)
+        except OSError:  # not Linux
+            pass
+        path = path or ctypes.util.find_library("OpenCL")
+        if not path:
+            return None
+        try:
+            fn = ctypes.CDLL(path).clEnqueueNDRangeKernel
+        except (OSError, AttributeError):
+            return None
+        vp = ctypes.c_void_p
+        fn.argtypes = [vp, vp, ctypes.c_uint, vp, vp, vp, ctypes.c_uint, vp, vp]
+        fn.restype = ctypes.c_int32
+        return cls(fn)
+
+    def grid(self, gsize, lsize) -> tuple:
+        """(dims, global sizes, local sizes or None) as the C call takes them."""
+        key = (gsize, lsize)
+        found = self._sizes.get(key)
+        if found is None:
+            dims = len(gsize)
+            array = ctypes.c_size_t * dims
+            found = (dims, array(*gsize), None if lsize is None else array(*lsize))
+            if len(self._sizes) >= 4096:
+                self._sizes.clear()
+            self._sizes[key] = found
+        return found
+
+    def __call__(self, queue_ptr: int, kernel_ptr: int, grid: tuple) -> int:
+        """The enqueue's status (0: enqueued); a failed allocation is tried once more after a
+        garbage collection (memory that only unreachable Python objects hold), as PyOpenCL does."""
+        status = self._fn(queue_ptr, kernel_ptr, grid[0], None, grid[1], grid[2], 0, None, None)
+        if status == _CL_MEM_OBJECT_ALLOCATION_FAILURE:
+            gc.collect()
+            status = self._fn(queue_ptr, kernel_ptr, grid[0], None, grid[1], grid[2], 0, None, None)
+        return status
 
 
 class _Launch:
@@ -40,29 +107,59 @@ class _Launch:
         cl = self._cl
         native = kernel.native
         types = kernel._types
+        enqueue = self._native_enqueue
         try:
             # Arguments packed (in place: the list holds each buffer's memory until the enqueue)
-            # and set one by one, then one enqueue: a scalar as its raw bytes in the declared type,
-            # a buffer (or None) through set_arg. PyOpenCL's generated invoker (native(queue, ...))
-            # does the same work with ~18 us more Python per call (PoCL; benchmarks/
-            # launch_overhead.py). The kernel object holds its arguments: set+enqueue is one step.
+            # and set, then one enqueue: a scalar as its raw bytes in the declared type, a buffer
+            # (or None) through set_arg. PyOpenCL's generated invoker (native(queue, ...)) does the
+            # same work with ~18 us more Python per call (PoCL; benchmarks/launch_overhead.py).
+            # The kernel object holds its arguments (set+enqueue is one step, under its lock), so
+            # an argument is set only when it differs from the one last set there (``last``): the
+            # same packed scalar object (a plan's constants), the same memory (_Mem.ref: a weak
+            # reference, so the memo keeps no memory alive, and a _Mem that died can never match).
             with kernel._lock:
+                last = kernel._launch_memo
+                if last is None:
+                    last = kernel._launch_memo = [None] * len(types)
                 for i, v in enumerate(args):
                     c = v.__class__
                     if c is Buffer:
                         v = args[i] = v._arg or v._launch_arg()
-                        native.set_arg(i, None if v is None else v.cl)
-                    elif c is _Mem:
-                        native.set_arg(i, v.cl)
+                        c = v.__class__
+                    if c is _Mem:
+                        if last[i] is not v.ref:
+                            native.set_arg(i, v.cl)
+                            last[i] = v.ref
                     elif v is None:
                         native.set_arg(i, None)
+                        last[i] = None
                     else:
                         if c is not types[i]:
                             v = args[i] = kernel._convert(i, v)
-                        native._set_arg_buf(i, v)
-                cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
+                        if last[i] is not v:
+                            native._set_arg_buf(i, v)
+                            last[i] = v
+                if enqueue is None:
+                    cl.enqueue_nd_range_kernel(self.queue, native, gsize, lsize)
+                    return
+                status = enqueue(self._queue_ptr, native.int_ptr, enqueue.grid(gsize, lsize))
         except cl.Error as exc:
             raise self._launch_error(kernel, gsize, lsize, exc) from exc
+        if status:
+            raise self._status_error(kernel, gsize, lsize, status)
+
+    @property
+    def _native_enqueue(self) -> _NativeEnqueue | None:
+        """The event-less enqueue (found once per device, with its queue), or None: PyOpenCL's."""
+        found = self._enqueue_found
+        if found is False:
+            self.queue  # (the queue first: its pointer goes with the enqueue)
+            with self._init_lock:
+                if self._enqueue_found is False:
+                    self._queue_ptr = self._queue.int_ptr
+                    self._enqueue_found = _NativeEnqueue.find(self._cl)
+            found = self._enqueue_found
+        return found
 
     def _launch_error(self, kernel, gsize, lsize, exc):
         cl = self._cl
@@ -74,6 +171,17 @@ class _Launch:
                                      f"by {self.id}: {exc}")
         return DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}")
 
+    def _status_error(self, kernel, gsize, lsize, status: int):
+        """The error of an enqueue that returned ``status`` (the event-less enqueue's path)."""
+        names = {v: k for k, v in vars(self._cl.status_code).items() if isinstance(v, int)}
+        what = f"clEnqueueNDRangeKernel failed: {names.get(status, 'status')} ({status})"
+        if status in _OUT_OF_MEMORY:
+            return OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {what}")
+        if status in _GRID_REFUSED:
+            return LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
+                                     f"by {self.id}: {what}")
+        return DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {what}")
+
     def _prepare(self, kernel, gsize, lsize, packed):
         """A prepared launch (plan.py): a private kernel object with its arguments set once."""
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
@@ -82,7 +190,7 @@ class _Launch:
 class _PreparedLaunch:
     """One kernel object per plan, so setting its arguments once is safe: launches only enqueue."""
 
-    __slots__ = ("_dev", "_kernel", "_native", "_args", "_enqueue")
+    __slots__ = ("_dev", "_kernel", "_native", "_args", "_enqueue", "_native_args")
 
     def __init__(self, dev: OpenCLDevice, kernel, gsize, lsize, packed):
         cl = dev._cl
@@ -94,11 +202,19 @@ class _PreparedLaunch:
         except cl.Error as exc:
             raise dev._launch_error(kernel, gsize, lsize, exc) from exc
         self._args = (dev.queue, self._native, tuple(gsize), None if lsize is None else tuple(lsize))
-        self._enqueue = cl.enqueue_nd_range_kernel
+        self._enqueue = dev._native_enqueue
+        if self._enqueue is not None:
+            self._native_args = (dev._queue_ptr, self._native.int_ptr, self._enqueue.grid(*self._args[2:]))
 
     def launch(self) -> None:
+        enqueue = self._enqueue
+        if enqueue is not None:
+            status = enqueue(*self._native_args)
+            if status:
+                raise self._dev._status_error(self._kernel, self._args[2], self._args[3], status)
+            return
         try:
-            self._enqueue(*self._args)
+            self._dev._cl.enqueue_nd_range_kernel(*self._args)
         except self._dev._cl.Error as exc:
             raise self._dev._launch_error(self._kernel, self._args[2], self._args[3], exc) from exc
 

@@ -2,6 +2,7 @@
 allocation (a caching allocator like CuPy's), copies, fills and mapped host memory."""
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,12 +20,13 @@ class _Mem:
     It is also a buffer's packed launch argument (``_buffer_arg``): a launch on its way to the
     queue holds it, so the cl.Buffer goes back to the pool only after the launch is enqueued."""
 
-    __slots__ = ("cl", "nbytes", "device")
+    __slots__ = ("cl", "nbytes", "device", "ref", "__weakref__")
 
     def __init__(self, mem, nbytes: int, device: "OpenCLDevice"):
         self.cl = mem
         self.nbytes = nbytes
         self.device = device
+        self.ref = weakref.ref(self)  # what a kernel's argument memo holds (launch.py)
         with device._in_use_lock:
             device._in_use += nbytes
 

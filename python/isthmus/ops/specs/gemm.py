@@ -186,16 +186,17 @@ def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: 
     if _needs_grid_loop(params, m, batch):
         params, kernels = resolve(fam, dev, dt, problem, (("GRID_LOOP", 1),))
     g, loc = grid(m, n, params, batch, tb)
-    head = [np.int32(m), np.int32(n), np.int32(k), None, None]  # alpha, beta: the call's
+    kern = kernels[{2: "gemm_cpu", 3: "gemm_rows"}.get(params["VARIANT"], "gemm")]
+    # alpha = 1 and beta = 0 packed once (the call replaces them when it passes others)
+    head = [np.int32(m), np.int32(n), np.int32(k), kern._convert(3, 1.0), kern._convert(4, 0.0)]
     strides = [np.int32(batch), np.int64(sa), np.int64(sb), np.int64(sc)]
     c_nbytes = batch * m * n * dt.np.itemsize
     if params["VARIANT"] in (2, 3):
-        kern = kernels["gemm_cpu" if params["VARIANT"] == 2 else "gemm_rows"]
         return (kern, g, loc, (*head, None, None, None, *strides)), None, c_shape, c_nbytes, 0
     ks = params["KS"] if params["VARIANT"] == 1 else 1
     per_split = -(-k // ks)
     kchunk = -(-per_split // params["TK"]) * params["TK"]  # whole K-steps, so no chunk splits one
-    first = (kernels["gemm"], g, loc, (*head, None, None, None, *strides, np.int32(ks), np.int32(kchunk), None))
+    first = (kern, g, loc, (*head, None, None, None, *strides, np.int32(ks), np.int32(kchunk), None))
     if ks == 1:  # (P unused: C stands in for it)
         return first, None, c_shape, c_nbytes, 0
     total = batch * m * n
@@ -205,28 +206,31 @@ def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: 
     return first, combine, c_shape, c_nbytes, ks * total * (8 if dt.acc == "double" else 4)
 
 
+_DIM_LIMIT, _BATCH_LIMIT = 2**31 - 256, 2**26  # m, n, k and batch entries the kernels count with 32-bit ints
+
+
 def _shapes(a: Buffer, b: Buffer, trans_a: bool, trans_b: bool) -> tuple[int, int, int, int, int, int]:
     """(batch, m, n, k, sa, sb) of a and b, or an error that says which dimensions disagree."""
-    batches = {x.shape[0] for x in (a, b) if x.ndim == 3}
-    if len(batches) > 1:
+    ash, bsh = a.shape, b.shape
+    a3, b3 = len(ash) == 3, len(bsh) == 3
+    if a3 and b3 and ash[0] != bsh[0]:
         raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; batched operands must have the same "
                                    f"leading (batch) dimension")
-    batch = batches.pop() if batches else 1
-    am, ak = a.shape[-2:][::-1] if trans_a else a.shape[-2:]
-    bk, bn = b.shape[-2:][::-1] if trans_b else b.shape[-2:]
+    batch = ash[0] if a3 else bsh[0] if b3 else 1
+    am, ak = (ash[-1], ash[-2]) if trans_a else (ash[-2], ash[-1])
+    bk, bn = (bsh[-1], bsh[-2]) if trans_b else (bsh[-2], bsh[-1])
     if ak != bk:
         what_a = "a's rows (trans_a)" if trans_a else "a's columns"
         what_b = "b's columns (trans_b)" if trans_b else "b's rows"
         raise InvalidArgumentError(f"gemm: a is {a.shape} and b is {b.shape}; {what_a} ({ak}) must equal "
                                    f"{what_b} ({bk})")
-    for name, v, limit in (("m", am, 2**31 - 256), ("n", bn, 2**31 - 256), ("k", ak, 2**31 - 256),
-                           ("batch", batch, 2**26)):
-        if v >= limit:
-            raise InvalidArgumentError(f"gemm: {name} = {v} is too large (at most {limit - 1}: the kernels count "
-                                       f"tiles and batch entries with 32-bit ints)")
-    sa = am * ak if a.ndim == 3 else 0
-    sb = bk * bn if b.ndim == 3 else 0
-    return batch, am, bn, ak, sa, sb
+    if max(am, bn, ak) >= _DIM_LIMIT or batch >= _BATCH_LIMIT:
+        for name, v, limit in (("m", am, _DIM_LIMIT), ("n", bn, _DIM_LIMIT), ("k", ak, _DIM_LIMIT),
+                               ("batch", batch, _BATCH_LIMIT)):
+            if v >= limit:
+                raise InvalidArgumentError(f"gemm: {name} = {v} is too large (at most {limit - 1}: the kernels count "
+                                           f"tiles and batch entries with 32-bit ints)")
+    return batch, am, bn, ak, am * ak if a3 else 0, bk * bn if b3 else 0
 
 
 def _check_out_dtype(out_dtype, dt) -> None:
@@ -257,14 +261,15 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     a = checks.buffer("gemm", "a", a)
     b = checks.buffer("gemm", "b", b)
     for name, x in (("a", a), ("b", b)):
-        if x.ndim not in (2, 3):
+        if len(x.shape) not in (2, 3):
             raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
     checks.like("gemm", a, "b", b)
     dev, dt = a.device, a._dt
     ta, tb = bool(trans_a), bool(trans_b)
-    _check_out_dtype(out_dtype, dt)
+    if out_dtype is not None:
+        _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
-    c_shape = (batch, m, n) if 3 in (a.ndim, b.ndim) else (m, n)
+    c_shape = (batch, m, n) if len(a.shape) == 3 or len(b.shape) == 3 else (m, n)
     if c is not None:
         c = checks.buffer("gemm", "c", c)
         checks.like("gemm", a, "c", c)
@@ -289,12 +294,19 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     return c
 
 
+_PLAIN = (int, float)  # numbers whose 1 and 0 are the steps' packed alpha and beta (not bool, not NumPy's)
+
+
 def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> None:
     """The launches: one kernel, or split-K's partial sums (into scratch, or a buffer of their own
     when large) then their combination into C."""
     kernel, g, loc, args = first
     args = list(args)
-    args[3], args[4], args[5], args[6], args[7] = alpha, beta, a, b, c
+    if alpha.__class__ not in _PLAIN or alpha != 1:  # (1 and 0: the packed ones the steps hold)
+        args[3] = alpha
+    if beta.__class__ not in _PLAIN or beta != 0:
+        args[4] = beta
+    args[5], args[6], args[7] = a, b, c
     if combine is None:
         if len(args) > 12:  # the tiled kernel: C stands in for the partials it does not use
             args[14] = c
