@@ -34,7 +34,11 @@ SIZES = {
             "softmax": [{"rows": 65521, "cols": 257}, {"rows": 262144, "cols": 128}, {"rows": 4096, "cols": 32000},
                         {"rows": 1024, "cols": 128256}, {"rows": 8192, "cols": 8192}],
             "transpose": [{"rows": 4096, "cols": 4096}, {"rows": 12345, "cols": 6789}, {"rows": 8192, "cols": 8192}],
-            "gemm": [{"m": 16, "n": 4096, "k": 4096}, {"m": 64, "n": 11008, "k": 4096},
+            # squares from 1024 (below 2048 the 2048 bucket's 128x128 tiles leave most SMs idle: CUDA
+            # 1024^3 0.50x torch with them, 0.89x tuned); not 512^3 (a class of its own, "sss"), where
+            # NVIDIA OpenCL's tuned split-K pick lost to the rule's one launch in the call (0.77x against
+            # 1.31x CLBlast: the tuner times the device, and a second launch costs the host ~10 us there)
+            "gemm": [{"m": 16, "n": 4096, "k": 4096}, {"m": 64, "n": 11008, "k": 4096}, {"m": 1024, "n": 1024, "k": 1024},
                      {"m": 2048, "n": 2048, "k": 2048}, {"m": 4096, "n": 4096, "k": 4096}]},
     # a problem of each shape class of the sweep (benchmarks/shapes.py, scaled for a CPU): square,
     # narrow rows (bs), vocabulary-wide rows (sb/e, bb/e), skinny gemm (tbb)
