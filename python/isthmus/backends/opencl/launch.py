@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import os
 from typing import TYPE_CHECKING
 
 from ...buffer import Buffer
@@ -41,8 +42,9 @@ class _NativeEnqueue:
     def find(cls, cl) -> "_NativeEnqueue | None":
         path = None
         try:  # the loader PyOpenCL's extension linked (its wheel bundles one): the same ICD vendors
-            with open("/proc/self/maps") as maps:
-                path = next((line.split()[-1] for line in maps if "libOpenCL" in line.rsplit("/", 1)[-1]), None)
+            with open("/proc/self/maps") as maps:  # (address perms offset dev inode path, which may hold spaces)
+                paths = (parts[5].strip() for parts in (line.split(None, 5) for line in maps) if len(parts) == 6)
+                path = next((p for p in paths if "libOpenCL" in os.path.basename(p) and os.path.exists(p)), None)
         except OSError:  # not Linux
             pass
         path = path or ctypes.util.find_library("OpenCL")
