@@ -62,3 +62,21 @@ for d in cuda:0 opencl:0; do
   grep "^| gemm" $OUT/shapes-${d%%:*}.log | grep "\^3" | cut -c1-160
 done
 el end
+
+# GPU call 29 (session 2026-12-03f): the shipped configs after the merge (CUDA 512^3/1024^3, NVIDIA OpenCL 1024^3):
+# f32 gemm sweeps on both backends, 512^3 vs CLBlast x3, and the memory-bound sweep on NVIDIA OpenCL (event-less launches)
+set -u
+T0=$(date +%s); el() { echo "=== $1 at +$(( $(date +%s) - T0 ))s"; }
+export ISTHMUS_KERNEL_DIR=$PWD/opencl
+find /tmp/icd -name '*.icd' ! -name nvidia.icd -delete
+el "gemm 512 resolved x3"
+CANDS='[]' SIZES='[512, 512, 512]' ROUNDS=9 timeout 100 python3 .xfer/g512.py 2>&1 | grep "\^3" | tee $OUT/g512.log
+for d in cuda:0 opencl:0; do
+  el "shapes gemm $d"
+  timeout 200 python3 -m benchmarks shapes --device $d --ops gemm --dtypes float32 --out $OUT --tag gemm-g > $OUT/shapes-${d%%:*}.log 2>&1
+  grep "^| gemm" $OUT/shapes-${d%%:*}.log | cut -c1-160
+done
+el "shapes memory-bound opencl"
+timeout 240 python3 -m benchmarks shapes --device opencl:0 --ops softmax,transpose,sum,max,axpy --out $OUT --tag membound-g > $OUT/shapes-mem.log 2>&1
+grep "^| " $OUT/shapes-mem.log | cut -c1-170; tail -2 $OUT/shapes-mem.log
+el end
