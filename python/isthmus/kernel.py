@@ -41,7 +41,9 @@ class Kernel:
         # memory, `extern __shared__`; may exceed the static 48 KiB up to Device.local_mem_optin).
         # Set by the library family that compiled the kernel; backends without it ignore it.
         self.dynamic_local_bytes = 0
-        self._launch_memo = None  # what the backend remembers of this kernel's launches (CUDA: _LaunchMemo)
+        # what the backend remembers of this kernel's launches (CUDA: _LaunchMemo; OpenCL: the
+        # arguments last set on the kernel object)
+        self._launch_memo = None
         # per parameter, the class a packed scalar has (None: a buffer): Device.launch converts
         # any other value (a Python number) through the parameter's checks
         self._types = tuple(p.dtype.type if p.kind == "scalar" else None for p in params)
