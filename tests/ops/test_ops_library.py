@@ -196,6 +196,20 @@ def test_out_buffers_are_filled_and_checked(dev, rng):
             call()
 
 
+def _sum_close(got, host, tol=1e-6):
+    """A float32 sum of random normals may cancel to near zero: its error is bounded relative to the
+    sum of the magnitudes (as in test_ops_reduce.py), not to the result."""
+    host = np.asarray(host, np.float64)
+    assert abs(float(got) - host.sum()) <= tol * np.abs(host).sum(), (got, host.sum())
+
+
+def _terms_close(got, ref, terms, tol=1e-6):
+    """Element-wise results that may cancel (a*x + y; the device may fuse it into an fma), bounded
+    relative to the magnitudes of their terms."""
+    assert np.all(np.abs(got - ref) <= tol * terms), (got, ref)
+
+
+
 # ---- the repeated call: launch recipes, cached packed arguments, per-thread reduction scratch ----
 def _warm(dev, rng):
     """Each op called twice on the same shapes, so the second call and later ones use recipes."""
@@ -235,13 +249,14 @@ def test_repeated_calls_still_check_every_argument(dev, rng):
 def test_repeated_calls_compute_right_and_closed_buffers_forget_their_packed_argument(dev, rng):
     x, y, m = _warm(dev, rng)
     xh, yh, mh = x.to_numpy(), y.to_numpy(), m.to_numpy()
+    y0 = yh
     out = dev.empty(1, np.float32)
     for _ in range(3):
         isthmus.ops.axpy(0.5, x, y)
         yh = REFERENCES["axpy"](0.5, xh, yh)
-        np.testing.assert_allclose(isthmus.ops.sum(x, out=out).to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4)
+        _sum_close(isthmus.ops.sum(x, out=out).to_numpy()[0], xh)
         assert isthmus.ops.max(x).to_numpy()[0] == xh.max()
-    np.testing.assert_allclose(y.to_numpy(), yh, rtol=1e-6)
+    _terms_close(y.to_numpy(), yh, np.abs(y0) + 1.5 * np.abs(xh))
     np.testing.assert_allclose(isthmus.ops.softmax(m).to_numpy(), REFERENCES["softmax"](mh), rtol=1e-5)
     np.testing.assert_array_equal(isthmus.ops.transpose(m).to_numpy(), mh.T)
     assert x._arg is not None
@@ -316,8 +331,8 @@ def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
     for _ in range(3):
         graph.launch()
         eager = isthmus.ops.sum(other)  # the eager reduction between replays uses the scratch
-        np.testing.assert_allclose(s.to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4)
-        np.testing.assert_allclose(eager.to_numpy()[0], other.to_numpy().sum(dtype=np.float64), rtol=1e-4)
+        _sum_close(s.to_numpy()[0], xh)
+        _sum_close(eager.to_numpy()[0], other.to_numpy())
     graph.close()
     yh = y.to_numpy()
     plan = dev.kernel("axpy").prepare(2.0, x, y)
@@ -364,9 +379,9 @@ def test_the_names_before_specs_still_run(dev, rng):
     x, y = rng.standard_normal(37).astype(np.float32), rng.standard_normal(37).astype(np.float32)
     by = dev.asarray(y)
     axpy.run(2.0, dev.asarray(x), by)
-    np.testing.assert_allclose(by.to_numpy(), 2 * x + y, rtol=1e-6)
+    _terms_close(by.to_numpy(), 2 * x + y, np.abs(2 * x) + np.abs(y))
     m = rng.standard_normal((5, 7)).astype(np.float32)
-    np.testing.assert_allclose(reduce.run_sum(dev.asarray(m)).to_numpy(), m.sum(), rtol=1e-5)
+    _sum_close(reduce.run_sum(dev.asarray(m)).to_numpy()[0], m)
     assert reduce.run_max(dev.asarray(m)).to_numpy() == m.max()
     np.testing.assert_array_equal(transpose.run(dev.asarray(m)).to_numpy(), m.T)
     np.testing.assert_allclose(softmax.run(dev.asarray(m)).to_numpy(), REFERENCES["softmax"](m), rtol=1e-5)
