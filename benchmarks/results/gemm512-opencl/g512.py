@@ -4,6 +4,7 @@ tuning database), so the op's host path is the one a user gets."""
 import json, os, sys
 import numpy as np
 import isthmus
+import isthmus.measure
 from isthmus.ops import resolve as R
 from isthmus.ops.specs import gemm as G
 sys.path.insert(0, os.getcwd())
@@ -27,9 +28,14 @@ for size in json.loads(os.environ.get("SIZES", "[512]")):
         if p is not None and not fam.is_valid(p, dev, {"m": size, "n": size, "k": size}):
             print(f"{size} {p}: not valid", flush=True); continue
         ours_ms, peer_ms = S.time_pair(dev, peers, case.ours, case.peer, rounds, 0.4)
+        with dev.capture() as gr:
+            for _ in range(50):
+                case.ours()
+        kern_us = isthmus.measure.device_ms(dev, gr.launch, repeat=7, warmup=2) / 50 * 1e3
+        gr.close()
         out = case.result(); ref = case.peer_result()
         err = float(np.abs(out - ref).max() / np.abs(ref).max())
         used = R.resolve(fam, dev, isthmus.dtypes.lookup("float32"), {"m": size, "n": size, "k": size})[0]
         short = {k: used[k] for k in ("VARIANT", "TM", "TN", "TK", "WPTM", "WPTN", "KS")}
         print(f"{size}^3 {'resolved' if p is None else 'cand'} {short}: isthmus {case.flops / ours_ms / 1e9:6.2f} "
-              f"CLBlast {case.flops / peer_ms / 1e9:6.2f} TFLOP/s ratio {peer_ms / ours_ms:.3f} err {err:.1e}", flush=True)
+              f"CLBlast {case.flops / peer_ms / 1e9:6.2f} TFLOP/s ratio {peer_ms / ours_ms:.3f} err {err:.1e} | kernel replayed {kern_us:.1f} us", flush=True)
