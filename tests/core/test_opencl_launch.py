@@ -80,7 +80,7 @@ def test_enqueue_statuses_become_typed_errors_that_name_the_status(dev):
         pytest.skip("OpenCL's status codes")
     k = dev.compile(_REQD, "fill")
     for status, error, name in ((-4, isthmus.OutOfMemoryError, "MEM_OBJECT_ALLOCATION_FAILURE"),
-                                (-5, isthmus.OutOfMemoryError, "OUT_OF_RESOURCES"),
+                                (-5, isthmus.DeviceError, "OUT_OF_RESOURCES"),
                                 (-54, isthmus.LaunchConfigError, "INVALID_WORK_GROUP_SIZE"),
                                 (-63, isthmus.LaunchConfigError, "INVALID_GLOBAL_WORK_SIZE"),
                                 (-36, isthmus.DeviceError, "INVALID_COMMAND_QUEUE"),
@@ -88,6 +88,9 @@ def test_enqueue_statuses_become_typed_errors_that_name_the_status(dev):
         exc = dev._status_error(k, (256,), (64,), status)
         assert type(exc) is error
         assert f"{name} ({status})" in str(exc) and "'fill'" in str(exc) and dev.id in str(exc)
+    # PyOpenCL's errors go the same way by the status they carry; one raised with a message only has none
+    exc = dev._launch_error(k, (256,), (64,), dev._cl.LogicError("no record"))
+    assert type(exc) is isthmus.DeviceError and "no record" in str(exc)
 
 
 def test_the_argument_memo_keeps_no_memory_alive(dev):

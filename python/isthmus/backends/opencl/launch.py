@@ -16,11 +16,10 @@ from .memory import _Mem
 if TYPE_CHECKING:
     from .device import OpenCLDevice
 
-# OpenCL status codes a refused enqueue returns: out of memory (CL_MEM_OBJECT_ALLOCATION_FAILURE,
-# CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY), and the grid's (CL_INVALID_WORK_GROUP_SIZE,
+# OpenCL status codes a refused launch returns: out of device memory (CL_MEM_OBJECT_ALLOCATION_FAILURE,
+# what PyOpenCL raises as cl.MemoryError), and a grid the driver refuses (CL_INVALID_WORK_GROUP_SIZE,
 # CL_INVALID_WORK_ITEM_SIZE, CL_INVALID_GLOBAL_WORK_SIZE)
 _CL_MEM_OBJECT_ALLOCATION_FAILURE = -4
-_OUT_OF_MEMORY = frozenset((-4, -5, -6))
 _GRID_REFUSED = frozenset((-54, -55, -63))
 
 
@@ -164,20 +163,17 @@ class _Launch:
         return found
 
     def _launch_error(self, kernel, gsize, lsize, exc):
-        cl = self._cl
-        if isinstance(exc, cl.MemoryError):
-            return OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {exc}")
-        if isinstance(exc, cl.LogicError) and any(w in str(exc) for w in ("WORK_GROUP_SIZE", "WORK_ITEM_SIZE",
-                                                                          "GLOBAL_WORK_SIZE")):
-            return LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "
-                                     f"by {self.id}: {exc}")
-        return DeviceError(f"launch of {kernel.name!r} on {self.id} failed: {exc}")
+        """The error of a launch PyOpenCL refused (a set_arg, or its enqueue): by the status it carries."""
+        record = exc.args[0] if exc.args else None  # (an error PyOpenCL raised with a message only has none)
+        return self._status_error(kernel, gsize, lsize, record.code() if hasattr(record, "code") else None, exc)
 
-    def _status_error(self, kernel, gsize, lsize, status: int):
-        """The error of an enqueue that returned ``status`` (the event-less enqueue's path)."""
-        names = {v: k for k, v in vars(self._cl.status_code).items() if isinstance(v, int)}
-        what = f"clEnqueueNDRangeKernel failed: {names.get(status, 'status')} ({status})"
-        if status in _OUT_OF_MEMORY:
+    def _status_error(self, kernel, gsize, lsize, status: int | None, what=None):
+        """The typed error of a launch refused with OpenCL ``status``; ``what``: the driver's words
+        (by default the enqueue and the status's name, for the event-less enqueue)."""
+        if what is None:
+            names = {v: k for k, v in vars(self._cl.status_code).items() if isinstance(v, int)}
+            what = f"clEnqueueNDRangeKernel failed: {names.get(status, 'status')} ({status})"
+        if status == _CL_MEM_OBJECT_ALLOCATION_FAILURE:
             return OutOfMemoryError(f"launch of {kernel.name!r} on {self.id}: {what}")
         if status in _GRID_REFUSED:
             return LaunchConfigError(f"launch of {kernel.name!r} with global {gsize}, local {lsize} refused "

@@ -266,8 +266,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     checks.like("gemm", a, "b", b)
     dev, dt = a.device, a._dt
     ta, tb = bool(trans_a), bool(trans_b)
-    if out_dtype is not None:
-        _check_out_dtype(out_dtype, dt)
+    _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
     c_shape = (batch, m, n) if len(a.shape) == 3 or len(b.shape) == 3 else (m, n)
     if c is not None:
