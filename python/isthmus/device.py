@@ -20,7 +20,7 @@ from .errors import (BackendUnavailableError, InvalidArgumentError, IsthmusError
                      UnsupportedDtypeError)
 from .launch import GridLimits, LaunchConfig, check_config
 from .program import Program
-from .program_cache import BoundedMemo
+from .memo import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused

@@ -1,5 +1,5 @@
-"""The program cache: compiled binaries kept on disk between processes, and a bounded memo of
-compiled programs (and library kernels) per device.
+"""The program cache: compiled binaries kept on disk between processes (the bounded memo of
+compiled programs per device is :class:`isthmus.memo.BoundedMemo`).
 
 A disk entry is never trusted by its file name. Each one starts with a header (magic, format
 version, payload length, SHA-256 of the payload, and the hash of the recipe it was built from);
@@ -15,9 +15,7 @@ import os
 import stat
 import struct
 import tempfile
-import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -221,32 +219,3 @@ def evict(limit: int) -> None:
 
 
 # ---- in-memory memo --------------------------------------------------------------------------
-class BoundedMemo:
-    """A thread-safe mapping that keeps at most ``ISTHMUS_PROGRAM_MEMO`` entries (read at each
-    store), dropping the least recently used: a long-running process that compiles many variants
-    (tuning, user kernels with changing defines) keeps a bounded number of programs alive."""
-
-    def __init__(self):
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, default=None):
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-            return self._data.get(key, default)
-
-    def __setitem__(self, key, value) -> None:
-        capacity = knobs.program_memo_entries()
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > max(1, capacity):
-                self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()

@@ -1,0 +1,52 @@
+"""One cache type for the package: a thread-safe, bounded, least-recently-used memo.
+
+Every dict that grows with use (compiled programs per device, launch steps per call key, grid
+sizes, fused expressions, fingerprints, configs) is a :class:`BoundedMemo`, so a long-running
+process that sees many shapes, dtypes or tuning candidates keeps a bounded number of entries
+alive (CuPy's one ``memoize`` in isthmus' terms).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+from . import knobs
+
+
+class BoundedMemo:
+    """A thread-safe mapping that keeps at most ``capacity`` entries, dropping the least recently
+    used. ``capacity`` is a number or a function read at each store (default: the
+    ``ISTHMUS_PROGRAM_MEMO`` knob, so programs kept per device follow the setting)."""
+
+    __slots__ = ("_data", "_lock", "_capacity")
+
+    def __init__(self, capacity: int | Callable[[], int] | None = None):
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = knobs.program_memo_entries if capacity is None else capacity
+
+    def get(self, key, default=None):
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+            return self._data.get(key, default)
+
+    def __setitem__(self, key, value) -> None:
+        capacity = self._capacity() if callable(self._capacity) else self._capacity
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > max(1, capacity):
+                self._data.popitem(last=False)
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
