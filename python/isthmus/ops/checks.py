@@ -59,3 +59,22 @@ def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
     """``other`` lives on ``first``'s device and holds its dtype (one pair: :func:`same` without its dict)."""
     if other.device is not first.device or other._dt is not first._dt:
         same(op, first, **{name: other})
+
+
+def disjoint(op: str, out: Buffer, **inputs: Buffer) -> None:
+    """``out`` shares no memory with any of ``inputs`` (an op that reads an input while it writes
+    its output over it computes garbage). Memory is compared by range where pointers are
+    addresses (CUDA: views of one allocation, foreign arrays at an offset), by allocation where
+    they are handles (OpenCL's cl_mem). Zero-size buffers overlap nothing."""
+    if not out.nbytes:
+        return
+    o0 = out._ptr
+    ranged = out.device.backend == "cuda"
+    for name, b in inputs.items():
+        if b is None or not b.nbytes or b.device is not out.device:
+            continue
+        b0 = b._ptr
+        if (o0 < b0 + b.nbytes and b0 < o0 + out.nbytes) if ranged else o0 == b0:
+            raise InvalidArgumentError(
+                f"{op}: out shares memory with {name}; the op reads {name} while it writes out, which "
+                f"would give wrong results: pass a separate buffer as out (or out=None for a new one)")
