@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ def app(tmp_path_factory):
     out = tmp_path_factory.mktemp("app")
     cp = os.pathsep.join(isthmus.java.classpath())
     subprocess.run(["javac", "--release", "17", "-cp", cp, "-d", str(out / "classes"),
-                    str(APPS / "demo" / "Exits.java"), str(APPS / "demo" / "Threads.java")], check=True)
+                    *(str(APPS / "demo" / f"{name}.java") for name in ("Exits", "Threads", "Serve"))], check=True)
     (out / "manifest.txt").write_text("Main-Class: demo.Exits\n")
     subprocess.run(["jar", "cfm", str(out / "app.jar"), str(out / "manifest.txt"), "-C", str(out / "classes"), "."],
                    check=True)
@@ -113,3 +115,74 @@ def test_parse_accepts_java_options(tmp_path):
     assert cmd == Command("M", ("-cp", "x"), ("a", "b"), ("-Xmx256m", "--add-opens", "java.base/java.lang=ALL-UNNAMED", "-ea"))
     with pytest.raises(UsageError):
         parse(["-Xmx1g"])
+
+
+# ---- a JVM shutdown while threads call the runtime: signals and System.exit ------------------
+def _stop_when_ready(argv, sig, cwd, ready="ready"):
+    """Start ``argv``, wait for a line ending in ``ready``, send ``sig``; (returncode, stdout, stderr)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                         start_new_session=True)  # SIGINT not ignored as in a background job
+    seen = ""
+    watchdog = threading.Timer(180, p.kill)  # a hang fails the test instead of blocking the run
+    watchdog.start()
+    try:
+        while not seen.endswith(ready + "\n"):
+            line = p.stdout.readline()
+            assert line, (seen, p.communicate(timeout=60)[1])  # it ended before it was ready
+            seen += line
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+    finally:
+        watchdog.cancel()
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, seen + out, err
+
+
+def _clean_exit(cwd: Path, err: str) -> None:
+    assert not list(cwd.glob("hs_err_pid*.log")) and not list(cwd.glob("core*")), err
+    assert "SIGSEGV" not in err and "Exception" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_signal_runs_the_shutdown_hooks_and_exits_with_its_status(app, tmp_path, sig, status):
+    # main and two workers loop allocate/sum/close; the application's hook uses the runtime
+    code, out, err = _stop_when_ready([sys.executable, "-m", "isthmus.java", "-cp", str(app / "classes"),
+                                       "demo.Serve", "signal"], sig, tmp_path)
+    assert code == status, err
+    assert "hook sum=6.0" in out.splitlines(), (out, err)
+    _clean_exit(tmp_path, err)
+
+
+def test_system_exit_from_a_worker_while_other_threads_call_the_runtime(app, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "isthmus.java", "-cp", str(app / "classes"), "demo.Serve", "exit"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.splitlines()[-1] == "hook sum=6.0", r.stdout
+    _clean_exit(tmp_path, r.stderr)
+
+
+SIGNAL_SCRIPT = """
+import atexit, sys, threading
+import isthmus, isthmus.java, jpype
+isthmus.java.start(classpath=[sys.argv[1]])
+atexit.register(lambda: print("python-atexit-ran", flush=True))
+serve = threading.Thread(target=jpype.JClass("demo.Serve").main, args=(["signal"],), daemon=True)
+serve.start()  # Java threads calling the runtime
+x = isthmus.device().zeros(3, "float32")
+ops = jpype.JClass("io.isthmus.Ops")
+for i in range(10 ** 9):  # and the main thread, through Java too
+    ops.sum(isthmus.java.to_java(x)).close()
+    if i == 20:
+        print("main-ready", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_to_a_python_program_that_started_the_jvm(app, tmp_path, sig, status):
+    code, out, err = _stop_when_ready([sys.executable, "-c", SIGNAL_SCRIPT, str(app / "classes")], sig, tmp_path,
+                                      ready="main-ready")
+    assert code == status, err
+    lines = out.splitlines()
+    assert "hook sum=6.0" in lines and "python-atexit-ran" in lines, (out, err)
+    _clean_exit(tmp_path, err)

@@ -98,7 +98,7 @@ def test_jvm_home_puts_back_a_real_jdk_when_surefire_points_java_home_at_it(tmp_
     jdk = tmp_path / "jdk"
     (jdk / "bin").mkdir(parents=True)
     (jdk / "release").write_text('JAVA_VERSION="21.0.2"\n')
-    monkeypatch.setattr(jvm_home, "_jdk_home", lambda: jdk)
+    monkeypatch.setattr(jvm_home, "jdk_home", lambda: jdk)
     home = jvm_home.create(tmp_path / "jvm", python=str(_stand_in_python(tmp_path / "py")))
     assert 'JAVA_VERSION="21.0.2"' in (home / "release").read_text()  # what surefire reads
     r = subprocess.run([str(home / "bin" / "java")], capture_output=True, text=True,
@@ -168,3 +168,43 @@ def test_launcher_without_the_jar_says_so_in_one_line(tmp_path):
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.startswith("isthmus java: BackendUnavailableError: the isthmus Java classes are missing")
+
+
+# ---- jvm-home's bin/java as tools probe it ---------------------------------------------------
+@pytest.mark.parametrize("probe", [["-version"], ["--version"], ["-fullversion"], ["--full-version"],
+                                   ["-XshowSettings:properties", "-version"], ["-XshowSettings:vm", "-version"],
+                                   ["-Xmx64m", "-version"], ["-version", "some.Main"]])
+def test_jvm_home_java_answers_probes_as_the_hosted_jdk_does(tmp_path, probe):
+    jdk = jvm_home.jdk_home()
+    if jdk is None or not (jdk / "bin" / "java").is_file():
+        pytest.skip("needs the JDK JPype hosts, with its bin/java")
+    home = jvm_home.create(tmp_path / "jvm")
+    r = subprocess.run([str(home / "bin" / "java"), *probe], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "JAVA_HOME": str(home)})  # as surefire and toolchains call it
+    real = subprocess.run([str(jdk / "bin" / "java"), *probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == real.returncode == 0, r.stderr
+    assert (r.stdout, r.stderr) == (real.stdout, real.stderr)
+    assert "openjdk" in (r.stdout + r.stderr).lower() or "java" in (r.stdout + r.stderr).lower()
+
+
+def test_jvm_home_java_without_a_main_class_is_javas_usage_error(tmp_path):
+    home = jvm_home.create(tmp_path / "jvm")
+    r = subprocess.run([str(home / "bin" / "java"), "-Xmx64m"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "usage: isthmus java" in r.stderr
+
+
+def test_not_attached_names_isthmus_jvm_home(tmp_path):
+    """A JVM not started by isthmus (plain `java` with the jar) gets the typed error that says how."""
+    src = tmp_path / "Probe.java"
+    src.write_text("public class Probe { public static void main(String[] a) {"
+                   " try { io.isthmus.Isthmus.get(); } catch (io.isthmus.NotAttachedException e) {"
+                   " System.out.println(e.getMessage()); } } }")
+    jar = jvm.packaged_jar()
+    jdk = jvm_home.jdk_home()
+    if jar is None or jdk is None:
+        pytest.skip("needs the packaged jar (make jar) and a JDK")
+    r = subprocess.run([str(jdk / "bin" / "java"), "-cp", str(jar), str(src)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "isthmus jvm-home" in r.stdout and "isthmus java" in r.stdout
+    assert "examples/" not in r.stdout

@@ -4,6 +4,14 @@ Rules (../shared/DESIGN.md, measured): the JVM starts once, lazily, with the who
 (a jar added later is invisible to ``Class.forName``/``ServiceLoader``) and cannot be
 restarted; it is shut down explicitly at interpreter exit after the runtime's Java threads
 have stopped (a live non-daemon thread would hang the exit).
+
+A shutdown the JVM starts itself (SIGTERM, SIGINT, SIGHUP, ``System.exit``) runs in this order
+(:func:`_install_exit_hook`): the application's Java shutdown hooks, with the runtime usable;
+then, in JPype's own hook, the runtime's step: calls from Java into Python stop (a thread making
+one parks; the JVM halts next) and those under way finish, Python's exit handlers run, and
+JPype is told to leave its native tables alone; then JPype closes the bridge and the JVM exits
+with its status (143, 130, 129, or ``System.exit``'s). JPype's hook used to run among the
+application's, closing the bridge under threads still inside a call: SIGSEGV in ``_jpype.so``.
 """
 from __future__ import annotations
 
@@ -27,6 +35,11 @@ _lock = threading.Lock()
 _runtime = None  # spi.runtime.Runtime once attached
 _classpath: list[str] = []
 _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on System.exit
+_exiting = threading.Event()  # set once the JVM has started to shut down by itself
+# java.lang opened to the classpath: what io.isthmus.Interop.orderShutdown needs (see start)
+_OPEN_JAVA_LANG = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+# How long a JVM shutdown waits for calls from Java into Python that are under way.
+DRAIN_SECONDS = 10.0
 
 
 def packaged_jar() -> Path | None:
@@ -92,39 +105,66 @@ def start(classpath_entries=None, jvm_args=()) -> None:
         if jpype.isJVMStarted():
             raise BackendUnavailableError("a JVM was started outside isthmus.java.start(); isthmus must start it "
                                           "(with its own classpath) to attach the runtime")
-        jpype.startJVM(*jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(), classpath=wanted,
-                       convertStrings=False)
+        jpype.startJVM(_OPEN_JAVA_LANG, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
+                       classpath=wanted, convertStrings=False)
         from .spi.runtime import Runtime
 
         _register_conversion()
         runtime = Runtime()
-        jpype.JClass("io.isthmus.Interop").attach(runtime)
+        interop = jpype.JClass("io.isthmus.Interop")
+        interop.attach(runtime)
+        interop.orderShutdown()  # JPype's hook (the only one so far) after the application's
         _runtime, _classpath = runtime, wanted
         _install_exit_hook()
         atexit.register(shutdown)
 
 
+def exiting() -> bool:
+    """Whether the JVM is shutting down by itself (a signal or ``System.exit``): it ends the process."""
+    return _exiting.is_set()
+
+
+def wait_for_exit() -> None:
+    """Block until the shutting-down JVM ends the process (with its own exit status)."""
+    _exiting.wait()
+    threading.Event().wait()
+
+
 def _install_exit_hook() -> None:
-    """A JVM shutdown hook that runs Python's exit handlers and flushes its streams when Java
-    calls ``System.exit`` (which ends the process without them), in any program that hosts the
-    JVM through isthmus, not only ``isthmus java``. :func:`shutdown` removes it first, so an exit
-    that Python starts does not run the handlers twice. (A SecurityManager could intercept
-    System.exit instead, but it is deprecated for removal since Java 17.)"""
+    """The runtime's step of a shutdown the JVM starts by itself (a signal, ``System.exit``, which
+    end the process without Python's exit handlers), in any program that hosts the JVM through
+    isthmus, not only ``isthmus java``. Registered through JPype, it runs inside JPype's own hook,
+    before JPype closes the bridge, and after the application's hooks (Interop.orderShutdown):
+
+    1. calls from Java into Python stop: a thread making one parks for good (the JVM halts next,
+       as it stops every thread), and the calls under way finish (up to :data:`DRAIN_SECONDS`);
+    2. Python's exit handlers run and the streams are flushed;
+    3. JPype leaves its native tables in place (freeing them is pointless when the process ends,
+       and fatal to a thread that still touches them).
+
+    :func:`shutdown` removes the hook first, so an exit that Python starts runs its handlers once.
+    (A SecurityManager could intercept System.exit instead, but it is deprecated for removal.)"""
     global _exit_hook
     import jpype
+
+    from .spi import proxy
 
     @jpype.JImplements("java.lang.Runnable")
     class ExitHook:
         @jpype.JOverride
         def run(self):
+            _exiting.set()
             try:
+                proxy.close(DRAIN_SECONDS)
                 atexit.unregister(shutdown)  # the JVM is exiting by itself: nothing left to shut down
                 atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
                 atexit._run_exitfuncs()  # noqa: SLF001
+                atexit.register(wait_for_exit)  # a Python main thread ending now leaves the status to the JVM
             finally:
                 for stream in (sys.stdout, sys.stderr):
                     with suppress(Exception):  # a closed stream must not block the exit
                         stream.flush()
+                jpype.JClass("org.jpype.JPypeContext").freeResources = False
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)

@@ -7,7 +7,8 @@ run by this very Python interpreter, for tools that want a ``java`` executable: 
 
 Its ``bin/java`` names the interpreter by absolute path, so it keeps working without activating
 the environment; when that interpreter is gone it says so in one line on stderr (build tools
-show the forked process's stderr) instead of a bare "exit 127". Surefire sets ``JAVA_HOME`` to
+show the forked process's stderr) instead of a bare "exit 127". It answers the probes tools make
+(``-version``, ``--version``, ``-fullversion``, ``-XshowSettings``) as the hosted JDK's ``java`` does. Surefire sets ``JAVA_HOME`` to
 this folder for the process it forks; ``bin/java`` puts back the JDK that JPype found when the
 folder was made, so the hosted JVM is a real one. ``release`` carries that JDK's version, which
 surefire reads to pick its launch options.
@@ -44,7 +45,7 @@ exec "$py" -m isthmus.java "$@"
 """
 
 
-def _jdk_home() -> Path | None:
+def jdk_home() -> Path | None:
     """The Java home of the JVM JPype would host (found without starting it), or None."""
     try:
         import jpype
@@ -69,7 +70,7 @@ def _java_version(jdk: Path | None) -> str:
 def create(home: Path, python: str | None = None) -> Path:
     """Write ``home/bin/java`` (running ``python``, default this interpreter) and ``home/release``."""
     home = home.expanduser().absolute()
-    jdk = _jdk_home()
+    jdk = jdk_home()
     (home / "bin").mkdir(parents=True, exist_ok=True)
     script = home / "bin" / "java"
     script.write_text(_SCRIPT.format(version=__version__, python=shlex.quote(python or sys.executable),

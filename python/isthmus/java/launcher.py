@@ -10,10 +10,16 @@ stdout and stderr are the process's own. Like ``java``, the launcher waits for t
 application's non-daemon threads after ``main`` returns (the runtime stays attached for them).
 The exit code is ``main``'s: 0 when it returns, 1 when it throws, and the status passed to
 ``System.exit``, which the JVM applies itself after a shutdown hook has flushed Python's streams
-and run Python's exit handlers (see :func:`isthmus.java.jvm.start`).
+and run Python's exit handlers (see :func:`isthmus.java.jvm.start`); a signal's (143 for SIGTERM,
+130 for SIGINT) after the application's shutdown hooks, as with ``java``.
+
+The questions tools ask a JDK (``-version``, ``--version``, ``-fullversion``, ``-XshowSettings``
+with no main class) are answered by the ``java`` of the JDK whose JVM this launcher hosts: its own
+output and exit code, so IDEs, exec plugins and toolchains accept ``isthmus jvm-home``.
 """
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import threading
@@ -27,6 +33,9 @@ from . import jvm
 
 USAGE = ("usage: isthmus java [JVM_OPTIONS] [-cp CLASSPATH] MAIN_CLASS [ARGS...]\n"
          "       isthmus java [JVM_OPTIONS] -jar APP.jar [ARGS...]")
+
+# java options that print facts about the JVM and exit without running a main class
+_VERSION_PROBES = {"-version", "--version", "-fullversion", "--full-version"}
 
 # java options that take their value as the next argument
 _TWO_TOKEN = {"--add-opens", "--add-exports", "--add-reads", "--add-modules", "--limit-modules",
@@ -159,6 +168,8 @@ def run(command: Command) -> int:
         try:
             main_class.main(jpype.JArray(jpype.JString)(list(command.args)))
         except jpype.JException as exc:
+            if jvm.exiting():  # a signal or System.exit: main stops where it is, as with `java`
+                jvm.wait_for_exit()
             # what java prints for an exception escaping main
             err = jpype.JClass("java.lang.System").err
             err.print_('Exception in thread "main" ')
@@ -169,6 +180,8 @@ def run(command: Command) -> int:
             print(f"Error: Main method not found in class {command.main_class}, please define the main method as:\n"
                   "   public static void main(String[] args)", file=sys.stderr)
             code = 1
+        if jvm.exiting():
+            jvm.wait_for_exit()
         # The runtime stays attached (and System.exit from those threads keeps its status and
         # Python's exit handlers) until the application's own threads are done.
         _join_non_daemon_threads()
@@ -191,11 +204,41 @@ def _startup_problem(exc: BaseException) -> str | None:
     return None
 
 
+def probe(argv: list[str]) -> bool:
+    """Whether ``argv`` asks about the JVM instead of running an application: a version option
+    before the main class, or ``-XshowSettings`` with no main class (``java`` then exits)."""
+    try:
+        options = list(parse(argv).jvm_args)
+        has_main = True
+    except (UsageError, OSError):
+        options, has_main = argv, False
+    return any(a in _VERSION_PROBES for a in options) or (
+        not has_main and any(a.startswith("-XshowSettings") for a in options))
+
+
+def _answer_probe(argv: list[str]) -> int:
+    """Run the hosted JDK's own ``java`` with ``argv`` in place of this process."""
+    from .jvm_home import jdk_home
+
+    home = jdk_home()
+    java = home / "bin" / "java" if home is not None else None
+    if java is None or not java.is_file():
+        print(f"isthmus java: cannot answer {' '.join(argv)}: no bin/java in the JDK of the JVM isthmus hosts "
+              f"({home or 'none found'}); set JAVA_HOME to a JDK 17+", file=sys.stderr)
+        return 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(java, [str(java), *argv])
+    return 1  # not reached
+
+
 def main(argv: list[str]) -> int:
     """Entry point of ``isthmus java`` (dispatched by ``isthmus.cli``)."""
     if not argv or argv[0] in ("-h", "--help", "-help"):
         print(USAGE)
         return 0 if argv else 2
+    if probe(argv):
+        return _answer_probe(argv)
     try:
         command = parse(argv)
     except (UsageError, OSError) as exc:

@@ -2,12 +2,18 @@
 interface (and records it for the completeness test) and wraps each public method with :func:`spi`,
 so a Python exception reaches Java as the matching ``io.isthmus.*Exception`` with the Python type,
 message and traceback (a bare Python exception would reach Java without its message). Java
-exceptions pass through unchanged. Python-side helpers of such a class are underscored."""
+exceptions pass through unchanged. Python-side helpers of such a class are underscored.
+
+:func:`spi` is also the gate that :func:`close` shuts when the JVM shuts down (see
+:mod:`isthmus.java.jvm`): every call from Java into Python passes it."""
 from __future__ import annotations
 
 import functools
 import inspect
 import operator
+import sys
+import threading
+import time
 import traceback
 from typing import Callable
 
@@ -39,10 +45,18 @@ def java_error(exc: BaseException):
     return cls(message, pytype, text)
 
 
+# Set once the JVM shuts down: every thread but the one shutting down stops at its next call
+# from Java (see close()).
+_closed_by: int | None = None
+_parked: set[int] = set()
+
+
 def spi(fn):
     """Map every Python exception leaving an SPI method to its Java exception."""
     @functools.wraps(fn)
     def call(*args):
+        if _closed_by is not None:
+            _park()
         try:
             return fn(*args)
         except jpype.JException:
@@ -51,6 +65,47 @@ def spi(fn):
             raise java_error(exc) from None
     call.__isthmus_spi__ = True
     return jpype.JOverride(call)
+
+
+_CALL_CODE = spi(lambda: None).__code__  # the frame of every call from Java through the gate
+
+
+def _park() -> None:
+    """A call from Java after :func:`close`: the thread stops here for good, as a Java thread
+    stands still while the JVM ends the process (its halt comes next). Raising instead would
+    put an exception into the application's thread during its shutdown, and converting it
+    would touch the bridge as it closes."""
+    me = threading.get_ident()
+    if me == _closed_by:
+        return  # the shutdown's own thread (Python exit handlers may call Java, which calls back)
+    _parked.add(me)
+    threading.Event().wait()
+
+
+def _in_call(frame) -> bool:
+    while frame is not None:
+        if frame.f_code is _CALL_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def close(timeout: float) -> bool:
+    """Stop calls from Java into Python: from now on a call parks its thread (:func:`_park`);
+    wait until no other thread is inside one (up to ``timeout`` seconds). Returns whether none
+    is; the bridge may then close under the parked threads, which never touch it again."""
+    global _closed_by
+    me = threading.get_ident()
+    _closed_by = me
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = [t for t, f in sys._current_frames().items()  # noqa: SLF001 - the interpreter's own view
+                if t != me and t not in _parked and _in_call(f)]
+        if not busy:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
 
 
 def reads(path: str, convert: Callable | None = None):

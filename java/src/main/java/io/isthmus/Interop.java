@@ -25,6 +25,17 @@ public final class Interop {
     }
 
     /**
+     * Makes the shutdown hooks registered so far (the bridge's own) run after every hook the
+     * application registers, so application hooks can still use the runtime during a JVM
+     * shutdown; the runtime calls it once, right after attaching.
+     *
+     * @return whether the hooks moved (the JVM must open {@code java.lang} to this code)
+     */
+    public static boolean orderShutdown() {
+        return ShutdownOrder.defer();
+    }
+
+    /**
      * Shuts down the runtime's executors (waiting up to {@code timeoutMillis}), releases queued
      * buffers and detaches the runtime; later calls get {@link NotAttachedException}.
      *

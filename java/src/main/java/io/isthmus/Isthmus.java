@@ -32,8 +32,9 @@ import java.util.concurrent.ExecutorService;
 public final class Isthmus {
     static final String HOW_TO_LAUNCH = "the isthmus runtime is not attached to this JVM: run Java code "
             + "with `isthmus java -cp CLASSPATH MAIN_CLASS [ARGS]` (or `isthmus java -jar APP.jar`), "
-            + "or from Python call isthmus.java.start() before using io.isthmus; Maven tests: point "
-            + "surefire's <jvm> at a script that runs `isthmus java \"$@\"` (see examples/java)";
+            + "or from Python call isthmus.java.start() before using io.isthmus; for build tools and IDEs "
+            + "(Maven surefire's <jvm>, run configurations), `isthmus jvm-home` makes a Java home whose bin/java "
+            + "does this";
 
     private static volatile Isthmus current;
 
