@@ -13,8 +13,8 @@ import numpy as np
 
 import isthmus
 from isthmus import measure
-from isthmus.library import FAMILIES
-from isthmus.library.family import resolve
+from isthmus.ops.registry import FAMILIES
+from isthmus.ops.resolve import resolve
 
 SMOKE = ["--mib", "1", "--out", "{out}"]
 

@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     import isthmus
     from isthmus.tune import db as dbmod
     from isthmus.tune.runner import Budget, Measure, default_params
-    from isthmus.library import FAMILIES
+    from isthmus.ops.registry import FAMILIES
     from isthmus.dtypes import lookup
 
     dev = isthmus.device(args.device)

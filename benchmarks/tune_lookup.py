@@ -31,8 +31,8 @@ def main(argv=None) -> int:
 
     import isthmus
     from isthmus.dtypes import lookup as dtype
-    from isthmus.library import FAMILIES
-    from isthmus.library.family import forget_resolved, resolve
+    from isthmus.ops.registry import FAMILIES
+    from isthmus.ops.resolve import forget_resolved, resolve
     from isthmus import measure
     from isthmus.tune import db
 

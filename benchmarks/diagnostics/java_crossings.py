@@ -1,11 +1,10 @@
 """Host time per library call from Java (io.isthmus.Ops) before and after issue 12's one crossing
 per op, two ways:
 
-- in one process (default): the path before (the per-op SPI method, then shape and dtype asked
-  one crossing each, as the old ``Ops`` and ``DeviceBuffer.wrap`` did; those SPI methods remain,
-  deprecated), the generic ``Runtime.op(name, Object[], out, options)`` crossing and the path
-  now (``Ops``: one call on the op's handle, arguments as parameters) timed in turn, several
-  rounds, so drift on a shared machine hits all alike;
+- in one process (default): the generic ``Runtime.op(name, Object[], out, options)`` crossing
+  and the path now (``Ops``: one call on the op's handle, arguments in its slots) timed in turn,
+  several rounds, so drift on a shared machine hits all alike (the per-op SPI methods measured
+  as "old" in issue 12 are gone since issue 25);
 - with ``--base DIR``: in alternating processes, one running a base checkout's Python package and
   jar, the next this checkout's (the whole old code, but process-to-process noise is larger).
 
@@ -85,7 +84,6 @@ CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
 JAVA_PAIRS = r"""
 package io.isthmus;
 
-import io.isthmus.spi.BufferHandle;
 import io.isthmus.spi.Runtime;
 
 import java.util.Map;
@@ -97,8 +95,7 @@ public final class CrossingsPairs {
     }
 
     /**
-     * {wall, calling-thread CPU} nanoseconds per call of {@code what} by path {@code side}: "old",
-     * the typed SPI method per op from before issue 12; "generic", {@code Runtime.op(name,
+     * {wall, calling-thread CPU} nanoseconds per call of {@code what} by path {@code side}: "generic", {@code Runtime.op(name,
      * Object[], out, options)} as {@code Ops} called it until the op handles; "new", {@code Ops}.
      */
     public static double[] time(String what, String side, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out,
@@ -122,22 +119,8 @@ public final class CrossingsPairs {
 
     private static void once(Runtime rt, String what, String side, DeviceBuffer x, DeviceBuffer y, DeviceBuffer out) {
         switch (side) {
-            case "old" -> old(rt, what, x, y);
             case "generic" -> generic(rt, what, x, y, out);
             default -> now(what, x, y, out);
-        }
-    }
-
-    @SuppressWarnings("deprecation")
-    private static void old(Runtime rt, String what, DeviceBuffer x, DeviceBuffer y) {
-        BufferHandle h = x.handle();
-        switch (what) {
-            case "softmax" -> DeviceBuffer.wrap(rt.softmax(h)).close();
-            case "sum" -> DeviceBuffer.wrap(rt.sum(h)).close();
-            case "transpose" -> DeviceBuffer.wrap(rt.transpose(h)).close();
-            case "gemm" -> DeviceBuffer.wrap(rt.gemm(h, y.handle(), null, 1.0, 0.0, false, false)).close();
-            case "axpy" -> rt.axpy(0.5, h, x.handle());
-            default -> throw new IllegalArgumentException(what);
         }
     }
 
@@ -170,12 +153,12 @@ public final class CrossingsPairs {
 }
 """
 PAIR_CASES = ("softmax", "sum", "transpose", "gemm", "axpy", "softmax out=")
-SIDES = ("old", "generic", "new")
+SIDES = ("generic", "new")
 
 
 def in_process(reps: int, iters: int, cases: tuple = PAIR_CASES) -> dict:
     """The Java paths timed in turn in this process, the order rotating every round:
-    {case: {"old"|"generic"|"new": [(wall, cpu)...]}} (``softmax out=`` has no "old" path)."""
+    {case: {"generic"|"new": [(wall, cpu)...]}}."""
     import numpy as np
 
     import isthmus

@@ -91,7 +91,7 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
         crossings.clear()
         with J.Ops.softmax(x) as p:
             # before: Runtime.softmax, BufferHandle.shape, .dtype; then Runtime.op (name and Object[])
-            assert crossings == {"OpHandle.call1": 1}, crossings
+            assert crossings == {"OpHandle.call4": 1}, crossings
             assert list(p.shape()) == [rows, cols] and str(p.dtype()) == "FLOAT32"
             want = np.exp(host.reshape(rows, cols) - host.reshape(rows, cols).max(1, keepdims=True))
             np.testing.assert_allclose(np.array(p.toFloatArray()).reshape(rows, cols),
@@ -100,8 +100,7 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
         assert J.Ops.softmax(x, out).equals(out)
         J.Ops.axpy(0.5, x, out)
         J.Ops.gemm(x, x, J.Transpose.B).close()
-        assert crossings == {"OpHandle.call1Into": 1, "OpHandle.call3": 1, "OpHandle.call": 1,
-                             "BufferHandle.close": 1}, crossings
+        assert crossings == {"OpHandle.call4": 2, "OpHandle.call": 1, "BufferHandle.close": 1}, crossings
     finally:
         x.close()
         out.close()
@@ -190,11 +189,11 @@ def test_an_op_registered_in_python_is_callable_from_java(jvm, J, dev, rng, user
     try:
         crossings.clear()
         with J.Ops.call(name, c, x) as y:  # first use: resolved once, then one call
-            assert crossings == {"Runtime.library": 1, "OpHandle.call2": 1}, crossings
+            assert crossings == {"Runtime.library": 1, "OpHandle.call4": 1}, crossings
             np.testing.assert_allclose(np.array(y.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
         crossings.clear()
         assert J.Ops.callInto(name, out, c, x).equals(out)
-        assert crossings == {"OpHandle.call2Into": 1}, crossings
+        assert crossings == {"OpHandle.call4": 1}, crossings
         np.testing.assert_allclose(np.array(out.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
         with jdev.library(name).launch(c, x) as y:  # bound to the device: the registry's op too
             np.testing.assert_allclose(np.array(y.toFloatArray()), host + np.float32(c), rtol=1e-6, atol=1e-6)
@@ -245,3 +244,95 @@ def test_an_op_by_name_prepares_on_the_device_of_its_buffers(jvm, J, dev, rng):
             op.prepare(jvm.JArray(jvm.JObject)([jvm.JDouble(3.0)]), None, None)
     finally:
         x.close()
+
+
+def _weighted(*xs, out=None):
+    """A user's op of any arity: sum of (i + 1) * xs[i]; nothing for no argument."""
+    if not xs:
+        return None
+    total = sum((i + 1) * x.to_numpy().astype(np.float64) for i, x in enumerate(xs)).astype(np.float32)
+    return xs[0].device.asarray(total) if out is None else out.copy_from(total)
+
+
+@pytest.mark.parametrize("into", [False, True])
+def test_every_arity_crosses_once_in_slots_or_an_array(jvm, J, dev, rng, crossings, into):
+    import uuid
+
+    from isthmus.ops import registry
+    from isthmus.ops.spec import OpSpec
+
+    name = f"weighted_{uuid.uuid4().hex[:8]}"
+    registry.register(OpSpec(name=name, source="<user>", entries=("weighted",), dtypes=("float32",), tunables=(),
+                             problem=("n",), run=_weighted, library=False))
+    jdev = J.Isthmus.get().device(dev.id)
+    n = int(rng.integers(1, 500))
+    hosts = [rng.standard_normal(n).astype(np.float32) for _ in range(6)]
+    xs = [jdev.fromArray(jvm.JArray(jvm.JFloat)(h)) for h in hosts]
+    out = jdev.fromArray(jvm.JArray(jvm.JFloat)(np.full(n, np.nan, np.float32)))  # poisoned
+    args_of = jvm.JArray(jvm.JObject)
+    try:
+        J.Ops.call(name, args_of([]))  # resolved once per name, not counted below
+        for k in range(7):
+            crossings.clear()
+            r = J.Ops.callInto(name, out, args_of(xs[:k])) if into else J.Ops.call(name, args_of(xs[:k]))
+            assert crossings == {"OpHandle.call4" if k <= 4 else "OpHandle.call": 1}, (k, crossings)
+            if k == 0:
+                assert r is None
+                continue
+            want = sum((i + 1) * hosts[i].astype(np.float64) for i in range(k))
+            if into:
+                assert r.equals(out)
+            np.testing.assert_allclose(np.array(r.toFloatArray()), want, rtol=1e-5, atol=1e-5)
+            if not into:
+                r.close()
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException"), match="argument 1 is null"):
+            J.Ops.call(name, args_of([xs[0], None]))
+    finally:
+        registry._registry.pop(name, None)  # noqa: SLF001 - no public unregister
+        for b in (*xs, out):
+            b.close()
+
+
+def test_version_and_device_names(jvm, J, dev):
+    import isthmus
+
+    assert str(J.Isthmus.get().version()) == isthmus.__version__
+    text = str(J.Isthmus.get().device(dev.id))
+    assert text.startswith(f"Device[{dev.id} ") and dev.name in text, text
+
+
+def test_a_python_error_is_the_java_exceptions_cause_with_python_frames(jvm, J, dev):
+    jdev = J.Isthmus.get().device(dev.id)
+    x = jdev.fromArray(jvm.JArray(jvm.JFloat)([1.0, 2.0, 3.0]))
+    try:
+        with pytest.raises(jvm.JClass("io.isthmus.InvalidArgumentException")) as info:
+            J.Ops.call("gemm", x)  # gemm needs two operands: refused in Python
+        error = info.value
+        cause = error.getCause()
+        assert isinstance(cause, jvm.JClass("io.isthmus.PythonException")), cause
+        assert str(cause.getMessage()).startswith(f"{error.pythonType()}: "), cause.getMessage()
+        frames = [(str(f.getFileName()), str(f.getMethodName())) for f in cause.getStackTrace()]
+        assert frames and all(name.endswith(".py") for name, _ in frames), frames
+        assert frames[-1] == ("proxy.py", "call"), frames  # outermost: the SPI gate Java called
+        sw = jvm.JClass("java.io.StringWriter")()
+        error.printStackTrace(jvm.JClass("java.io.PrintWriter")(sw, True))
+        assert "Caused by: io.isthmus.PythonException: " in str(sw), str(sw)
+    finally:
+        x.close()
+
+
+def test_isthmus_exceptions_from_java_are_isthmus_errors_in_python(jvm, J, dev):
+    import isthmus
+    from isthmus.errors import InvalidArgumentError, IsthmusError, UnsupportedDtypeError
+
+    with pytest.raises(UnsupportedDtypeError) as info:  # thrown by Java code itself
+        J.DType.fromPythonName("complex32")
+    assert isinstance(info.value, TypeError) and isinstance(info.value, jvm.JException)
+    assert "complex32" in str(info.value.getMessage())
+    jdev = J.Isthmus.get().device(dev.id)
+    with pytest.raises(InvalidArgumentError):  # raised in Python, through Java, back to Python
+        jdev.library("no_such_op")
+    with pytest.raises(isthmus.IsthmusError):
+        J.Ops.softmax(None)
+    assert issubclass(jvm.JClass("io.isthmus.NotAttachedException"), IsthmusError)
+    assert issubclass(jvm.JClass("io.isthmus.OutOfDeviceMemoryException"), isthmus.errors.OutOfMemoryError)

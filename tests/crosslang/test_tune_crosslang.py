@@ -30,25 +30,25 @@ def test_python_process_tunes_java_launch_uses_it(jvm, J, dev, tuning_db, tmp_pa
 
 def test_java_tunes_python_process_launch_uses_it(jvm, J, dev, tuning_db):
     jdev = J.Isthmus.get().device(dev.id)
-    r = J.Tuner.of("softmax").device(jdev).size("rows", 5).size("cols", 70).strategy("random").budget(3).seed(1).run()
+    r = J.Tuner.of("softmax").device(jdev).size("rows", 5).size("cols", 70).strategy(J.Strategy.RANDOM).budget(3).seed(1).run()
     best = {str(k): int(v) for k, v in dict(r.best()).items()}
-    code = ("import json, isthmus; from isthmus.library import FAMILIES; from isthmus.library.family import resolve; "
+    code = ("import json, isthmus; from isthmus.ops import registry; from isthmus.ops.resolve import resolve; "
             "from isthmus.dtypes import lookup; "
             f"d = isthmus.device({dev.id!r}); "
-            "print(json.dumps(resolve(FAMILIES['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
+            "print(json.dumps(resolve(registry.op('softmax'), d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
     used = json.loads(_python(code, dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))).strip().splitlines()[-1])
     assert used == best
 
 
 def test_kernel_declared_and_tuned_in_java_is_seen_by_python(jvm, J, dev, tuning_db):
     from isthmus.dtypes import lookup
-    from isthmus.library.family import resolve
+    from isthmus.ops.resolve import resolve
     from isthmus.tune import db
     from isthmus.tune.space import kernel_family
 
     jdev = J.Isthmus.get().device(dev.id)
     J.TunerKernels.scale2()  # declares scale2_java through the Java builder
-    r = J.Tuner.of("scale2_java").device(jdev).size("n", 500).strategy("random").budget(2).seed(4).run()
+    r = J.Tuner.of("scale2_java").device(jdev).size("n", 500).strategy(J.Strategy.RANDOM).budget(2).seed(4).run()
     best = {str(k): int(v) for k, v in dict(r.best()).items()}
     family = kernel_family("scale2_java")
     assert family is not None and [t.name for t in family.tunables] == ["WG"]

@@ -369,22 +369,3 @@ def test_op_recipes_follow_the_tuning_database_and_forced_configs(dev, tuning_db
         assert used() == other  # the tuner's candidate, not the recipe
     assert used() == tuned
     np.testing.assert_allclose(y.to_numpy(), 6 * x.to_numpy(), rtol=1e-5)
-
-
-def test_the_names_before_specs_still_run(dev, rng):
-    """isthmus.library.<op> (the op layer's old name, kept for scripts written against it) still
-    offers each op's run functions and FAMILY, computing what isthmus.ops computes."""
-    from isthmus.library import axpy, gemm, reduce, softmax, transpose
-
-    x, y = rng.standard_normal(37).astype(np.float32), rng.standard_normal(37).astype(np.float32)
-    by = dev.asarray(y)
-    axpy.run(2.0, dev.asarray(x), by)
-    _terms_close(by.to_numpy(), 2 * x + y, np.abs(2 * x) + np.abs(y))
-    m = rng.standard_normal((5, 7)).astype(np.float32)
-    _sum_close(reduce.run_sum(dev.asarray(m)).to_numpy()[0], m)
-    assert reduce.run_max(dev.asarray(m)).to_numpy() == m.max()
-    np.testing.assert_array_equal(transpose.run(dev.asarray(m)).to_numpy(), m.T)
-    np.testing.assert_allclose(softmax.run(dev.asarray(m)).to_numpy(), REFERENCES["softmax"](m), rtol=1e-5)
-    np.testing.assert_allclose(gemm.run(dev.asarray(m), dev.asarray(m), trans_b=True).to_numpy(), m @ m.T,
-                               rtol=1e-5, atol=1e-5)
-    assert axpy.FAMILY.name == "axpy" and softmax.FAMILY.name == "softmax" and transpose.FAMILY.name == "transpose"

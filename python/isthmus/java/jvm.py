@@ -107,8 +107,10 @@ def start(classpath_entries=None, jvm_args=()) -> None:
                                           "(with its own classpath) to attach the runtime")
         jpype.startJVM(_OPEN_JAVA_LANG, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
                        classpath=wanted, convertStrings=False)
+        from .spi.proxy import mirror_java_errors
         from .spi.runtime import Runtime
 
+        mirror_java_errors()
         _register_conversion()
         runtime = Runtime()
         interop = jpype.JClass("io.isthmus.Interop")

@@ -7,7 +7,7 @@ import numpy as np
 from isthmus.errors import InvalidArgumentError
 
 from .buffers import BufferHandle, host_view, shape
-from .kernels import KernelHandle, LibraryKernelHandle
+from .kernels import KernelHandle
 from .launches import FusedHandle, GraphHandle
 from .ops import OpHandle
 from .proxy import implements, reads
@@ -55,9 +55,6 @@ class DeviceHandle:
 
     def op(self, name):
         return OpHandle(self.device.kernel(str(name)))
-
-    def kernel(self, name):
-        return LibraryKernelHandle(self.device.kernel(str(name)))
 
     def compile(self, source, name, names, values):
         defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}

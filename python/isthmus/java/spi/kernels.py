@@ -9,7 +9,6 @@ from isthmus.plan import Plan
 
 from .buffers import arguments
 from .launches import PlanHandle
-from .ops import call
 from .proxy import implements, reads
 
 
@@ -46,33 +45,3 @@ class KernelHandle:
             config = self._configs[key] = LaunchConfig(tuple(np.asarray(jglobal).tolist()),
                                                        None if jlocal is None else tuple(np.asarray(jlocal).tolist()))
         return config
-
-
-@implements("io.isthmus.spi.KernelHandle")
-class LibraryKernelHandle:
-    """The deprecated ``DeviceHandle.kernel(name)``: a library op behind the KernelHandle interface,
-    run when launched without a grid. (io.isthmus.Kernel no longer uses it; kept for SPI users.)"""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    name = reads("kernel.name")
-
-    def launch(self, jglobal, jlocal, jargs):
-        self._no_grid(jglobal)
-        result = call(self.kernel, jargs, None, None)
-        return None if result is None else result.handle()
-
-    def memo(self, jglobal, jlocal, jargs):
-        self._no_grid(jglobal)
-        raise LaunchConfigError(f"library kernel {self.kernel.name!r} has no launch memo: prepare(args...) it")
-
-    def prepare(self, jglobal, jlocal, jargs):
-        self._no_grid(jglobal)
-        args = arguments(jargs)
-        return PlanHandle(self.kernel.prepare(*args), args)
-
-    def _no_grid(self, jglobal):
-        if jglobal is not None:
-            raise LaunchConfigError(f"library kernel {self.kernel.name!r} sizes its own grid: "
-                                    "call launch(args...) without a LaunchConfig")

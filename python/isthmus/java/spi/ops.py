@@ -5,12 +5,13 @@ returns an ``io.isthmus.spi.OpResult`` that holds the result's handle, shape and
 (Java asks for nothing more). ``Runtime.op(name, args, out, options)`` is the same call by name;
 ``DeviceHandle.op(name)`` gives an ``OpHandle`` bound to one device (``Device.library``).
 
-Why ``OpHandle`` has ``call1``..``call3`` next to ``call(Object[], ...)``: JPype converts a
-method's parameters together with the call, but every element read out of an ``Object[]`` costs
-it a wrapper object of its own, and the array one more (a boxed Double read from an array: about
-3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host time than the
-typed crossing it replaced; as three parameters it costs what that did
-(benchmarks/results/issue12-java-host-pocl.md)."""
+Why ``OpHandle`` has ``call4(count, a, b, c, d, out)`` next to ``call(Object[], ...)``: JPype
+converts a method's parameters together with the call, but every element read out of an
+``Object[]`` costs it a wrapper object of its own, and the array one more (a boxed Double read from
+an array: about 3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host
+time than the typed crossing it replaced; as parameters it costs what that did
+(benchmarks/results/issue12-java-host-pocl.md). Four slots and ``out`` cover every op call of the
+typed ``Ops``; more arguments, or keyword options, take the array."""
 from __future__ import annotations
 
 import functools
@@ -74,8 +75,7 @@ def arg(j):
 
 def run(fn, args: tuple, jobjs: tuple, jout):
     """Run ``fn`` on ``args``, converted from the Java arguments ``jobjs`` that crossed as
-    parameters (``OpHandle.call1``..``call3``, ``call1Into``, ``call2Into``); ``jout``: the
-    ``out=`` handle, or None."""
+    parameters (``OpHandle.call4``); ``jout``: the ``out=`` handle, or None."""
     if jout is None:
         result = fn(*args)
     else:
@@ -83,7 +83,7 @@ def run(fn, args: tuple, jobjs: tuple, jout):
         result = fn(*args, out=out)
         if result is out:
             return _own(jout)
-    if result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
+    if args and result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
         return _own(jobjs[-1])
     return op_result(result, args, jobjs, None, None)
 
@@ -151,20 +151,19 @@ class OpHandle:
         return call(self._function(), jargs, jout, joptions)
 
     # The arguments converted one by one, not in a loop: this is the path of every Java op call.
-    def call1(self, a):
-        return run(self._function(), (arg(a),), (a,), None)
-
-    def call2(self, a, b):
-        return run(self._function(), (arg(a), arg(b)), (a, b), None)
-
-    def call3(self, a, b, c):
-        return run(self._function(), (arg(a), arg(b), arg(c)), (a, b, c), None)
-
-    def call1Into(self, a, jout):
-        return run(self._function(), (arg(a),), (a,), jout)
-
-    def call2Into(self, a, b, jout):
-        return run(self._function(), (arg(a), arg(b)), (a, b), jout)
+    def call4(self, count, a, b, c, d, jout):
+        fn = self._function()
+        if count == 1:
+            return run(fn, (arg(a),), (a,), jout)
+        if count == 2:
+            return run(fn, (arg(a), arg(b)), (a, b), jout)
+        if count == 3:
+            return run(fn, (arg(a), arg(b), arg(c)), (a, b, c), jout)
+        if count == 4:
+            return run(fn, (arg(a), arg(b), arg(c), arg(d)), (a, b, c, d), jout)
+        if count == 0:
+            return run(fn, (), (), jout)
+        raise InvalidArgumentError(f"call4 carries 0 to 4 arguments, got count={count}")
 
     def prepare(self, jargs, jout, joptions):
         from .launches import PlanHandle

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Callable
 
 import jpype
@@ -33,7 +34,9 @@ _JAVA_ERRORS.update(OutOfMemoryError="io.isthmus.OutOfDeviceMemoryException",
 
 
 def java_error(exc: BaseException):
-    """The Java exception for a Python one, with the Python type, message and traceback."""
+    """The Java exception for a Python one, with the Python type, message and traceback, and the
+    Python exception itself as its cause (``io.isthmus.PythonException``: the Python frames as
+    its stack trace)."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     pytype = f"{type(exc).__module__}.{type(exc).__qualname__}"
     name = next((_JAVA_ERRORS[c.__name__] for c in type(exc).__mro__ if c.__name__ in _JAVA_ERRORS),
@@ -41,8 +44,41 @@ def java_error(exc: BaseException):
     message = str(exc) or type(exc).__name__
     cls = jpype.JClass(name)
     if name == "io.isthmus.CompileException":
-        return cls(message, pytype, text, getattr(exc, "log", "") or "", getattr(exc, "kernel_name", None) or None)
-    return cls(message, pytype, text)
+        error = cls(message, pytype, text, getattr(exc, "log", "") or "", getattr(exc, "kernel_name", None) or None)
+    else:
+        error = cls(message, pytype, text)
+    error.initCause(_python_exception(exc))
+    return error
+
+
+def _python_exception(exc: BaseException, depth: int = 0):
+    """``exc`` as a Java Throwable: itself when it is a Java exception, else a PythonException
+    with its frames, chained to its own cause (a few levels)."""
+    if isinstance(exc, jpype.JException):
+        return exc
+    element = jpype.JClass("java.lang.StackTraceElement")
+    frames = [element(Path(f.filename).stem, f.name, Path(f.filename).name, f.lineno or -1)
+              for f in traceback.extract_tb(exc.__traceback__)]
+    cause = exc.__cause__ if exc.__cause__ is not None else (None if exc.__suppress_context__ else exc.__context__)
+    return jpype.JClass("io.isthmus.PythonException")(
+        f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}",
+        jpype.JArray(element)(frames), None if cause is None or depth >= 8 else _python_exception(cause, depth + 1))
+
+
+def mirror_java_errors() -> None:
+    """Make each ``io.isthmus.*Exception`` that reaches Python (thrown by Java code, also from a
+    callback) an instance of the matching ``isthmus.errors`` class too, so ``except
+    isthmus.IsthmusError`` (or ``InvalidArgumentError``...) catches it; it stays a
+    ``jpype.JException``. The Python class is appended to the Java class's bases (after JPype's
+    own, which keep constructing it); subclasses follow."""
+    from isthmus import errors
+
+    pairs = [(java, getattr(errors, py)) for py, java in _JAVA_ERRORS.items() if hasattr(errors, py)
+             and issubclass(getattr(errors, py), errors.IsthmusError)]
+    for java, py in sorted(pairs, key=lambda pair: len(pair[1].__mro__)):  # bases before subclasses
+        cls = jpype.JClass(java)
+        if py not in cls.__mro__:
+            cls.__bases__ = (*cls.__bases__, py)
 
 
 # Set once the JVM shuts down: every thread but the one shutting down stops at its next call

@@ -15,13 +15,6 @@ from .devices import device_handle
 from .proxy import implements
 
 
-def _into_new(name: str):
-    """A method of the deprecated one-method-per-op SPI: the op of one buffer, into a new one."""
-    def method(self, x):
-        return BufferHandle(ops.op_function(name)(buffer(x, "x")), owned=True)
-    return method
-
-
 @implements("io.isthmus.spi.Runtime")
 class Runtime:
     """The runtime attached to the JVM (``io.isthmus.Isthmus.get()``)."""
@@ -42,21 +35,6 @@ class Runtime:
     def library(self, name):
         return ops.OpHandle(name=str(name))
 
-    # The deprecated one-method-per-op SPI (io.isthmus.Ops no longer calls it).
-    def axpy(self, a, x, y):
-        isthmus.ops.axpy(float(a), buffer(x, "x"), buffer(y, "y"))
-
-    sum = _into_new("sum")
-    max = _into_new("max")
-    softmax = _into_new("softmax")
-    transpose = _into_new("transpose")
-
-    def gemm(self, a, b, c, alpha, beta, trans_a, trans_b):
-        cb = None if c is None else buffer(c, "c")
-        out = isthmus.ops.gemm(buffer(a, "a"), buffer(b, "b"), cb, float(alpha), float(beta), trans_a=bool(trans_a),
-                               trans_b=bool(trans_b))
-        return c if out is cb and cb is not None else BufferHandle(out, owned=True)
-
     def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
         return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
 
@@ -76,7 +54,7 @@ class Runtime:
         return isthmus.live_buffers()
 
     def version(self):
-        return f"isthmus {isthmus.__version__}, jpype {jpype.__version__}, numpy {np.__version__}"
+        return isthmus.__version__
 
     def hostAddress(self, buf):
         return host_view(buf, np.uint8, (int(buf.limit()) - int(buf.position()),)).ctypes.data

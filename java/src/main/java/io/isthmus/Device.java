@@ -205,16 +205,6 @@ public final class Device {
     }
 
     /**
-     * @param libraryName a kernel of the isthmus library, e.g. {@code "softmax"}
-     * @return the kernel bound to this device, launched with {@link Kernel#launch(Object...)}
-     * @deprecated use {@link #library(String)}: a {@link Kernel} is a compiled kernel on a grid
-     */
-    @Deprecated
-    public Kernel kernel(String libraryName) {
-        return new Kernel(library(libraryName));
-    }
-
-    /**
      * Compiles OpenCL C source (cached on disk by the runtime).
      *
      * @param source OpenCL C source
@@ -293,8 +283,9 @@ public final class Device {
         return id.hashCode();
     }
 
+    /** @return the device's id and driver name, e.g. {@code Device[opencl:0 pthread-skylake (PoCL)]} */
     @Override
     public String toString() {
-        return "Device[" + id + "]";
+        return "Device[" + id + " " + name() + " (" + vendor() + ")]";
     }
 }

@@ -138,7 +138,7 @@ public final class Isthmus {
         return runtime.liveBuffers();
     }
 
-    /** @return versions of the runtime and its backends */
+    /** @return the version of the attached runtime (the isthmus Python package), e.g. {@code "0.1.0"} */
     public String version() {
         return runtime.version();
     }

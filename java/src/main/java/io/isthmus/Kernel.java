@@ -15,24 +15,14 @@ import io.isthmus.spi.KernelHandle;
  */
 public final class Kernel {
     private final KernelHandle handle;
-    private final LibraryKernel library;
     private final Device device;
     private final String name;
     private final LaunchMemo memo = new LaunchMemo();
 
     Kernel(KernelHandle handle, Device device) {
         this.handle = handle;
-        this.library = null;
         this.device = device;
         this.name = handle.name();
-    }
-
-    /** The deprecated {@link Device#kernel(String)}: a library op behind the old two-meaning class. */
-    Kernel(LibraryKernel library) {
-        this.handle = null;
-        this.library = library;
-        this.device = library.device();
-        this.name = library.name();
     }
 
     /** @return the kernel's name */
@@ -57,29 +47,7 @@ public final class Kernel {
      * @param args kernel arguments in declaration order: {@link DeviceBuffer}s and Java numbers
      */
     public void launch(LaunchConfig config, Object... args) {
-        if (config == null) {
-            throw new LaunchConfigException("launch config must not be null; library kernels are "
-                    + "launched with launch(args...)");
-        }
-        if (library != null) {
-            throw new LaunchConfigException("library kernel '" + name + "' sizes its own grid: "
-                    + "call launch(args...) without a LaunchConfig");
-        }
-        memo.launch(handle, config, handles(args));
-    }
-
-    /**
-     * Launches a library kernel with its op arguments; the kernel sizes its own grid from the
-     * tuning database.
-     *
-     * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
-     * @return the kernel's result buffer for kernels that return one, else {@code null}
-     * @deprecated a library op is a {@link LibraryKernel}: {@link Device#library(String)} and
-     *     {@link LibraryKernel#launch(Object...)}
-     */
-    @Deprecated
-    public DeviceBuffer launch(Object... args) {
-        return library().launch(args);
+        memo.launch(handle, need(config), handles(args));
     }
 
     /**
@@ -90,36 +58,17 @@ public final class Kernel {
      * @return the prepared launch; close it to release its hold on the buffers
      */
     public Plan prepare(LaunchConfig config, Object... args) {
+        LaunchConfig c = need(config);
+        return new Plan(handle.prepare(c.global(), c.local(), handles(args)), name, args);
+    }
+
+    private LaunchConfig need(LaunchConfig config) {
         if (config == null) {
-            throw new LaunchConfigException("launch config must not be null; library kernels are "
-                    + "prepared with prepare(args...)");
+            throw new LaunchConfigException("kernel '" + name + "' needs a launch config: "
+                    + "launch(LaunchConfig.of(globalSize), args...); library ops size their own grid: "
+                    + "Device.library(name).launch(args...)");
         }
-        if (library != null) {
-            throw new LaunchConfigException("library kernel '" + name + "' sizes its own grid: "
-                    + "call prepare(args...) without a LaunchConfig");
-        }
-        return new Plan(handle.prepare(config.global(), config.local(), handles(args)), name, args);
-    }
-
-    /**
-     * Checks and records a library kernel's op once (the kernel sizes its own grid).
-     *
-     * @param args the op's arguments: {@link DeviceBuffer}s and Java numbers
-     * @return the prepared op; {@link Plan#result()} is its result buffer, if it returns one
-     * @deprecated a library op is a {@link LibraryKernel}: {@link Device#library(String)} and
-     *     {@link LibraryKernel#prepare(Object...)}
-     */
-    @Deprecated
-    public Plan prepare(Object... args) {
-        return library().prepare(args);
-    }
-
-    private LibraryKernel library() {
-        if (library == null) {
-            throw new LaunchConfigException("kernel '" + name + "' needs a grid: "
-                    + "launch(LaunchConfig.of(globalSize), args...)");
-        }
-        return library;
+        return config;
     }
 
     static Object[] handles(Object[] args) {

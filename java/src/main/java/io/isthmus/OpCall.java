@@ -38,31 +38,21 @@ final class OpCall {
         return result(cross(op, outHandle, options, args), args, out);
     }
 
+    /** Arguments that {@link OpHandle#call4} carries as parameters of its own. */
+    static final int SLOTS = 4;
+
     /**
-     * A few arguments cross as parameters of their own ({@link OpHandle#call1} and the like):
+     * Up to {@value #SLOTS} arguments cross as parameters of their own ({@link OpHandle#call4}):
      * the bridge converts those with the call, while each element of an array costs it one more
      * conversion (+30-60% host time on axpy; benchmarks/results/issue12-java-host-pocl.md).
      */
     private static OpResult cross(OpHandle op, BufferHandle out, Map<String, Object> options, Object[] args) {
-        if (options == null) {
-            int n = args.length;
-            if (out == null && n == 1) {
-                return op.call1(Kernel.handle(args[0], 0));
-            }
-            if (out == null && n == 2) {
-                return op.call2(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1));
-            }
-            if (out == null && n == 3) {
-                return op.call3(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1), Kernel.handle(args[2], 2));
-            }
-            if (out != null && n == 1) {
-                return op.call1Into(Kernel.handle(args[0], 0), out);
-            }
-            if (out != null && n == 2) {
-                return op.call2Into(Kernel.handle(args[0], 0), Kernel.handle(args[1], 1), out);
-            }
+        int n = args.length;
+        if (options != null || n > SLOTS) {
+            return op.call(Kernel.handles(args), out, options);
         }
-        return op.call(Kernel.handles(args), out, options);
+        return op.call4(n, n > 0 ? Kernel.handle(args[0], 0) : null, n > 1 ? Kernel.handle(args[1], 1) : null,
+                        n > 2 ? Kernel.handle(args[2], 2) : null, n > 3 ? Kernel.handle(args[3], 3) : null, out);
     }
 
     /**

@@ -86,18 +86,6 @@ public final class Tuner {
     }
 
     /**
-     * @param strategy a Python strategy name: exhaustive, random, anneal or genetic
-     * @return this
-     * @throws InvalidArgumentException for an unknown name
-     * @deprecated use {@link #strategy(Strategy)}
-     */
-    @Deprecated
-    public Tuner strategy(String strategy) {
-        require(strategy, "strategy");
-        return strategy(Strategy.fromPythonName(strategy));
-    }
-
-    /**
      * @param evaluations distinct configs to evaluate (0: a fifth of the space)
      * @return this
      */

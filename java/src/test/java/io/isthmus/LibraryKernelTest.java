@@ -165,27 +165,4 @@ class LibraryKernelTest {
         assertTrue(unknown.getMessage().contains("softmax"), unknown.getMessage());
         assertThrows(InvalidArgumentException.class, () -> dev.library(null));
     }
-
-    @ParameterizedTest
-    @MethodSource("io.isthmus.Attached#devices")
-    void theDeprecatedKernelOfALibraryOpStillWorks(Device dev) {
-        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3})) {
-            @SuppressWarnings("deprecation")
-            Kernel sum = dev.kernel("sum");
-            @SuppressWarnings("deprecation")
-            DeviceBuffer s = sum.launch(x);
-            try (s) {
-                assertArrayEquals(new float[] {6}, s.toFloatArray());
-            }
-            assertThrows(LaunchConfigException.class, () -> sum.launch(LaunchConfig.of(3), x));
-            assertThrows(LaunchConfigException.class, () -> sum.prepare(LaunchConfig.of(3), x));
-        }
-        Kernel scale = dev.compile(Attached.SCALE, "scale", null);
-        try (DeviceBuffer x = dev.fromArray(new float[] {1, 2, 3})) {
-            @SuppressWarnings("deprecation")
-            LaunchConfigException e = assertThrows(LaunchConfigException.class, () -> scale.launch(x, 2.0f, 3));
-            assertTrue(e.getMessage().contains("needs a grid"), e.getMessage());
-            assertFalse(x.isClosed());
-        }
-    }
 }

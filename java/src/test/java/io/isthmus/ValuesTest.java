@@ -68,6 +68,6 @@ class ValuesTest {
         assertEquals("anneal", Strategy.ANNEAL.pythonName());
         InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Strategy.fromPythonName("Anneal"));
         assertTrue(e.getMessage().contains("ANNEAL"), e.getMessage());
-        assertThrows(InvalidArgumentException.class, () -> Tuner.of("softmax").strategy("simplex"));
+        assertThrows(InvalidArgumentException.class, () -> Strategy.fromPythonName("simplex"));
     }
 }

@@ -68,14 +68,6 @@ public interface DeviceHandle {
     OpHandle op(String name);
 
     /**
-     * @param libraryName a library op
-     * @return a kernel handle whose launches without a grid run the op
-     * @deprecated use {@link #op(String)}: a {@link KernelHandle} is a compiled kernel on a grid
-     */
-    @Deprecated
-    KernelHandle kernel(String libraryName);
-
-    /**
      * @param source OpenCL C source
      * @param kernelName the {@code __kernel} function
      * @param defineNames macro names

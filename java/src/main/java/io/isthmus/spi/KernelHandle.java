@@ -1,10 +1,6 @@
 package io.isthmus.spi;
 
-/**
- * A compiled kernel bound to a device, launched on an explicit grid. (Only the handles of the
- * deprecated {@link DeviceHandle#kernel(String)} accept a {@code null} grid: they run a library
- * op; {@link OpHandle} is its replacement.)
- */
+/** A compiled kernel bound to a device, launched on an explicit grid (library ops are {@link OpHandle}s). */
 public interface KernelHandle {
     /** @return the kernel's name */
     String name();
@@ -12,17 +8,16 @@ public interface KernelHandle {
     /**
      * Launches the kernel. {@code args} holds {@link BufferHandle}s and boxed Java numbers.
      *
-     * @param global global size, or {@code null} for a library kernel that sizes its own grid
+     * @param global global size
      * @param local local size, or {@code null} to let the runtime choose
      * @param args kernel arguments
-     * @return the kernel's result for library kernels that return one (a {@link BufferHandle}), else {@code null}
      */
-    Object launch(long[] global, long[] local, Object[] args);
+    void launch(long[] global, long[] local, Object[] args);
 
     /**
      * Checks and packs the arguments once.
      *
-     * @param global global size, or {@code null} for a library kernel that sizes its own grid
+     * @param global global size
      * @param local local size, or {@code null} to let the runtime choose
      * @param args kernel arguments ({@link BufferHandle}s and boxed Java numbers)
      * @return the prepared launch

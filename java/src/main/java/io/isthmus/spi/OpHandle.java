@@ -7,10 +7,10 @@ import java.util.Map;
  * live there) or to none ({@link Runtime#library}: it runs where its buffers live). It sizes its
  * own grid.
  *
- * <p>{@code call1}..{@code call3}, {@code call1Into} and {@code call2Into} are {@link #call} for
- * a few positional arguments passed as parameters of their own: the bridge converts parameters
- * together with the call, but each element of an {@code Object[]} (and the array) costs it one
- * more conversion, which made a small op's call 30-60% dearer in host time.
+ * <p>{@link #call4} is {@link #call} for up to four positional arguments passed as parameters of
+ * their own, the unused ones {@code null}: the bridge converts parameters together with the call,
+ * but each element of an {@code Object[]} (and the array) costs it one more conversion, which made
+ * a small op's call 30-60% dearer in host time.
  */
 public interface OpHandle {
     /** @return the op's name, e.g. {@code "softmax"} */
@@ -27,50 +27,18 @@ public interface OpHandle {
     OpResult call(Object[] args, BufferHandle out, Map<String, Object> options);
 
     /**
-     * {@link #call} with one positional argument.
+     * {@link #call} with {@code count} (at most four) positional arguments and no options.
      *
-     * @param a a {@link BufferHandle} or a boxed Java number
-     * @return the result, or {@code null} when the op returns nothing
+     * @param count how many of {@code a}..{@code d} are arguments (the rest are {@code null})
+     * @param a a {@link BufferHandle} or a boxed Java number, or {@code null}
+     * @param b a {@link BufferHandle} or a boxed Java number, or {@code null}
+     * @param c a {@link BufferHandle} or a boxed Java number, or {@code null}
+     * @param d a {@link BufferHandle} or a boxed Java number, or {@code null}
+     * @param out the buffer to write the result into, or {@code null} to allocate one
+     * @return the result ({@code out}'s or an argument's handle when the op returns it), or
+     *     {@code null} when the op returns nothing
      */
-    OpResult call1(Object a);
-
-    /**
-     * {@link #call} with two positional arguments.
-     *
-     * @param a a {@link BufferHandle} or a boxed Java number
-     * @param b a {@link BufferHandle} or a boxed Java number
-     * @return the result, or {@code null} when the op returns nothing
-     */
-    OpResult call2(Object a, Object b);
-
-    /**
-     * {@link #call} with three positional arguments.
-     *
-     * @param a a {@link BufferHandle} or a boxed Java number
-     * @param b a {@link BufferHandle} or a boxed Java number
-     * @param c a {@link BufferHandle} or a boxed Java number
-     * @return the result, or {@code null} when the op returns nothing
-     */
-    OpResult call3(Object a, Object b, Object c);
-
-    /**
-     * {@link #call} with one positional argument, writing into {@code out}.
-     *
-     * @param a a {@link BufferHandle} or a boxed Java number
-     * @param out the buffer to write the result into
-     * @return the result ({@code out}'s handle when the op returns it)
-     */
-    OpResult call1Into(Object a, BufferHandle out);
-
-    /**
-     * {@link #call} with two positional arguments, writing into {@code out}.
-     *
-     * @param a a {@link BufferHandle} or a boxed Java number
-     * @param b a {@link BufferHandle} or a boxed Java number
-     * @param out the buffer to write the result into
-     * @return the result ({@code out}'s handle when the op returns it)
-     */
-    OpResult call2Into(Object a, Object b, BufferHandle out);
+    OpResult call4(int count, Object a, Object b, Object c, Object d, BufferHandle out);
 
     /**
      * Checks and records the op once; the plan replays it.

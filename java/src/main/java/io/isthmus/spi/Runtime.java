@@ -40,67 +40,6 @@ public interface Runtime {
     OpHandle library(String name);
 
     /**
-     * In place: {@code y = a * x + y}.
-     *
-     * @param a scale
-     * @param x input
-     * @param y input and output
-     * @deprecated use {@link #op} with {@code "axpy"}
-     */
-    @Deprecated
-    void axpy(double a, BufferHandle x, BufferHandle y);
-
-    /**
-     * @param x input
-     * @return a one-element buffer holding the sum of {@code x}
-     * @deprecated use {@link #op} with {@code "sum"}
-     */
-    @Deprecated
-    BufferHandle sum(BufferHandle x);
-
-    /**
-     * @param x input
-     * @return a one-element buffer holding the maximum of {@code x}
-     * @deprecated use {@link #op} with {@code "max"}
-     */
-    @Deprecated
-    BufferHandle max(BufferHandle x);
-
-    /**
-     * @param x input
-     * @return row-wise softmax of {@code x} as a new buffer
-     * @deprecated use {@link #op} with {@code "softmax"}
-     */
-    @Deprecated
-    BufferHandle softmax(BufferHandle x);
-
-    /**
-     * @param x a 2-d input
-     * @return the transpose of {@code x} as a new buffer
-     * @deprecated use {@link #op} with {@code "transpose"}
-     */
-    @Deprecated
-    BufferHandle transpose(BufferHandle x);
-
-    /**
-     * {@code alpha * op(a) @ op(b) + beta * c}; op transposes an operand when its flag is set; 3-d
-     * operands are batched.
-     *
-     * @param a left operand
-     * @param b right operand
-     * @param c accumulator, or {@code null}
-     * @param alpha scale of the product
-     * @param beta scale of {@code c}
-     * @param transA whether {@code a} is read transposed
-     * @param transB whether {@code b} is read transposed
-     * @return a new buffer, or {@code c} itself when given
-     * @deprecated use {@link #op} with {@code "gemm"} and the options {@code trans_a}, {@code trans_b}
-     */
-    @Deprecated
-    BufferHandle gemm(BufferHandle a, BufferHandle b, BufferHandle c, double alpha, double beta, boolean transA,
-                      boolean transB);
-
-    /**
      * Tunes a library kernel (Python's {@code isthmus.tune}) and stores the results in the tuning database.
      *
      * @param kernel library kernel name
@@ -155,7 +94,7 @@ public interface Runtime {
     /** @return the number of open device buffers in the runtime (both languages) */
     long liveBuffers();
 
-    /** @return the Python package version and backend versions, for reports */
+    /** @return the version of the runtime (the isthmus Python package), e.g. {@code "0.1.0"} */
     String version();
 
     /**
