@@ -1,6 +1,7 @@
 """What one Java -> Python call costs by the kind of its parameters (JPype proxies), and what
-reading the elements of a Java ``Object[]`` in Python costs: why ``OpHandle.call1``..``call3``
-pass an op's arguments as parameters of their own rather than in an array.
+reading the elements of a Java ``Object[]`` in Python costs: why ``OpHandle.call4`` passes an
+op's arguments as parameters of their own (slots, the unused ones null) rather than in an array,
+and what its unused slots and count cost against one parameter per argument.
 
     python -m benchmarks jpype_params [--reps 7] [--iters 3000]
 
@@ -39,6 +40,9 @@ public final class ParamProbe {
         void typed3(double a, BufferHandle b, BufferHandle c);
         void objects3(Object a, Object b, Object c);
         void arrayRead3(Object[] a);
+        void objects1(Object a);
+        void slots(int count, Object a, Object b, Object c, Object d, BufferHandle out);
+        void slotsNoCount(Object a, Object b, Object c, Object d, BufferHandle out);
     }
 
     /** CPU nanoseconds of the calling thread per call of {@code kind}. */
@@ -67,6 +71,10 @@ public final class ParamProbe {
             case "double, handle, handle" -> t.typed3(0.5, h, h);
             case "Object x3 (Double, handle, handle)" -> t.objects3(0.5, h, h);
             case "Object[] {Double, handle, handle} + read" -> t.arrayRead3(new Object[] {0.5, h, h});
+            case "Object (handle)" -> t.objects1(h);
+            case "slots: int, handle, null x4" -> t.slots(1, h, null, null, null, null);
+            case "slots, no count: handle, null x4" -> t.slotsNoCount(h, null, null, null, null);
+            case "slots: int, Double, handle, handle, null x2" -> t.slots(3, 0.5, h, h, null, null);
             default -> throw new IllegalArgumentException(kind);
         }
     }
@@ -74,7 +82,9 @@ public final class ParamProbe {
 """
 
 KINDS = ("none", "double", "handle", "Double as Object", "String", "null", "Object[3]", "Object[3] + read",
-         "double, handle, handle", "Object x3 (Double, handle, handle)", "Object[] {Double, handle, handle} + read")
+         "double, handle, handle", "Object x3 (Double, handle, handle)", "Object[] {Double, handle, handle} + read",
+         "Object (handle)", "slots: int, handle, null x4", "slots, no count: handle, null x4",
+         "slots: int, Double, handle, handle, null x2")
 
 
 def _target(jpype):
@@ -123,6 +133,18 @@ def _target(jpype):
         @jpype.JOverride
         def arrayRead3(self, a):
             a[0], a[1], a[2]
+
+        @jpype.JOverride
+        def objects1(self, a):
+            pass
+
+        @jpype.JOverride
+        def slots(self, count, a, b, c, d, out):
+            pass
+
+        @jpype.JOverride
+        def slotsNoCount(self, a, b, c, d, out):
+            pass
     return Target()
 
 

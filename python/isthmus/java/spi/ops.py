@@ -5,7 +5,7 @@ returns an ``io.isthmus.spi.OpResult`` that holds the result's handle, shape and
 (Java asks for nothing more). ``Runtime.op(name, args, out, options)`` is the same call by name;
 ``DeviceHandle.op(name)`` gives an ``OpHandle`` bound to one device (``Device.library``).
 
-Why ``OpHandle`` has ``call4(count, a, b, c, d, out)`` next to ``call(Object[], ...)``: JPype
+Why ``OpHandle`` has ``call4(a, b, c, d, out)`` next to ``call(Object[], ...)``: JPype
 converts a method's parameters together with the call, but every element read out of an
 ``Object[]`` costs it a wrapper object of its own, and the array one more (a boxed Double read from
 an array: about 3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host
@@ -151,19 +151,16 @@ class OpHandle:
         return call(self._function(), jargs, jout, joptions)
 
     # The arguments converted one by one, not in a loop: this is the path of every Java op call.
-    def call4(self, count, a, b, c, d, jout):
+    def call4(self, a, b, c, d, jout):
+        # the arguments fill the slots from a; the first None ends them (Java never sends a null argument)
         fn = self._function()
-        if count == 1:
-            return run(fn, (arg(a),), (a,), jout)
-        if count == 2:
+        if b is None:
+            return run(fn, (), (), jout) if a is None else run(fn, (arg(a),), (a,), jout)
+        if c is None:
             return run(fn, (arg(a), arg(b)), (a, b), jout)
-        if count == 3:
+        if d is None:
             return run(fn, (arg(a), arg(b), arg(c)), (a, b, c), jout)
-        if count == 4:
-            return run(fn, (arg(a), arg(b), arg(c), arg(d)), (a, b, c, d), jout)
-        if count == 0:
-            return run(fn, (), (), jout)
-        raise InvalidArgumentError(f"call4 carries 0 to 4 arguments, got count={count}")
+        return run(fn, (arg(a), arg(b), arg(c), arg(d)), (a, b, c, d), jout)
 
     def prepare(self, jargs, jout, joptions):
         from .launches import PlanHandle

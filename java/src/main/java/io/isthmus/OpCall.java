@@ -51,7 +51,7 @@ final class OpCall {
         if (options != null || n > SLOTS) {
             return op.call(Kernel.handles(args), out, options);
         }
-        return op.call4(n, n > 0 ? Kernel.handle(args[0], 0) : null, n > 1 ? Kernel.handle(args[1], 1) : null,
+        return op.call4(n > 0 ? Kernel.handle(args[0], 0) : null, n > 1 ? Kernel.handle(args[1], 1) : null,
                         n > 2 ? Kernel.handle(args[2], 2) : null, n > 3 ? Kernel.handle(args[3], 3) : null, out);
     }
 

@@ -27,10 +27,12 @@ public interface OpHandle {
     OpResult call(Object[] args, BufferHandle out, Map<String, Object> options);
 
     /**
-     * {@link #call} with {@code count} (at most four) positional arguments and no options.
+     * {@link #call} with at most four positional arguments and no options. The arguments fill
+     * the slots from {@code a}; the slots after the last one are {@code null} (an argument is
+     * never {@code null}), so the slots say how many there are: a count parameter would cost
+     * the bridge one more conversion (0.8 us a call, benchmarks/diagnostics/jpype_params.py).
      *
-     * @param count how many of {@code a}..{@code d} are arguments (the rest are {@code null})
-     * @param a a {@link BufferHandle} or a boxed Java number, or {@code null}
+     * @param a a {@link BufferHandle} or a boxed Java number, or {@code null} for no argument
      * @param b a {@link BufferHandle} or a boxed Java number, or {@code null}
      * @param c a {@link BufferHandle} or a boxed Java number, or {@code null}
      * @param d a {@link BufferHandle} or a boxed Java number, or {@code null}
@@ -38,7 +40,7 @@ public interface OpHandle {
      * @return the result ({@code out}'s or an argument's handle when the op returns it), or
      *     {@code null} when the op returns nothing
      */
-    OpResult call4(int count, Object a, Object b, Object c, Object d, BufferHandle out);
+    OpResult call4(Object a, Object b, Object c, Object d, BufferHandle out);
 
     /**
      * Checks and records the op once; the plan replays it.
