@@ -36,10 +36,12 @@ _runtime = None  # spi.runtime.Runtime once attached
 _classpath: list[str] = []
 _exit_hook = None  # the JVM shutdown hook that runs Python's exit handlers on System.exit
 _exiting = threading.Event()  # set once the JVM has started to shut down by itself
+_exit_thread: int | None = None  # the thread running that shutdown's Python part
 # java.lang opened to the classpath: what io.isthmus.Interop.orderShutdown needs (see start)
 _OPEN_JAVA_LANG = "--add-opens=java.base/java.lang=ALL-UNNAMED"
 # How long a JVM shutdown waits for calls from Java into Python that are under way.
 DRAIN_SECONDS = 10.0
+_after_application_hooks = False  # whether JPype's hook, and so the runtime's step, runs after the application's
 
 
 def packaged_jar() -> Path | None:
@@ -90,7 +92,7 @@ def started() -> bool:
 
 def start(classpath_entries=None, jvm_args=()) -> None:
     """Start the JVM (once) and attach the runtime; later calls with no new classpath return at once."""
-    global _runtime, _classpath
+    global _runtime, _classpath, _after_application_hooks
     import jpype
 
     with _lock:
@@ -115,8 +117,8 @@ def start(classpath_entries=None, jvm_args=()) -> None:
         runtime = Runtime()
         interop = jpype.JClass("io.isthmus.Interop")
         interop.attach(runtime)
-        interop.orderShutdown()  # JPype's hook (the only one so far) after the application's
         _runtime, _classpath = runtime, wanted
+        _after_application_hooks = bool(interop.orderShutdown())  # JPype's hook (the only one so far) last
         _install_exit_hook()
         atexit.register(shutdown)
 
@@ -127,7 +129,10 @@ def exiting() -> bool:
 
 
 def wait_for_exit() -> None:
-    """Block until the shutting-down JVM ends the process (with its own exit status)."""
+    """Block until the shutting-down JVM ends the process (with its own exit status); no-op on the
+    thread that runs the shutdown (it runs Python's exit handlers, this one among them)."""
+    if threading.get_ident() == _exit_thread:
+        return
     _exiting.wait()
     threading.Event().wait()
 
@@ -155,13 +160,17 @@ def _install_exit_hook() -> None:
     class ExitHook:
         @jpype.JOverride
         def run(self):
+            global _exit_thread
+            _exit_thread = threading.get_ident()
             _exiting.set()
+            # first in line: a Python main thread that ends from now on leaves the exit status to the JVM
+            atexit.register(wait_for_exit)
             try:
-                proxy.close(DRAIN_SECONDS)
+                proxy.close(DRAIN_SECONDS, park=_after_application_hooks)
                 atexit.unregister(shutdown)  # the JVM is exiting by itself: nothing left to shut down
                 atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
-                atexit._run_exitfuncs()  # noqa: SLF001
-                atexit.register(wait_for_exit)  # a Python main thread ending now leaves the status to the JVM
+                atexit._run_exitfuncs()  # noqa: SLF001 - (it also clears the handlers: wait_for_exit again)
+                atexit.register(wait_for_exit)
             finally:
                 for stream in (sys.stdout, sys.stderr):
                     with suppress(Exception):  # a closed stream must not block the exit

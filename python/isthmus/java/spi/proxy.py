@@ -20,6 +20,8 @@ from typing import Callable
 
 import jpype
 
+from isthmus.errors import IsthmusError
+
 # Java interface name -> the Python classes implementing it.
 IMPLEMENTATIONS: dict[str, list[type]] = {}
 
@@ -85,6 +87,7 @@ def mirror_java_errors() -> None:
 # from Java (see close()).
 _closed_by: int | None = None
 _parked: set[int] = set()
+_may_park = True  # False when the application's hooks may still run (see close())
 
 
 def spi(fn):
@@ -114,6 +117,8 @@ def _park() -> None:
     me = threading.get_ident()
     if me == _closed_by:
         return  # the shutdown's own thread (Python exit handlers may call Java, which calls back)
+    if not _may_park:  # maybe a shutdown hook, which the JVM waits for: parking it would hang the exit
+        raise IsthmusError("the isthmus runtime has been detached: the JVM is shutting down")
     _parked.add(me)
     threading.Event().wait()
 
@@ -126,11 +131,14 @@ def _in_call(frame) -> bool:
     return False
 
 
-def close(timeout: float) -> bool:
+def close(timeout: float, park: bool = True) -> bool:
     """Stop calls from Java into Python: from now on a call parks its thread (:func:`_park`);
     wait until no other thread is inside one (up to ``timeout`` seconds). Returns whether none
-    is; the bridge may then close under the parked threads, which never touch it again."""
-    global _closed_by
+    is; the bridge may then close under the parked threads, which never touch it again.
+    ``park=False`` (the application's shutdown hooks may still be running: the JVM did not let
+    the runtime run after them) refuses the calls with an IsthmusError instead."""
+    global _closed_by, _may_park
+    _may_park = park
     me = threading.get_ident()
     _closed_by = me
     deadline = time.monotonic() + timeout
