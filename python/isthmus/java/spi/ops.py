@@ -10,7 +10,7 @@ converts a method's parameters together with the call, but every element read ou
 ``Object[]`` costs it a wrapper object of its own, and the array one more (a boxed Double read from
 an array: about 3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host
 time than the typed crossing it replaced; as parameters it costs what that did
-(benchmarks/results/issue12-java-host-pocl.md). Four slots and ``out`` cover every op call of the
+(benchmarks/results/runs/2026-12-03-java-host-time-pocl/issue12-java-host-pocl.md). Four slots and ``out`` cover every op call of the
 typed ``Ops``; more arguments, or keyword options, take the array."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from .proxy import implements
 
 # Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
 # converting a tuple to a long[] and a dtype to a java.lang.String costs more than the rest of
-# the crossing (measured: benchmarks/results/issue12-java-crossings-pocl.md).
+# the crossing (measured: benchmarks/results/runs/2026-12-03-java-host-time-pocl/).
 _SHAPES_MAX = 1024  # a workload of ever new shapes: the least recently used go
 
 

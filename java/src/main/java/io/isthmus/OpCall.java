@@ -44,7 +44,8 @@ final class OpCall {
     /**
      * Up to {@value #SLOTS} arguments cross as parameters of their own ({@link OpHandle#call4}):
      * the bridge converts those with the call, while each element of an array costs it one more
-     * conversion (+30-60% host time on axpy; benchmarks/results/issue12-java-host-pocl.md).
+     * conversion (+30-60% host time on axpy;
+     * benchmarks/results/runs/2026-12-03-java-host-time-pocl/issue12-java-host-pocl.md).
      */
     private static OpResult cross(OpHandle op, BufferHandle out, Map<String, Object> options, Object[] args) {
         int n = args.length;
