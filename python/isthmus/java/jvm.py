@@ -145,6 +145,8 @@ def _install_exit_hook() -> None:
 
     1. calls from Java into Python stop: a thread making one parks for good (the JVM halts next,
        as it stops every thread), and the calls under way finish (up to :data:`DRAIN_SECONDS`);
+       where the JDK kept the hooks unordered (no ``--add-opens``), a late call is refused with
+       an IsthmusError instead, since it may come from an application hook the JVM waits for;
     2. Python's exit handlers run and the streams are flushed;
     3. JPype leaves its native tables in place (freeing them is pointless when the process ends,
        and fatal to a thread that still touches them).
