@@ -44,7 +44,7 @@ def _show(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
-    where = "bundled with isthmus" if args.bundled else str(store.path)
+    where = "bundled with isthmus" if args.bundled else str(store.path) + (" (read-only)" if store.readonly else "")
     counts = store.counts()
     t = Table(title=f"tuning database {where}: {counts['best']} best configs, {counts['runs']} runs")
     for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default", "source"):

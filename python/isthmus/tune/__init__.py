@@ -104,6 +104,8 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
         limits = Budget(int(evals), seconds)
     measure = measure or Measure()
     store = dbmod.user() if database is True else (database or None)
+    if store is not None and store.readonly:  # before anything is measured: nothing could be kept
+        raise store.read_only_error()
     key = dbmod.key_for(fam, dev, dt.name, problem)
     t0 = time.monotonic()
     bench = Bench(tgt, dev, problem, dt.np, measure, seed)

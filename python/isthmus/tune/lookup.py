@@ -33,6 +33,7 @@ import sqlite3
 import warnings
 from typing import Iterator
 
+from ..errors import DatabaseError
 from ..ops.spec import shape_class
 from .storage import TuningDatabaseWarning, key_for
 
@@ -119,13 +120,14 @@ def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | No
 
 
 def _read(rows) -> list:
-    """``rows()`` as a list, or none (with a warning) when the database fails while being read: an
-    unwritable cache or a file damaged while open must not stop launches, which use the next source."""
+    """``rows()`` as a list, or none (with a warning) when the database cannot be opened or fails while
+    being read: an unwritable cache, a misconfigured ISTHMUS_TUNING_DB (which tuning and ``isthmus db``
+    report as an error) or a file damaged while open must not stop launches, which use the next source."""
     try:
         return list(rows())
-    except (sqlite3.Error, OSError) as exc:
-        warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); using the next source",
-                      TuningDatabaseWarning)
+    except (sqlite3.Error, OSError, DatabaseError) as exc:
+        warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); this launch uses the next "
+                      f"source (the bundled configs, else the defaults)", TuningDatabaseWarning)
         return []
 
 
