@@ -3,6 +3,7 @@ later launches in this process and in others, the CLI and its plot, the db CLI."
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -218,3 +219,42 @@ def test_two_processes_tuning_into_one_database_lose_no_records(dev, tuning_db, 
     store = dbmod.user()
     assert store.counts()["runs"] == expected
     assert store.counts()["best"] == 2  # axpy and transpose: one bucket each, both processes' axpy runs merged
+
+
+# ---- Ctrl-C and resuming (issue 26, item 10) ---------------------------------------------------
+def test_ctrl_c_keeps_the_best_so_far_and_the_same_call_goes_on_from_there(dev, tuning_db):
+    from isthmus.tune import TuneInterrupted
+    from isthmus.tune.space import Space
+
+    problem, seen = {"n": 3000}, []
+
+    def interrupt_at_the_third(ev):  # Ctrl-C arriving while the search runs, at a known point
+        seen.append(ev)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    kwargs = dict(device=dev, problem=problem, strategy="exhaustive", measure=Measure(warmup=0, repeat=2))
+    with pytest.raises(TuneInterrupted) as stop:
+        isthmus.tune("axpy", budget=10, on_evaluation=interrupt_at_the_third, **kwargs)
+    first = stop.value.result
+    assert isinstance(stop.value, KeyboardInterrupt)  # still a Ctrl-C for code that does not know it
+    assert len(first.evaluations) == 3
+    ok = [e for e in first.evaluations if e.status == "ok"] + [
+        type(first.evaluations[0])(first.default, "ok", first.default_ms)]
+    fastest = min(ok, key=lambda e: e.time_ms)
+    assert first.best == fastest.params and first.best_ms == fastest.time_ms
+    stored = dbmod.user().runs("axpy")
+    evaluated = [dict(e.params) for e in first.evaluations]
+    assert len(stored) == 3 + (dict(first.default) not in evaluated)  # every evaluation is in the database
+    assert json.loads(dbmod.user().best()[0]["params"]) == dict(first.best)
+
+    second = isthmus.tune("axpy", budget=4, **kwargs)
+    space = isthmus.tune.prepare("axpy", device=dev, problem=problem, database=False).space
+    before = {Space.key(p) for p in evaluated}
+    # exhaustive goes on in the space's order, skipping what the first run measured
+    expected = [c for c in space.configs if Space.key(c) not in before or c == dict(first.default)][:4]
+    assert [dict(e.params) for e in second.evaluations] == expected
+    assert {Space.key(e.params) for e in second.earlier} == before - {Space.key(dict(first.default))}
+    earlier_ok = [e.time_ms for e in first.evaluations if e.status == "ok" and e.params != first.default]
+    assert second.best_ms <= min(earlier_ok, default=math.inf)  # the earlier runs' configs compete for best
+    assert len(dbmod.user().runs("axpy")) == len(stored) + 4 + (dict(first.default) not in expected)

@@ -323,6 +323,21 @@ class Database:
                 sql, args = sql + " WHERE kernel = ?", (kernel,)
             return [dict(row) for row in self._conn.execute(sql + " ORDER BY id", args)]
 
+    def measured(self, key: Key, problem: dict) -> list[tuple[dict, str, float | None]]:
+        """(params, status, time_ms) of every run recorded for ``key`` at exactly ``problem``, oldest
+        first (what a tuning run resumes from); rows whose params do not parse are left out."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT params, status, time_ms FROM runs WHERE {' AND '.join(c + ' = ?' for c in _KEY_COLUMNS)} "
+                "AND problem = ? ORDER BY id", key.row() + (json.dumps(problem, sort_keys=True),)).fetchall()
+        found = []
+        for params, status, time_ms in rows:
+            with suppress(TypeError, ValueError, RecursionError):
+                p = json.loads(params)
+                if isinstance(p, dict) and status in STATUSES and (time_ms is None or _is_time(time_ms)):
+                    found.append((p, status, time_ms))
+        return found
+
     def counts(self) -> dict:
         with self._lock:
             return {"runs": self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0],
@@ -356,6 +371,10 @@ class Database:
             for keyrow, params, time_ms, default_ms in rows:
                 self._upsert_best(conn, keyrow, params, time_ms, default_ms, now)
         return len(rows)
+
+
+def _is_time(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
