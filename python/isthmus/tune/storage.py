@@ -362,10 +362,12 @@ class Database:
 
     def import_document(self, doc, *, source: str = "document", skip_bad: bool = False) -> int:
         """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing
-        (``skip_bad``: leave out the entries that do not validate)."""
-        from .exchange import validate
+        (``skip_bad``: leave out the entries that do not validate). Entries tuned for another
+        version of their kernel's source are left out (no launch would use them); returns how
+        many entries were merged."""
+        from .exchange import split_stale, validate
 
-        rows = validate(doc, source=source, skip_bad=skip_bad)
+        rows, _ = split_stale(validate(doc, source=source, skip_bad=skip_bad))
         now = time.time()
         with self._write() as conn:
             for keyrow, params, time_ms, default_ms in rows:
