@@ -22,6 +22,11 @@ has only backend, vendor and name):
   for SSE), from the LLVM CPU name that PoCL puts in its device name
   (``pthread-skylake-avx512-AMD EPYC``) or, for the device at hand, its OpenCL native vector width;
 - anything else has no architecture class and falls back to the defaults.
+
+The configs shipped for PoCL are one file per x86-64 class (``bundled/opencl-pocl-x86_64.json``:
+AVX-512, ``opencl-pocl-x86-64-avx2.json``: AVX2), as CLBlast ships per-vendor defaults, so a CPU
+of any name gets its class's configs at level 3. (Core counts are not part of the class: a
+stored row has no core count, and the shipped ones were all measured on 2 cores.)
 """
 from __future__ import annotations
 
