@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 from .. import tune as tuning  # prepare() checks a run, run() measures it
@@ -51,7 +52,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return reported("isthmus tune", (IsthmusError, ValueError), _run, parser().parse_args(argv))
+    args = parser().parse_args(argv)
+    try:
+        return reported("isthmus tune", (IsthmusError, ValueError), _run, args)
+    except KeyboardInterrupt:  # (during the search, _run prints the best so far itself)
+        print("isthmus tune: interrupted before the search started; nothing was measured", file=sys.stderr)
+        return 130
 
 
 def _problem(sizes: list[tuple[str, int]]) -> dict:

@@ -143,8 +143,10 @@ def parse_best(bucket, params, dims: int) -> tuple[tuple[int, ...], dict] | None
 
 # ---- the database -----------------------------------------------------------------------------
 class Database:
-    """One SQLite tuning database. ``Database(path)`` opens (checking it, rebuilding it when bad);
-    ``Database.memory()`` is a private in-memory one (the bundled configs are loaded into one)."""
+    """One SQLite tuning database. ``Database(path)`` opens the file at ``path`` or makes it (what
+    is at the path decides: see the module's docstring; ``readonly`` is set when this process
+    cannot write it); ``Database.memory()`` is a private in-memory one (the bundled configs are
+    loaded into one)."""
 
     def __init__(self, path: Path | str | None, *, readonly: bool = False):
         self.path = None if path is None else Path(path)
@@ -178,6 +180,8 @@ class Database:
             conn.executescript(_TABLES)
             return conn
         kind = _identify(self.path)
+        if kind == "new" and self.readonly:
+            raise DatabaseError(f"there is no tuning database at {self.path} to open read-only")
         if kind == "new":
             _create(self.path)
         self.readonly = self.readonly or not _writable(self.path)
