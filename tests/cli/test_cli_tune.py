@@ -160,3 +160,13 @@ def test_ctrl_c_prints_the_best_so_far_and_the_same_command_goes_on(dev, tuning_
     assert "configs measured by earlier runs are reused" in again.stderr
     assert "(+" in again.stdout and "from earlier runs)" in again.stdout
     assert measured >= 2
+
+
+def test_ctrl_c_before_the_search_is_one_line(monkeypatch, capsys):
+    def ctrl_c(*a, **k):  # Ctrl-C while the space is being built
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys.modules["isthmus.tune"], "prepare", ctrl_c)
+    assert tune_cli.main(["axpy", "--size", "n=1000"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "isthmus tune: interrupted before the search started; nothing was measured"

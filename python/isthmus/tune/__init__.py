@@ -192,14 +192,18 @@ def run(job: Job, *, measure=None, on_evaluation=None) -> TuneResult:
             bench.close()
         if store is not None:
             dbmod.forget()
-    measured = {Space.key(e.params) for e in history}
-    earlier = [e for e in job.earlier if Space.key(e.params) not in measured and e.params != default]
-    ok = [e for e in history + ([base] if base is not None else []) + earlier if e.status == "ok"]
+    measured = {Space.key(e.params) for e in history} | {Space.key(default)}
+    earlier: dict = {}  # one per config, its best measurement, for configs this run did not measure
+    for e in job.earlier:
+        k = Space.key(e.params)
+        if k not in measured and (k not in earlier or e.cost < earlier[k].cost):
+            earlier[k] = e
+    ok = [e for e in history + ([base] if base is not None else []) + list(earlier.values()) if e.status == "ok"]
     best = min(ok, key=lambda e: e.time_ms) if ok else None
     result = TuneResult(fam.name, dev.id, problem, dt.name, job.strategy, job.seed, len(job.space),
                         best.params if best else Config(), best.time_ms if best else math.inf, default,
                         base.time_ms if base is not None and base.status == "ok" else None, history,
-                        time.monotonic() - t0, job.evaluations, earlier)
+                        time.monotonic() - t0, job.evaluations, list(earlier.values()))
     if interrupted:
         raise TuneInterrupted(result) from None
     return result
