@@ -134,7 +134,9 @@ def prepare(kernel, device=None, problem: dict | None = None, strategy: str = "a
         raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at "
                                    f"{syntax.problem(fam.problem, problem)}")
     if evaluations is None and seconds is None:
-        evaluations = min(len(space), arguments.DEFAULT_BUDGET)
+        evaluations = arguments.DEFAULT_BUDGET
+    if evaluations is not None:
+        evaluations = min(evaluations, len(space))  # (no search measures more configs than there are)
     store = dbmod.user() if database is True else (database or None)
     if store is not None and store.readonly:  # before anything is measured: nothing could be kept
         raise store.read_only_error()
