@@ -183,6 +183,8 @@ def main(argv=None) -> int:
     report = report_of(dev, doc)
     report.write(out, args.tag)
     bundle = store.export()
+    if dev.kind == "cpu":  # CPU configs apply to CPUs of a similar core count (tune/lookup.py)
+        bundle["cores"] = {dev.name: dev.compute_units}
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     if args.merge_into:
         from benchmarks.tools.merge_bundled import merge

@@ -7,6 +7,9 @@ A document is ``{"format": "isthmus-tuning", "schema": 1, "entries": [...]}``; a
      "bucket": {"m": 512, "n": 512, "k": 512}, "params": {"TM": 64, ...},
      "time_ms": 1.25, "default_ms": 2.5}
 
+A document may also say how many CPU cores its CPU devices had, ``"cores": {"<device name>": 2}``
+(the bundled files do; see :mod:`.lookup`).
+
 :func:`validate` checks the whole document before anything is written and names the first bad
 entry: unknown kernel, a field of the wrong type, a dtype the kernel lacks, a problem bucket that
 is not the kernel's, a parameter value outside the kernel's space.

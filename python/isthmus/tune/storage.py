@@ -151,6 +151,9 @@ class Database:
     def __init__(self, path: Path | str | None, *, readonly: bool = False):
         self.path = None if path is None else Path(path)
         self.readonly = readonly
+        # CPU cores of the devices its rows were tuned on, by device name, where a document said
+        # (the bundled files do): CPU configs apply only to CPUs of a similar core count
+        self.tuned_cores: dict[str, int] = {}
         self._lock = threading.RLock()
         self._warned_bad_row = False
         self._conn = self._open()
