@@ -208,7 +208,8 @@ def split_stale(rows: list[tuple]) -> tuple[list[tuple], int]:
     current, stale = [], 0
     for row in rows:
         kernel, source_hash, options, dtype = row[0][0], row[0][1], row[0][2], row[0][7]
-        if fingerprint(kernel_family(kernel), dtype) == (source_hash, options):
+        family = kernel_family(kernel)  # (None: a kernel not declared in this process; nothing to compare)
+        if family is None or fingerprint(family, dtype) == (source_hash, options):
             current.append(row)
         else:
             stale += 1
