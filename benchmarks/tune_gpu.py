@@ -3,6 +3,14 @@
     python -m benchmarks tune_gpu --device cuda:0 --out $OUT          # H200: ~5 minutes
     python -m benchmarks tune_gpu --device opencl:0 --out /tmp/tune --run pocl-configs --seconds 900 \
         --merge-into python/isthmus/tune/bundled/opencl-pocl-x86_64.json                   # PoCL
+    POCL_KERNELLIB_NAME=avx2 python -m benchmarks tune_gpu --device opencl:0 --seconds 900 \
+        --merge-into python/isthmus/tune/bundled/opencl-pocl-x86-64-avx2.json              # PoCL, AVX2 class
+
+PoCL CPU configs ship per class (SIMD width: tune/lookup.py's x86-64-simd128/256/512), one file
+each; a CPU of another name finds its class's configs by architecture, after its own exact ones.
+``POCL_KERNELLIB_NAME`` (avx2, avx512, sse41, ...) makes PoCL generate a class's code on any newer
+x86-64 machine, naming the device after the class's LLVM CPU (``pthread-haswell-...`` for avx2);
+see benchmarks/results/tune-pocl-avx2-class/.
 
 Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` names results):
   tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,
@@ -179,6 +187,8 @@ def main(argv=None) -> int:
     report = report_of(dev, doc)
     _results.write(report, out, args.tag, args.run)
     bundle = store.export()
+    if dev.kind == "cpu":  # CPU configs apply to CPUs of a similar core count (tune/lookup.py)
+        bundle["cores"] = {dev.name: dev.compute_units}
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     if args.merge_into:
         from benchmarks.tools.merge_bundled import merge

@@ -49,6 +49,9 @@ def merge(path: Path, bundle: dict) -> None:
     kept = fits
     doc = dict(bundle, entries=sorted(kept + bundle["entries"], key=lambda e: (e["kernel"], e["device"]["name"],
                                                                               json.dumps(e["bucket"]))))
+    cores = {**old.get("cores", {}), **bundle.get("cores", {})}  # (CPU devices' core counts, by name)
+    if cores:
+        doc["cores"] = {name: cores[name] for name in sorted(cores)}
     validate(doc, source=str(path))
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"merged {len(bundle['entries'])} configs into {path} ({len(doc['entries'])} in all)", file=sys.stderr)

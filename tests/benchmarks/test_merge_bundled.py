@@ -29,3 +29,12 @@ def test_a_partial_run_replaces_its_problems_and_stale_sources_and_keeps_the_res
     merge(path, copy.deepcopy(bundle))
     got = {(e["device"]["name"], e["bucket"]["rows"], e["params"]["WG"]) for e in json.loads(path.read_text())["entries"]}
     assert got == {("Some GPU", 1024, 256), ("Some GPU", 8192, 128), ("Another GPU", 1024, 64)}
+
+
+def test_the_cpu_core_counts_of_file_and_run_are_both_kept(tmp_path):
+    path = tmp_path / "bundled.json"
+    path.write_text(json.dumps({"format": "isthmus-tuning", "schema": 1, "entries": [
+        dict(_entry(1024, 1024, 64), device=dict(DEVICE, name="Another CPU"))], "cores": {"Another CPU": 16}}))
+    merge(path, {"format": "isthmus-tuning", "schema": 1, "entries": [_entry(1024, 1024, 256)],
+                 "cores": {"Some GPU": 2}})
+    assert json.loads(path.read_text())["cores"] == {"Another CPU": 16, "Some GPU": 2}

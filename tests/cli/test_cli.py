@@ -51,3 +51,28 @@ def test_bench_numpy_figure_is_never_one_cold_call():
 
     ms = bench.host_numpy_ms(numpy_like)
     assert len(calls) >= 4 and ms < 100
+
+
+def test_devices_table_at_80_columns_never_cuts_the_id():
+    """Issue 26, item 17: the id column (what users copy) is never cut or wrapped; other cells
+    fold over lines instead of ending in an ellipsis."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    rows = [SimpleNamespace(id=i, name="pthread-skylake-avx512-Intel(R) Xeon(R) Processor of a long name",
+                            vendor="GenuineIntel", kind="cpu", memory=1234 * 2 ** 30, compute_units=123456,
+                            max_work_group_size=4096, driver_version="3.1+debian (build 2026-12-04)",
+                            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
+            for i in ("opencl:0", "opencl:12-long-id-98765")]
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(cli.devices_table(rows))
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines) and "…" not in "".join(lines)
+    body = [line.strip("│").split("│") for line in lines if line.startswith("│")]
+    firsts = [cells[0].strip() for cells in body]
+    assert "opencl:0" in firsts and "opencl:12-long-id-98765" in firsts  # each whole, on one line
+    columns = ["".join(cells[i].replace(" ", "") for cells in body) for i in range(len(body[0]))]
+    assert columns[4] == "1234.0GiB" * 2 and columns[5] == "123456" * 2  # numbers folded, never cut
+    assert columns[1] == "pthread-skylake-avx512-Intel(R)Xeon(R)Processorofalongname" * 2

@@ -41,3 +41,65 @@ def test_db_show_piped_keeps_every_row_whole(tmp_path):
     assert name in row[0] and "CACHE=1 VPT=8 WG=256" in row[0] and "…" not in r.stdout
     doc = json.loads(_isthmus("db", "show", "--json", env={"ISTHMUS_TUNING_DB": str(path)}).stdout)
     assert doc["entries"][0]["params"] == {"CACHE": 1, "VPT": 8, "WG": 256}
+
+
+def _columns(table, width: int) -> tuple[list[str], list[str]]:
+    """The table rendered at ``width`` columns: (its lines, each body column's folded text joined)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    body = [line for line in lines if line.startswith("│")]
+    cells = [line.strip("│").split("│") for line in body]
+    joined = ["".join(row[i].replace(" ", "") for row in cells) for i in range(len(cells[0]))]
+    return lines, joined
+
+
+def test_db_show_at_80_columns_folds_and_never_cuts(tmp_path):
+    """Issue 26, item 17: at 80 columns every cell is whole (folded over lines), no ellipsis."""
+    from isthmus.cli import db as dbcli
+
+    path = tmp_path / "tuning.sqlite"
+    name = _db_with_a_long_row(path)
+    doc = dbmod.Database(path).export()
+    lines, joined = _columns(dbcli.table(doc, "tuning database"), 80)
+    assert all(len(line) <= 80 for line in lines) and "…" not in "".join(lines)
+    e = doc["entries"][0]
+    expected = ["softmax", "float32", f"opencl {name}", "3.1+debian", "rows=256 cols=1024", "CACHE=1 VPT=8 WG=256",
+                "0.5", "3.00x", "older"]
+    assert joined == [x.replace(" ", "") for x in expected], joined
+    assert e["device"]["name"] == name
+
+
+def test_db_export_and_show_filter_by_kernel_and_device(tmp_path, dev):
+    path = tmp_path / "tuning.sqlite"
+    store = dbmod.Database(path)
+    ident = dev.identity()
+    here = dbmod.Key("axpy", "a" * 64, "{}", ident["backend"], ident["vendor"], ident["name"], ident["driver"],
+                     "float32", (1024,))
+    there = dbmod.Key("axpy", "a" * 64, "{}", "cuda", "NVIDIA", "NVIDIA H200", "13.0", "float32", (1024,))
+    gemm = dbmod.Key("gemm", "b" * 64, "{}", "cuda", "NVIDIA", "NVIDIA H200", "13.0", "float32", (64, 64, 64))
+    for key in (here, there):
+        store.record(key, {"n": 1000}, {"WG": 256, "VPT": 4}, 0.5, "ok")
+    store.record(gemm, {"m": 64, "n": 64, "k": 64}, {"TM": 64}, 0.5, "ok")
+    store.close()
+    env = {"ISTHMUS_TUNING_DB": str(path)}
+
+    def exported(*flags) -> list:
+        r = _isthmus("db", "export", "-", *flags, env=env)
+        assert r.returncode == 0, r.stderr
+        return sorted((e["kernel"], e["device"]["name"]) for e in json.loads(r.stdout)["entries"])
+
+    assert len(exported()) == 3
+    assert exported("--device", "h200") == [("axpy", "NVIDIA H200"), ("gemm", "NVIDIA H200")]  # part of the name
+    assert exported("--device", dev.id) == [("axpy", ident["name"])]  # a device id of this machine
+    assert exported("--kernel", "gemm") == [("gemm", "NVIDIA H200")]
+    assert exported("--kernel", "axpy", "--device", "H200") == [("axpy", "NVIDIA H200")]
+    assert exported("--kernel", "axpy", "--kernel", "gemm") == exported()
+    r = _isthmus("db", "export", "-", "--kernel", "gemmm", env=env)
+    assert r.returncode == 2 and "--kernel gemmm: no such kernel" in r.stderr
+    shown = _isthmus("db", "show", "--device", "H200", env=env)
+    assert shown.returncode == 0 and "2 of 3 best configs" in shown.stdout and ident["name"] not in shown.stdout

@@ -16,7 +16,7 @@ def test_tune_plot_checks_matplotlib_before_the_search(tmp_path, monkeypatch, ca
         raise AssertionError("the search ran before --plot was checked")
 
     pytest.importorskip("matplotlib")  # imported now, so that the context below puts the real one back
-    monkeypatch.setattr(sys.modules["isthmus.tune"], "tune", search_must_not_start)
+    monkeypatch.setattr(sys.modules["isthmus.tune"], "prepare", search_must_not_start)
     argv = ["softmax", "--size", "rows=8", "cols=8", "--plot", str(tmp_path / "p.png")]
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "matplotlib", None)  # not importable
@@ -79,3 +79,94 @@ def test_tune_figure_names_what_was_tuned_and_shows_default_and_best():
     texts = " ".join(t.get_text() for t in ax.texts)
     assert "best: 20 µs" in texts and "WG = 32" in texts and "VPT = 1" in texts
     plt.close(fig)
+
+
+# ---- checked before anything runs; Ctrl-C; resuming (issue 26, items 10, 11) ----------------------
+@pytest.mark.parametrize("argv, says", [
+    (["gemm", "--size", "m=0", "n=64", "k=64"], "size m must be at least 1, got --size m=0; e.g. --size m=1024 n=64 k=64"),
+    (["gemm", "--size", "m=-8", "n=64", "k=64"], "size m must be at least 1"),
+    (["gemm", "--size", "m=64", "n=64"], "missing size k; gemm's sizes are m, n, k, e.g. --size m=64 n=64 k=1024"),
+    (["softmax", "--size", "rows=8", "colz=8"], "unknown size 'colz'"),
+    (["axpy", "--size", "n=1000", "--budget", "0"], "got --budget 0 (leave it out for 50, or e.g. --budget 200)"),
+    (["axpy", "--size", "n=1000", "--budget", "-2"], "at least 1; got --budget -2"),
+    (["axpy", "--size", "n=1000", "--seconds", "0"], "got --seconds 0 (leave it out"),
+    (["axpy", "--size", "n=10", "n=20"], "--size n given twice"),
+])
+def test_bad_arguments_are_one_line_before_any_progress_bar(argv, says, tuning_db, capsys, monkeypatch):
+    monkeypatch.setattr(sys.modules["isthmus.tune"], "run", lambda *a, **k: pytest.fail("the search started"))
+    assert tune_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("isthmus tune: InvalidArgumentError: ") and says in err, err
+    assert len(err.strip().splitlines()) == 1 and "{" not in err  # one line, no Python dict
+    assert not tuning_db.exists()  # nothing ran, nothing was stored
+
+
+def test_the_plan_shows_the_space_and_the_budget_before_the_search():
+    from isthmus.tune.arguments import CLI
+
+    job = sys.modules["isthmus.tune"].prepare("gemm", problem={"m": 512, "n": 512, "k": 512}, database=False,
+                                              syntax=CLI)
+    text = tune_cli._plan(job)
+    assert f"{len(job.space):,} configs in the space; budget 50 configs" in text and "--budget N" in text
+
+
+def _runs(path) -> list:
+    import sqlite3
+
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT params, status, time_ms FROM runs ORDER BY id").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+
+
+def test_ctrl_c_prints_the_best_so_far_and_the_same_command_goes_on(dev, tuning_db):
+    import json
+    import signal
+    import subprocess
+    import time
+
+    env = {**os.environ, "ISTHMUS_TUNING_DB": str(tuning_db), "ISTHMUS_DEVICE": dev.id, "COLUMNS": "200"}
+    argv = [sys.executable, "-m", "isthmus", "tune", "sum", "--size", "n=5000", "--strategy", "exhaustive",
+            "--budget", "40", "--repeat", "2"]
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_runs(tuning_db)) < 3 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        assert len(_runs(tuning_db)) >= 3, "the tuner did not record three evaluations"
+        p.send_signal(signal.SIGINT)  # Ctrl-C, after the third evaluation was stored
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "interrupted after" in err and "run the same command again" in err
+    best_row = next(line for line in out.splitlines() if "│ best" in line)
+    stored = [(json.loads(params), ms) for params, status, ms in _runs(tuning_db) if status == "ok"]
+    params, ms = min(stored, key=lambda r: r[1])
+    printed = set(best_row.split("│")[2].split())
+    assert printed == {f"{k}={v}" for k, v in params.items()}, (best_row, params)  # printed = stored best
+    measured = len({json.dumps(p, sort_keys=True) for p, _ in stored})
+
+    again = subprocess.run(argv[:-4] + ["--budget", "1", "--repeat", "2"], env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "configs measured by earlier runs are reused" in again.stderr
+    assert "(+" in again.stdout and "from earlier runs)" in again.stdout
+    assert measured >= 2
+
+
+def test_ctrl_c_before_the_search_is_one_line(monkeypatch, capsys):
+    def ctrl_c(*a, **k):  # Ctrl-C while the space is being built
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys.modules["isthmus.tune"], "prepare", ctrl_c)
+    assert tune_cli.main(["axpy", "--size", "n=1000"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "isthmus tune: interrupted before the search started; nothing was measured"

@@ -54,3 +54,28 @@ def test_kernel_declared_and_tuned_in_java_is_seen_by_python(jvm, J, dev, tuning
     assert family is not None and [t.name for t in family.tunables] == ["WG"]
     assert db.explain(family, dev, lookup("float32"), {"n": 400})[1] == best
     assert resolve(family, dev, lookup("float32"), {"n": 400})[0] == best
+
+
+def test_java_tuner_refuses_bad_sizes_and_budgets_with_hints_in_java(jvm, J, dev, tuning_db):
+    """Issue 26, items 8 and 11: the message says what to write in Java, not a Python dict."""
+    import pytest
+
+    jdev = J.Isthmus.get().device(dev.id)
+
+    def softmax(rows_name="rows", rows=5):
+        return J.Tuner.of("softmax").device(jdev).size(rows_name, rows).size("cols", 70)
+
+    cases = [(lambda: softmax(rows=0).run(), 'got .size("rows", 0); e.g. .size("rows", 1024).size("cols", 70)'),
+             (lambda: softmax(rows=-4).run(), "size rows must be at least 1"),
+             (lambda: softmax(rows_name="rowz").run(), "unknown size 'rowz'"),
+             (lambda: J.Tuner.of("softmax").device(jdev).size("rows", 5).run(), 'missing size cols'),
+             (lambda: softmax().budget(-1).run(), "got .budget(-1) (leave it out for 50, or e.g. .budget(200))"),
+             (lambda: softmax().seconds(-1).run(), "got .seconds(-1) (leave it out for none"),
+             (lambda: J.Tuner.config("softmax", jdev, jvm.JClass("java.util.Map").of("rows", jvm.JLong(0), "cols",
+                                                                                      jvm.JLong(7)),
+                                     J.DType.FLOAT32), '.size("rows", 1024).size("cols", 7)')]
+    for call, says in cases:
+        with pytest.raises(J.InvalidArgumentException) as info:
+            call()
+        message = str(info.value.getMessage())
+        assert says in message and "{" not in message and "problem=" not in message, message

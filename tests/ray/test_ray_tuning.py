@@ -64,5 +64,5 @@ def test_configs_of_another_model_are_not_used(pool):
 def test_bad_tuning_documents_are_refused_in_the_driver(pool):
     with pytest.raises(isthmus.DatabaseError, match="format"):
         pool.install_tuning({"format": "something else", "schema": 1, "entries": []})
-    with pytest.raises(isthmus.InvalidArgumentError, match="problem must name the sizes n"):
+    with pytest.raises(isthmus.InvalidArgumentError, match="unknown size .rows.; axpy.s sizes are n"):
         pool.tune("axpy", {"rows": 3}, budget=2)

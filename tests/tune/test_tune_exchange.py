@@ -14,8 +14,11 @@ from isthmus.tune.db import Database
 from test_tune_db import GEMM, FakeDevice, _G, _record
 
 
+SOURCE, OPTIONS = dbmod.fingerprint(GEMM, "float32")  # the gemm this isthmus has
+
+
 def _entry(**over):
-    e = {"kernel": "gemm", "source_hash": "abc", "options": "{}", "dtype": "float32",
+    e = {"kernel": "gemm", "source_hash": SOURCE, "options": OPTIONS, "dtype": "float32",
          "device": {"backend": "cuda", "vendor": "NVIDIA", "name": "H200", "driver": "570"},
          "bucket": {"m": 512, "n": 512, "k": 512}, "params": {**_G, "TM": 64, "TN": 64, "TK": 16, "WPTM": 4, "WPTN": 4},
          "time_ms": 1.5, "default_ms": 2.0}
@@ -59,6 +62,49 @@ def test_bad_import_is_rejected_naming_the_entry_and_changes_nothing(db, bad, me
     assert db.export() == before
 
 
+def _softmax(**params):
+    softmax = FAMILIES["softmax"]
+    source, options = dbmod.fingerprint(softmax, "float32")
+    base = {"WG": 256, "VPT": 4, "CACHE": 0, "RPG": 1, "SPLIT": 1, "ROWLOOP": 0}
+    return _entry(kernel="softmax", source_hash=source, options=options, bucket={"rows": 1024, "cols": 2048},
+                  params={**base, **params})
+
+
+@pytest.mark.parametrize("params, failing", [
+    ({"WG": 16}, ["WG >= 32 or ROWLOOP == 1"]),
+    ({"CACHE": 2, "VPT": 4}, ["CACHE <= 1 or VPT == 8"]),
+])
+def test_a_restriction_error_names_only_the_clauses_that_fail(db, params, failing):
+    """Issue 26, item 11: softmax has 13 restriction clauses; the message lists the failing ones."""
+    softmax = FAMILIES["softmax"]
+    assert len(softmax.restrictions) > 10
+    with pytest.raises(DatabaseError) as caught:
+        db.import_document(_doc(_softmax(**params)))
+    text = str(caught.value)
+    assert "entry 0 (softmax)" in text and "at bucket rows=1024 cols=2048" in text
+    listed = text.split(" fail: ", 1)[1].split("; ")
+    assert listed == failing, text
+
+
+def test_a_tunable_set_outside_its_variant_is_named(db):
+    entry = _entry()
+    entry["params"]["KS"] = 8  # split-K's parameter on the tiled variant
+    with pytest.raises(DatabaseError, match="KS = 8 is set, but KS applies only where VARIANT is one of 1"):
+        db.import_document(_doc(entry))
+
+
+def test_an_edited_source_hash_never_makes_a_second_best(db):
+    """Issue 26, item 11: an entry for another version of a kernel's source (an older isthmus, or
+    an edited file) is left out of an import: stored, it would be a second best for the same key."""
+    current = _entry()
+    edited = _entry(source_hash="0" * 64, time_ms=0.5)
+    other_options = _entry(options=OPTIONS.replace("{", '{"x":1,', 1), time_ms=0.4)
+    assert db.import_document(_doc(current, edited, other_options)) == 1
+    rows = db.best()
+    assert len(rows) == 1 and rows[0]["source_hash"] == SOURCE and rows[0]["time_ms"] == 1.5
+    assert db.import_document(_doc(edited)) == 0 and len(db.best()) == 1
+
+
 @pytest.mark.parametrize("doc", [[], {"format": "other", "schema": 1, "entries": []},
                                  {"format": "isthmus-tuning", "schema": 2, "entries": []},
                                  {"format": "isthmus-tuning", "schema": 1, "entries": {}}])
@@ -97,7 +143,7 @@ def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
         "deep": "[" * 200_000 + "]" * 200_000,
         "schema_true": good.replace('"schema": 1', '"schema": true'),
         "schema_float": good.replace('"schema": 1', '"schema": 1.0'),
-        "long_source_hash": good.replace('"abc"', '"' + "a" * 5_000_000 + '"'),
+        "long_source_hash": good.replace(SOURCE, "a" * 5_000_000),
         "long_device": good.replace('"H200"', '"' + "H" * 100_000 + '"'),
         "nan": good.replace('"time_ms": 1.5', '"time_ms": NaN'),
         "huge_bucket": good.replace('"m": 512', '"m": ' + str(2 ** 200)),

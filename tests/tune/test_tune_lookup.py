@@ -206,3 +206,61 @@ def test_bundled_reduce_configs_are_found_for_the_devices_they_name(tuning_db, k
                       kind="gpu" if "NVIDIA" in d["vendor"] else "cpu", wg=1024, local=48 << 10)
         assert dbmod.explain(FAMILIES[kernel], dev, dtype(e["dtype"]), dict(e["bucket"])) == (
             "bundled database, exact", e["params"]), e
+
+
+def _shipped(name: str) -> list[dict]:
+    return json.loads((dbmod.Path(dbmod.__file__).parent / "bundled" / name).read_text())["entries"]
+
+
+def test_a_cpu_of_another_name_gets_its_class_configs_and_another_class_does_not(tmp_path, monkeypatch):
+    """Issue 26, item 12: the shipped PoCL configs are per CPU class (SIMD width and core count), so
+    an AVX2 AMD EPYC, whose name no shipped entry has, gets the AVX2 class's configs; an AVX-512 CPU
+    gets its own exact entries first, then its class's (never the AVX2 ones); an SSE-only CPU, or
+    one with 32x the cores they were tuned on, gets none."""
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    dbmod.reset()
+    try:
+        avx2 = [e for e in _shipped("opencl-pocl-x86-64-avx2.json") if e["dtype"] == "float32"]
+        assert {e["kernel"] for e in avx2} >= {"axpy", "sum", "max", "softmax", "transpose", "gemm"}
+        assert {lookup.arch_of("opencl", e["device"]["vendor"], e["device"]["name"]) for e in avx2} == {
+            "x86-64-simd256"}
+        epyc = StandIn("pthread-znver3-AMD EPYC 7B13 64-Core Processor", vendor="AuthenticAMD", driver="3.1+debian",
+                       compute_units=8)
+        # the shipped configs were tuned on 2 cores: a 64-core CPU of the class uses its own or the defaults
+        big = StandIn(epyc.name, vendor="AuthenticAMD", driver="3.1+debian", compute_units=64)
+        avx512 = StandIn("pthread-skylake-avx512-AMD EPYC", vendor="AuthenticAMD", driver="3.1+debian")
+        sse = StandIn("pthread-nehalem-Intel(R) Xeon(R) CPU X5650", driver="3.1+debian")
+        simd512 = {json.dumps(e["params"], sort_keys=True) for e in _shipped("opencl-pocl-x86_64.json")}
+        for e in avx2:
+            fam, problem = FAMILIES[e["kernel"]], dict(e["bucket"])
+            assert dbmod.explain(fam, epyc, F32, problem) == (
+                "bundled database, same architecture (x86-64-simd256)", e["params"]), e
+            assert dbmod.explain(fam, sse, F32, problem) is None
+            assert dbmod.explain(fam, big, F32, problem) is None
+            found = dbmod.explain(fam, avx512, F32, problem)
+            if found is not None:  # its own entries, or the AVX-512 class's: never the AVX2 ones
+                assert found[0] in ("bundled database, exact", "bundled database, nearest bucket",
+                                    "bundled database, same architecture (x86-64-simd512)"), found
+                assert json.dumps(found[1], sort_keys=True) in simd512
+        # an exact entry of this device still wins over its class
+        mine = next(e for e in _shipped("opencl-pocl-x86_64.json") if e["device"]["name"] == avx512.name)
+        assert dbmod.explain(FAMILIES[mine["kernel"]], avx512, F32, dict(mine["bucket"])) == (
+            "bundled database, exact", mine["params"])
+    finally:
+        dbmod.reset()
+
+
+def test_a_cpu_config_applies_only_to_cpus_of_a_similar_core_count(db):
+    tuned = StandIn("pthread-skylake-avx512-Intel(R) Xeon(R) Processor")
+    _record(dbmod.bundled(), tuned, 1 << 20, {"WG": 64, "VPT": 8})
+    dbmod.bundled().tuned_cores[tuned.name] = 2
+    for cores, used in ((1, True), (2, True), (8, True), (9, False), (64, False), (None, True)):
+        same_name = StandIn(tuned.name, compute_units=cores)  # a cloud CPU name says nothing of the cores
+        mate = StandIn("pthread-icelake-server-Intel(R) Xeon(R) Platinum", compute_units=cores)
+        for dev in (same_name, mate):
+            found = dbmod.explain(AXPY, dev, F32, {"n": 1 << 20})
+            assert (found is not None) == used, (cores, dev.name, found)
+    # the user's own rows say nothing of their cores: they are used as before
+    _record(db, tuned, 1 << 20, {"WG": 128, "VPT": 2})
+    assert dbmod.explain(AXPY, StandIn(tuned.name, compute_units=64), F32, {"n": 1 << 20}) == (
+        "user database, exact", {"VPT": 2, "WG": 128})

@@ -80,39 +80,125 @@ def test_a_process_killed_while_writing_leaves_a_valid_database(tmp_path):
     assert store.counts()["runs"] == n + 1
 
 
-def _damaged(path, how):
+def _filled(path) -> None:
     store = Database(path)
     for i in range(400):
         _record(store, FakeDevice(), 1 << (i % 20), {"WG": 64, "VPT": 2}, 1.0 + i)
     store.close()
-    if how == "garbage":
-        path.write_bytes(b"this is not a database" * 100)
-    elif how == "truncated":
+
+
+def _damage_pages(path) -> None:
+    """Keep the 100-byte header (isthmus' application id in it), scramble the pages after it."""
+    data = bytearray(path.read_bytes())
+    data[100:] = os.urandom(len(data) - 100)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["truncated", "scrambled"])
+def test_a_damaged_isthmus_database_is_set_aside_and_rebuilt(tmp_path, monkeypatch, how):
+    path = tmp_path / "tuning.sqlite"
+    _filled(path)
+    if how == "truncated":
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 2])
-    elif how == "future":
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA user_version = 99")
-        conn.commit()
-        conn.close()
-
-
-@pytest.mark.parametrize("how", ["garbage", "truncated", "future"])
-def test_damaged_or_future_file_is_moved_aside_and_rebuilt(tmp_path, monkeypatch, how):
-    path = tmp_path / "tuning.sqlite"
-    _damaged(path, how)
+    else:
+        _damage_pages(path)
+    damaged = path.read_bytes()
     monkeypatch.setenv("ISTHMUS_TUNING_DB", str(path))
     dbmod.reset()
     try:
-        with pytest.warns(TuningDatabaseWarning, match="moved it to"):
+        with pytest.warns(TuningDatabaseWarning, match=r"was damaged .*isthmus moved it to .*started a new one"):
             store = dbmod.user()
         assert store.counts() == {"runs": 0, "best": 0}
-        assert any(p.name.startswith("tuning.sqlite.bad-") for p in tmp_path.iterdir())
+        aside = [p for p in tmp_path.iterdir() if p.name.startswith("tuning.sqlite.bad-")]
+        assert len(aside) == 1 and aside[0].read_bytes() == damaged  # set aside whole, not rewritten
         assert dbmod.lookup(AXPY, FakeDevice(), F32, {"n": 1 << 5}) is None  # defaults, not a wrong config
         _record(store, FakeDevice(), 1000, {"WG": 64, "VPT": 2}, 0.5)
         assert store.counts()["best"] == 1
     finally:
         dbmod.reset()
+
+
+def _not_isthmus(path, what) -> None:
+    if what == "folder":
+        path.mkdir()
+        (path / "notes.txt").write_text("the user's own file")
+    elif what == "text":
+        path.write_text("tuning notes: gemm likes 64x64 tiles\n" * 40)
+    elif what == "other-sqlite":
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE photos (name TEXT)")
+        conn.execute("INSERT INTO photos VALUES ('cat.png')")
+        conn.commit()
+        conn.close()
+    elif what == "other-app-id":
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA application_id = 1179602242")  # another application's file format
+        conn.execute("CREATE TABLE runs (x)")
+        conn.commit()
+        conn.close()
+    elif what == "newer-isthmus":
+        _filled(path)
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 99")
+        conn.commit()
+        conn.close()
+    elif what == "damaged-unmarked":  # damaged, and without isthmus' id: isthmus cannot tell it is its own
+        _filled(path)
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA application_id = 0")
+        conn.commit()
+        conn.close()
+        _damage_pages(path)
+
+
+def _snapshot(folder) -> dict:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+NOT_ISTHMUS = {"folder": "is a folder", "text": "not an SQLite file", "other-sqlite": "another application",
+               "other-app-id": "another application", "newer-isthmus": "newer isthmus",
+               "damaged-unmarked": "cannot recognise as its own"}
+
+
+@pytest.mark.parametrize("what", sorted(NOT_ISTHMUS))
+def test_a_path_that_is_not_an_isthmus_database_is_refused_and_left_as_it_is(tmp_path, monkeypatch, what):
+    from isthmus.errors import DatabaseError
+
+    path = tmp_path / "tuning.sqlite"
+    _not_isthmus(path, what)
+    before = _snapshot(tmp_path)
+    monkeypatch.setenv("ISTHMUS_TUNING_DB", str(path))
+    dbmod.reset()
+    try:
+        with pytest.raises(DatabaseError, match=NOT_ISTHMUS[what]) as caught:
+            dbmod.user()
+        assert str(path) in str(caught.value) and "ISTHMUS_TUNING_DB" in str(caught.value)
+        # a launch is not stopped: it warns, naming the path, and uses the next source
+        with pytest.warns(TuningDatabaseWarning, match="lookup failed.*" + NOT_ISTHMUS[what]):
+            assert dbmod.lookup(AXPY, FakeDevice(), F32, {"n": 1000}) is None
+        r = subprocess.run([sys.executable, "-m", "isthmus", "db", "show"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "ISTHMUS_TUNING_DB": str(path)})
+        assert r.returncode == 2 and "DatabaseError" in r.stderr and str(path) in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    finally:
+        dbmod.reset()
+    assert _snapshot(tmp_path) == before  # nothing moved, changed or added (no lock file either)
+
+
+def test_an_isthmus_database_made_before_the_application_id_is_kept_and_marked(tmp_path):
+    path = tmp_path / "tuning.sqlite"
+    _filled(path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 0")  # what isthmus wrote before it marked its files
+    conn.commit()
+    conn.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningDatabaseWarning)
+        store = Database(path)
+    assert store.counts()["runs"] == 400
+    store.close()
+    assert path.read_bytes()[68:72] == b"ISTH"  # SQLite's application_id field: isthmus' from now on
 
 
 BAD_ROWS = [({"bucket": "[1024]"}, '{"WG": 64, "VPT":'),  # malformed JSON params (the exact bucket)
@@ -158,9 +244,98 @@ def test_database_paths_with_uri_characters(tmp_path, name):
     again.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no stray files next to the folder
     assert not [p for p in folder.iterdir() if ".bad-" in p.name]
-    path.write_bytes(b"not a database at all" * 50)  # and a corrupt one is still detected
+    _damage_pages(path)  # and a damaged one is still recognised as isthmus' own and set aside
     with pytest.warns(TuningDatabaseWarning, match="moved it to"):
         Database(path).close()
 
 
 # ---- hostile import files (item 9) -------------------------------------------------------------
+
+
+# ---- a read-only database: a ConfigMap, an image layer (issue 26, item 3) ------------------------
+def _without_root_powers():
+    """A preexec_fn under which file permissions hold even when the tests run as root: the child
+    loses CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (dropped from its bounding set, so exec keeps
+    them dropped). None when not root; skips the test where capabilities cannot be dropped."""
+    if os.geteuid() != 0:
+        return None
+
+    def drop():
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                os._exit(97)
+    probe = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=drop)
+    if probe.returncode == 97:
+        pytest.skip("running as root without CAP_SETPCAP: cannot make a file read-only for this process")
+    return drop
+
+
+_READER = """
+import json, sys, warnings
+import numpy as np
+sys.path.insert(0, {here!r})
+warnings.simplefilter("error")  # a read-only database is used as it is: no warning
+import isthmus
+from isthmus.errors import DatabaseError
+from isthmus.tune import db as dbmod
+from test_tune_db import AXPY, F32, FakeDevice, _record
+out = {{"where": dbmod.explain(AXPY, FakeDevice(), F32, {{"n": 1000}}), "readonly": dbmod.user().readonly,
+        "counts": dbmod.user().counts()}}
+try:
+    _record(dbmod.user(), FakeDevice(), 1000, {{"WG": 256, "VPT": 1}}, 0.1)
+except DatabaseError as exc:
+    out["record"] = str(exc)
+def inputs(p, dt, rng):
+    print("MEASURED")  # (the first thing a tuning run does)
+    return (np.zeros(p["n"], dt),)
+k = isthmus.tune.declare("fill_ro", "__kernel void fill(__global float* y) {{ y[get_global_id(0)] = 1.0f; }}",
+                         entry="fill", tunables={{"WG": ((1, 2), 1)}}, problem=("n",), output=0,
+                         grid=lambda p, c: ((p["n"],), (c["WG"],)), inputs=inputs, reference=lambda y: y + 1)
+try:
+    isthmus.tune(k, problem={{"n": 64}}, budget=1)
+except DatabaseError as exc:
+    out["tune"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("how", ["file", "folder"])
+def test_a_read_only_database_is_read_and_refuses_writes(tmp_path, how):
+    folder = tmp_path / "configmap"
+    folder.mkdir()
+    path = folder / "tuning.sqlite"
+    store = Database(path)
+    _record(store, FakeDevice(), 1000, {"WG": 128, "VPT": 4}, 2.0)
+    store.close()
+    (tmp_path / "import.json").write_text(json.dumps(Database(path).export()))
+    os.chmod(path, 0o444)
+    if how == "folder":
+        os.chmod(folder, 0o555)
+    before = _snapshot(tmp_path)
+    drop = _without_root_powers()
+    env = {**os.environ, "ISTHMUS_TUNING_DB": str(path)}
+    try:
+        r = subprocess.run([sys.executable, "-c", _READER.format(here=os.path.dirname(__file__))], env=env,
+                           capture_output=True, text=True, timeout=300, preexec_fn=drop)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout.splitlines()[-1])
+        assert "MEASURED" not in r.stdout  # refused before anything ran
+        assert out["where"] == ["user database, exact", {"VPT": 4, "WG": 128}] and out["readonly"]
+        assert out["counts"] == {"runs": 1, "best": 1}
+        for verb in ("record", "tune"):
+            assert f"{path} is read-only" in out[verb] and "export ISTHMUS_TUNING_DB=" in out[verb], out
+        shown = subprocess.run([sys.executable, "-m", "isthmus", "db", "show"], env={**env, "COLUMNS": "200"},
+                               capture_output=True, text=True, timeout=120, preexec_fn=drop)
+        assert shown.returncode == 0 and "WG=128" in shown.stdout and "read-only" in shown.stdout, shown.stderr
+        imported = subprocess.run([sys.executable, "-m", "isthmus", "db", "import", str(tmp_path / "import.json")],
+                                  env=env, capture_output=True, text=True, timeout=120, preexec_fn=drop)
+        assert imported.returncode == 2 and "is read-only" in imported.stderr, imported.stderr
+        assert "Traceback" not in imported.stderr
+    finally:
+        os.chmod(folder, 0o755)
+        os.chmod(path, 0o644)
+    after = _snapshot(tmp_path)
+    assert after == before, set(after) ^ set(before)  # nothing written beside it, nothing changed

@@ -3,6 +3,7 @@ later launches in this process and in others, the CLI and its plot, the db CLI."
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -162,7 +163,8 @@ ODD = {"n": [1, 7, 1000003], "rows": [1, 13], "cols": [1, 37, 130], "m": [1, 33]
 def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
     """Every bundled config that reaches this device (tuned on it, or on another device of its
     architecture) is applied to other sizes too (nearest bucket): it must be correct there, not
-    only at the size it was tuned at."""
+    only at the size it was tuned at. On an x86-64 CPU the other x86-64 classes' configs are run
+    too (a config's results do not depend on the vector ISA it was tuned with)."""
     from isthmus.tune.db import bundled, key_for
     from isthmus.tune.lookup import arch_of, device_arch
     from isthmus.tune.targets import target
@@ -171,8 +173,9 @@ def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
     ident, arch = dev.identity(), device_arch(dev)
 
     def reaches(d: dict) -> bool:
-        return d["backend"] == ident["backend"] and (
-            d["name"] == ident["name"] or (arch is not None and arch_of(d["backend"], d["vendor"], d["name"]) == arch))
+        theirs = arch_of(d["backend"], d["vendor"], d["name"])
+        return d["backend"] == ident["backend"] and (d["name"] == ident["name"] or (arch is not None and (
+            theirs == arch or (arch.startswith("x86-64") and theirs is not None and theirs.startswith("x86-64")))))
 
     entries = [e for e in bundled().export()["entries"] if reaches(e["device"]) and e["dtype"] == "float32"]
     entries = [e for e in entries if key_for(FAMILIES[e["kernel"]], dev, "float32", e["bucket"]).source_hash
@@ -218,3 +221,42 @@ def test_two_processes_tuning_into_one_database_lose_no_records(dev, tuning_db, 
     store = dbmod.user()
     assert store.counts()["runs"] == expected
     assert store.counts()["best"] == 2  # axpy and transpose: one bucket each, both processes' axpy runs merged
+
+
+# ---- Ctrl-C and resuming (issue 26, item 10) ---------------------------------------------------
+def test_ctrl_c_keeps_the_best_so_far_and_the_same_call_goes_on_from_there(dev, tuning_db):
+    from isthmus.tune import TuneInterrupted
+    from isthmus.tune.space import Space
+
+    problem, seen = {"n": 3000}, []
+
+    def interrupt_at_the_third(ev):  # Ctrl-C arriving while the search runs, at a known point
+        seen.append(ev)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    kwargs = dict(device=dev, problem=problem, strategy="exhaustive", measure=Measure(warmup=0, repeat=2))
+    with pytest.raises(TuneInterrupted) as stop:
+        isthmus.tune("axpy", budget=10, on_evaluation=interrupt_at_the_third, **kwargs)
+    first = stop.value.result
+    assert isinstance(stop.value, KeyboardInterrupt)  # still a Ctrl-C for code that does not know it
+    assert len(first.evaluations) == 3
+    ok = [e for e in first.evaluations if e.status == "ok"] + [
+        type(first.evaluations[0])(first.default, "ok", first.default_ms)]
+    fastest = min(ok, key=lambda e: e.time_ms)
+    assert first.best == fastest.params and first.best_ms == fastest.time_ms
+    stored = dbmod.user().runs("axpy")
+    evaluated = [dict(e.params) for e in first.evaluations]
+    assert len(stored) == 3 + (dict(first.default) not in evaluated)  # every evaluation is in the database
+    assert json.loads(dbmod.user().best()[0]["params"]) == dict(first.best)
+
+    second = isthmus.tune("axpy", budget=4, **kwargs)
+    space = isthmus.tune.prepare("axpy", device=dev, problem=problem, database=False).space
+    before = {Space.key(p) for p in evaluated}
+    # exhaustive goes on in the space's order, skipping what the first run measured
+    expected = [c for c in space.configs if Space.key(c) not in before or c == dict(first.default)][:4]
+    assert [dict(e.params) for e in second.evaluations] == expected
+    assert {Space.key(e.params) for e in second.earlier} == before - {Space.key(dict(first.default))}
+    earlier_ok = [e.time_ms for e in first.evaluations if e.status == "ok" and e.params != first.default]
+    assert second.best_ms <= min(earlier_ok, default=math.inf)  # the earlier runs' configs compete for best
+    assert len(dbmod.user().runs("axpy")) == len(stored) + 4 + (dict(first.default) not in expected)

@@ -1,11 +1,14 @@
-"""``isthmus db show | export FILE | import FILE | clear``: the user's tuning database."""
+"""``isthmus db show | export FILE | import FILE | clear`` (show and export: ``--kernel NAME``,
+``--device ID_OR_NAME``): the user's tuning database."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import re
 import sys
 
-from ..errors import IsthmusError
+from ..errors import InvalidArgumentError, IsthmusError
 from . import reported
 from ..tune import db
 from ..tune.db import fingerprint
@@ -23,6 +26,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the export document instead of a table")
     e = sub.add_parser("export", help="write the best configs as JSON")
     e.add_argument("file", help="output file ('-': standard output)")
+    for verb in (s, e):
+        verb.add_argument("--kernel", action="append", default=None, metavar="NAME",
+                          help="only this kernel's configs (repeatable)")
+        verb.add_argument("--device", default=None, metavar="ID_OR_NAME",
+                          help="only configs of this device: an id of this machine (opencl:0) or a part of the "
+                               "device name (case-insensitive, e.g. H200)")
     i = sub.add_parser("import", help="merge configs from a JSON export (validated; all or nothing)")
     i.add_argument("file")
     c = sub.add_parser("clear", help="delete every run and best config")
@@ -37,18 +46,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def _show(args) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     store = db.bundled() if args.bundled else db.user()
-    doc = store.export()
+    doc = _filtered(store.export(), args)
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
-    where = "bundled with isthmus" if args.bundled else str(store.path)
+    where = "bundled with isthmus" if args.bundled else str(store.path) + (" (read-only)" if store.readonly else "")
     counts = store.counts()
-    t = Table(title=f"tuning database {where}: {counts['best']} best configs, {counts['runs']} runs")
+    shown = f"{len(doc['entries'])} of " if args.kernel or args.device else ""
+    t = table(doc, f"tuning database {where}: {shown}{counts['best']} best configs, {counts['runs']} runs")
+    # a terminal gets its own width; a pipe or file gets rows that are never cut or wrapped
+    (Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)).print(t)
+    return 0
+
+
+def table(doc: dict, title: str):
+    """The entries of an export document as a rich table. Nothing is ever cut to an ellipsis: in a
+    narrow terminal a cell folds onto more lines (names and numbers alike), and text from the
+    database is shown as it is, never read as markup."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=escape(title))
     for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default", "source"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold", min_width=3, justify="right" if col in ("time (ms)", "vs default") else "left")
     stale = 0
     for e in doc["entries"]:
         dev = e["device"]
@@ -56,20 +78,47 @@ def _show(args) -> int:
         family = kernel_family(e["kernel"])  # current: tuned for the kernel source (and options) this isthmus has
         current = family is not None and fingerprint(family, e["dtype"]) == (e["source_hash"], e["options"])
         stale += not current
-        t.add_row(e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
-                  " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
-                  " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed,
-                  "current" if current else "[yellow]older[/yellow]")
+        cells = (e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
+                 " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
+                 " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed)
+        t.add_row(*map(escape, cells), "current" if current else "[yellow]older[/yellow]")
     if stale:
         t.caption = (f"{stale} configs were tuned for another version of their kernel's source: launches do not "
                      f"use them (retune, or regenerate the bundled ones with benchmarks/tune_gpu.py)")
-    # a terminal gets its own width; a pipe or file gets rows that are never cut or wrapped
-    (Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)).print(t)
-    return 0
+    return t
+
+
+def _filtered(doc: dict, args) -> dict:
+    """``doc`` with only the entries of ``--kernel`` and ``--device`` (when given)."""
+    entries = doc["entries"]
+    if args.kernel:
+        present = sorted({e["kernel"] for e in entries})
+        unknown = [k for k in args.kernel if k not in present and kernel_family(k) is None]
+        if unknown:
+            raise InvalidArgumentError(f"--kernel {' '.join(unknown)}: no such kernel; the database has configs "
+                                       f"of {', '.join(present) or 'none'}")
+        entries = [e for e in entries if e["kernel"] in args.kernel]
+    if args.device:
+        entries = [e for e in entries if _device_matches(e["device"], args.device)]
+    return {**doc, "entries": entries}
+
+
+def _device_matches(stored: dict, wanted: str) -> bool:
+    if re.fullmatch(r"[a-z]+:\d+", wanted.strip()):  # a device id of this machine: its identity
+        ident = _identity(wanted.strip())
+        return all(stored[k] == ident[k] for k in ("backend", "vendor", "name"))
+    return wanted.strip().lower() in stored["name"].lower()
+
+
+@functools.lru_cache(maxsize=None)
+def _identity(device_id: str) -> dict:
+    from ..device import device
+
+    return device(device_id).identity()
 
 
 def _export(args) -> int:
-    doc = db.user().export()
+    doc = _filtered(db.user().export(), args)
     text = json.dumps(doc, indent=1, sort_keys=True)
     if args.file == "-":
         print(text)
@@ -87,6 +136,10 @@ def _import(args) -> int:
     count = db.user().import_document(doc, source=args.file)
     db.forget()
     print(f"imported {count} configs from {args.file} into {db.user().path}", file=sys.stderr)
+    stale = len(doc["entries"]) - count  # (every other entry was valid: an import is all or nothing)
+    if stale:
+        print(f"left out {stale} configs tuned for another version of their kernel's source (an older isthmus, or "
+              f"an edited source_hash/options): no launch would use them; retune those kernels", file=sys.stderr)
     return 0
 
 

@@ -1,32 +1,35 @@
-"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... --strategy S --budget N [--plot FILE.png]``"""
+"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... --strategy S --budget N [--seconds S] [--plot FILE.png]``"""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import math
 import sys
 from pathlib import Path
 
-from ..device import device as get_device
+from .. import tune as tuning  # prepare() checks a run, run() measures it
 from ..errors import InvalidArgumentError, IsthmusError
 from ..ops.registry import FAMILIES
-from .. import tune  # the callable module: tune(...) runs isthmus.tune.tune
-from ..tune.runner import Budget, Measure
+from ..tune.arguments import CLI, DEFAULT_BUDGET
+from ..tune.runner import Measure
 from ..tune.strategies import NAMES
 from . import reported
 
 
 def _size(text: str) -> tuple[str, int]:
     name, sep, value = text.partition("=")
-    if not sep or not value.strip().lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"--size takes NAME=VALUE with an integer value, got {text!r}")
+    if not sep or not name.strip() or not value.strip().lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"--size takes NAME=VALUE with an integer value (e.g. --size m=1024), "
+                                         f"got {text!r}")
     return name.strip(), int(value)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="isthmus tune", description="tune a kernel's launch parameters on a device "
-                                "and store the best in the tuning database")
+                                "and store the best in the tuning database; every evaluation is stored as it is "
+                                "made, so Ctrl-C keeps what was measured and the same command again goes on from there")
     by_problem: dict = {}
     for spec in FAMILIES.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
@@ -36,8 +39,10 @@ def parser() -> argparse.ArgumentParser:
                    help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))
     p.add_argument("--dtype", default="float32")
     p.add_argument("--strategy", default="anneal", choices=sorted(NAMES))
-    p.add_argument("--budget", type=int, default=None, help="configs to evaluate (default: a fifth of the space)")
-    p.add_argument("--seconds", type=float, default=None, help="time limit for the search")
+    p.add_argument("--budget", type=int, default=None,
+                   help=f"configs to evaluate, at least 1 (default: {DEFAULT_BUDGET}, or the whole space when smaller; "
+                        "with --seconds alone: as many as fit in the time)")
+    p.add_argument("--seconds", type=float, default=None, help="time limit for the search (above 0)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=7, help="timed launches per config (median)")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="plot time per config and the best so far")
@@ -47,22 +52,90 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return reported("isthmus tune", (IsthmusError, ValueError), _run, parser().parse_args(argv))
+    args = parser().parse_args(argv)
+    try:
+        return reported("isthmus tune", (IsthmusError, ValueError), _run, args)
+    except KeyboardInterrupt:  # (during the search, _run prints the best so far itself)
+        print("isthmus tune: interrupted before the search started; nothing was measured", file=sys.stderr)
+        return 130
+
+
+def _problem(sizes: list[tuple[str, int]]) -> dict:
+    seen: dict = {}
+    for name, value in sizes:
+        if name in seen and seen[name] != value:
+            raise InvalidArgumentError(f"--size {name} given twice ({name}={seen[name]} and {name}={value}): give it once")
+        seen[name] = value
+    return seen
 
 
 def _run(args) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     if args.plot:
         check_plot(args.plot)
-    dev = get_device(args.device)
+    if args.repeat < 1:
+        raise InvalidArgumentError(f"--repeat {args.repeat}: timed launches per config must be at least 1 "
+                                   f"(e.g. --repeat 7)")
+    # everything is checked (arguments, space, database) before the progress bar: nothing has run yet
+    job = tuning.prepare(args.kernel, device=args.device, problem=_problem(args.size), strategy=args.strategy,
+                         budget=args.budget, seconds=args.seconds, seed=args.seed, dtype=args.dtype,
+                         database=not args.no_db, syntax=CLI)
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)  # never cut, no markup
+    say(_plan(job))
+    try:
+        result = _measured(job, Measure(repeat=args.repeat), console)
+    except tuning.TuneInterrupted as stop:
+        result = stop.result
+        if not result.evaluations and result.default_ms is None:
+            say("interrupted before any config was measured; nothing stored")
+            return 130
+        Console().print(table(result))
+        where = "the tuning database" if job.store is not None else "nowhere (--no-db)"
+        say(f"interrupted after {len(result.evaluations)} evaluations: the best so far is above; every "
+                      f"evaluation is stored in {where}" + ("; run the same command again to go on (configs "
+                                                            "measured are skipped)" if job.store is not None else ""))
+        return 130
+    Console().print(table(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
+    if args.plot:
+        fig = figure(result, device_name=job.device.name)
+        fig.savefig(args.plot, dpi=110)  # PNG, SVG, PDF: by its suffix
+        say(f"plot written to {args.plot}")
+    return 0 if math.isfinite(result.best_ms) else 1
+
+
+def _plan(job) -> str:
+    """What the run will do: the space, the budget, what earlier runs measured."""
+    fam, problem = job.family, " ".join(f"{k}={v}" for k, v in job.problem.items())
+    limits = []
+    if job.evaluations is not None:
+        limits.append(f"{job.evaluations} configs")
+    if job.seconds is not None:
+        limits.append(f"{job.seconds:g} s")
+    text = (f"tune {fam.name} {job.dtype.name} {problem} on {job.device.id} ({job.device.name}): "
+            f"{len(job.space):,} configs in the space; budget {' or '.join(limits)} ({job.strategy}, seed {job.seed})")
+    if job.evaluations is not None and job.evaluations < len(job.space):
+        text += "; --budget N to change"
+    earlier = len({tuple(sorted(e.params.items())) for e in job.earlier})
+    if earlier:
+        text += f"; {earlier} configs measured by earlier runs are reused, not measured again"
+    return text
+
+
+def _measured(job, measure, console):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     state = {"best": math.inf, "failed": 0}
+    # the bar's end: the budget, else (a time limit alone) every config not measured yet
+    total = job.evaluations if job.evaluations is not None else len(job.space) - len(job.earlier)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("best {task.fields[best]}  failed {task.fields[failed]}"), TimeElapsedColumn(),
                   console=console, transient=False) as progress:
-        task = progress.add_task(f"tune {args.kernel} on {dev.id}", total=args.budget, best="-", failed=0)
+        task = progress.add_task(f"tune {job.family.name} on {job.device.id}", total=max(total, 1), best="-",
+                                 failed=0)
 
         def on_evaluation(ev):
             if ev.status == "ok":
@@ -72,19 +145,12 @@ def _run(args) -> int:
             progress.update(task, advance=1, best=f"{state['best']:.4g} ms" if math.isfinite(state["best"]) else "-",
                             failed=state["failed"])
 
-        result = tune(args.kernel, device=dev, problem=dict(args.size), strategy=args.strategy,
-                      budget=Budget(args.budget, args.seconds) if args.budget or args.seconds else None,
-                      seed=args.seed, dtype=args.dtype, measure=Measure(repeat=args.repeat),
-                      database=not args.no_db, on_evaluation=on_evaluation)
-        progress.update(task, total=len(result.evaluations), completed=len(result.evaluations))
-    Console().print(table(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
-    if args.plot:
-        fig = figure(result, device_name=dev.name)
-        fig.savefig(args.plot, dpi=110)  # PNG, SVG, PDF: by its suffix
-        console.print(f"plot written to {args.plot}")
-    return 0 if math.isfinite(result.best_ms) else 1
+        try:
+            result = tuning.run(job, measure=measure, on_evaluation=on_evaluation)
+        finally:
+            progress.stop()
+        progress.update(task, total=max(len(result.evaluations), 1), completed=len(result.evaluations))
+    return result
 
 
 def table(result):
@@ -92,8 +158,10 @@ def table(result):
     included (a search that found nothing faster shows the default as the best)."""
     from rich.table import Table
 
-    t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
-                    f"{len(result.evaluations)} of {result.space_size} configs "
+    problem = " ".join(f"{k}={v}" for k, v in result.problem.items())
+    reused = f" (+{len(result.earlier)} from earlier runs)" if result.earlier else ""
+    t = Table(title=f"{result.kernel} {result.dtype} {problem} on {result.device}: "
+                    f"{len(result.evaluations)}{reused} of {result.space_size:,} configs "
                     f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
     for col, justify in (("config", "left"), ("params", "left"), ("time (ms)", "right"), ("vs default", "right")):
         t.add_column(col, justify=justify)
@@ -111,10 +179,10 @@ def table(result):
 
 
 def ranking(result) -> list[tuple[dict, float]]:
-    """(params, median ms) of every correct config, the default's own measurement included,
-    fastest first, one row per config."""
+    """(params, median ms) of every correct config, the default's own measurement and the earlier
+    runs' reused ones included, fastest first, one row per config."""
     best: dict = {}
-    measured = [(dict(e.params), e.time_ms) for e in result.evaluations if e.status == "ok"]
+    measured = [(dict(e.params), e.time_ms) for e in result.evaluations + result.earlier if e.status == "ok"]
     if result.default_ms is not None:
         measured.append((dict(result.default), result.default_ms))
     for params, ms in sorted(measured, key=lambda pm: pm[1]):  # (a config's fastest time is its first)

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field, fields
 from ..device import device as get_device
 from ..dtypes import lookup as dtype_lookup
 from ..errors import InvalidArgumentError
+from . import arguments
+from .arguments import PYTHON, Syntax
 from .space import Config, Space
 from .targets import declare  # a kernel of your own, tunable
 from .targets import target as get_target
@@ -39,7 +41,9 @@ from .targets import target as get_target
 @dataclass(frozen=True)
 class TuneResult:
     """What a tuning run found. ``best``/``default`` are :class:`space.Config` values (frozen,
-    hashable dicts of tunable values); times are medians in ms."""
+    hashable dicts of tunable values); times are medians in ms. ``evaluations`` are this run's;
+    ``earlier`` the configs measured for the same key and problem by earlier runs, which this
+    run reused instead of measuring again (``best`` is the fastest of both)."""
 
     kernel: str
     device: str
@@ -54,6 +58,8 @@ class TuneResult:
     default_ms: float | None
     evaluations: list = field(repr=False)
     seconds: float = 0.0
+    budget: int | None = None
+    earlier: list = field(default_factory=list, repr=False)
 
     @property
     def speedup(self) -> float:
@@ -68,47 +74,100 @@ class TuneResult:
 
     def to_json(self) -> dict:
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup,
-                "by_status": self.by_status, "evaluations": [asdict(e) for e in self.evaluations]}
+                "by_status": self.by_status, "evaluations": [asdict(e) for e in self.evaluations],
+                "earlier": [asdict(e) for e in self.earlier]}
 
 
-def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
-         seconds: float | None = None, seed: int = 0, dtype="float32", measure=None, options: dict | None = None,
-         database=True, on_evaluation=None) -> TuneResult:
-    """Tune ``kernel`` (a library kernel name such as ``"gemm"``, or a kernel from :func:`declare`)
-    for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``) on ``device``.
+class TuneInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`tune`: ``result`` holds what was measured until then (every evaluation
+    is in the database already; the same call again skips them and goes on)."""
 
-    ``budget``: distinct configs to evaluate (default: a fifth of the space, at least 10);
-    ``seconds``: a time limit as well. Every evaluation is stored in the tuning database
-    (``database=False``: none; or a :class:`db.Database`), the best per key kept for launches.
-    """
+    def __init__(self, result: TuneResult):
+        super().__init__(f"tuning {result.kernel} interrupted after {len(result.evaluations)} evaluations")
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Job:
+    """A tuning run with its arguments checked and its space built (:func:`prepare`), not yet run
+    (:func:`run`): the CLI shows it before the progress bar."""
+
+    target: object
+    device: object
+    dtype: object
+    problem: dict
+    space: Space
+    evaluations: int | None  # distinct configs to measure (None: only ``seconds`` limits it)
+    seconds: float | None
+    strategy: str
+    seed: int
+    options: dict
+    store: object  # the Database evaluations go to, or None
+    key: object
+    earlier: tuple  # Evaluations measured by earlier runs for this key and problem (reused)
+
+    @property
+    def family(self):
+        return self.target.family
+
+
+def prepare(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
+            seconds: float | None = None, seed: int = 0, dtype="float32", options: dict | None = None,
+            database=True, syntax: Syntax = PYTHON) -> Job:
+    """Check a tuning run's arguments (hints in ``syntax``: :data:`arguments.PYTHON`, ``CLI`` or
+    ``JAVA``), build its space and read what earlier runs measured; nothing is measured."""
     from . import db as dbmod  # (SQLite: the database module is imported on first use)
-    from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
+    from .runner import Budget, Evaluation
 
     tgt = get_target(kernel)
     fam = tgt.family
+    if isinstance(budget, Budget):
+        budget, seconds = budget.evaluations, budget.seconds if seconds is None else seconds
+    evaluations, seconds = arguments.budget(budget, seconds, syntax)
+    strategy, seed, opts = arguments.search(strategy, seed, options, syntax)
+    problem = arguments.problem(fam, problem, syntax)
     dev = get_device(device)
     dt = dtype_lookup(dtype)
     fam.check_dtype(dev, dt)
-    if problem is None or set(problem) != set(fam.problem):
-        raise InvalidArgumentError(f"tune {fam.name}: problem must name the sizes {', '.join(fam.problem)} "
-                                   f"(e.g. problem={{{', '.join(repr(p) + ': 1024' for p in fam.problem)}}}), "
-                                   f"got {problem!r}")
-    problem = {p: int(problem[p]) for p in fam.problem}
     space = Space.of(fam, dev, problem, dt)
     if not len(space):
-        raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at {problem}")
-    if isinstance(budget, Budget):
-        limits = budget
-    else:
-        evals = budget if budget is not None else min(len(space), max(10, math.ceil(0.2 * len(space))))
-        limits = Budget(int(evals), seconds)
-    measure = measure or Measure()
+        raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at "
+                                   f"{syntax.problem(fam.problem, problem)}")
+    if evaluations is None and seconds is None:
+        evaluations = arguments.DEFAULT_BUDGET
+    if evaluations is not None:
+        evaluations = min(evaluations, len(space))  # (no search measures more configs than there are)
     store = dbmod.user() if database is True else (database or None)
+    if store is not None and store.readonly:  # before anything is measured: nothing could be kept
+        raise store.read_only_error()
     key = dbmod.key_for(fam, dev, dt.name, problem)
+    earlier = () if store is None else tuple(
+        Evaluation(params, status, time_ms) for params, status, time_ms in store.measured(key, problem)
+        if params in space)
+    return Job(tgt, dev, dt, problem, space, evaluations, seconds, strategy, seed, opts, store, key, earlier)
+
+
+def run(job: Job, *, measure=None, on_evaluation=None) -> TuneResult:
+    """Measure ``job``: the default config first (the baseline, and the time limit of the others),
+    then the strategy until the budget is spent; configs of ``job.earlier`` cost nothing. Each
+    evaluation is stored as it is made. Ctrl-C raises :class:`TuneInterrupted` with the result so far."""
+    from . import db as dbmod
+    from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
+
+    fam, dev, dt, store, key, problem = job.family, job.device, job.dtype, job.store, job.key, job.problem
+    measure = measure or Measure()
     t0 = time.monotonic()
-    bench = Bench(tgt, dev, problem, dt.np, measure, seed)
+    default = Config(default_params(fam, dev, problem, dt))
+    base = cost = None
+    history: list = []
+    known = {}  # earlier measurements: a config's best time, inf when it never ran right
+    for ev in job.earlier:
+        k = Space.key(ev.params)
+        known[k] = min(known.get(k, math.inf), ev.cost)
+    known.pop(Space.key(default), None)  # measured again below: the baseline of this run
+    bench = None
     try:
-        default = default_params(fam, dev, problem, dt)
+        bench = Bench(job.target, dev, problem, dt.np, measure, job.seed)
         base = bench.evaluate(default, None)
         default_ms = base.time_ms if base.status == "ok" else None
         timeout = measure.timeout_ms if measure.timeout_ms is not None else (
@@ -120,21 +179,55 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
         def evaluate(config) -> Evaluation:
             ev = base if config == default else bench.evaluate(config, timeout)
             if store is not None and ev is not base:
-                store.record(key, problem, config, ev.time_ms, ev.status, error=ev.error, strategy=strategy,
+                store.record(key, problem, config, ev.time_ms, ev.status, error=ev.error, strategy=job.strategy,
                              default_ms=default_ms)
             return ev
 
-        cost = Cost(evaluate, limits, len(space), on_evaluation)
-        history = search(space, cost, strategy, seed, options)
+        cost = Cost(evaluate, Budget(job.evaluations, job.seconds), len(job.space), on_evaluation, known=known)
+        history = search(job.space, cost, job.strategy, job.seed, job.options)
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+        history = cost.history if cost is not None else []
     finally:
-        bench.close()
+        if bench is not None:
+            bench.close()
         if store is not None:
             dbmod.forget()
-    ok = [e for e in history + [base] if e.status == "ok"]
+    measured = {Space.key(e.params) for e in history} | {Space.key(default)}
+    earlier: dict = {}  # one per config, its best measurement, for configs this run did not measure
+    for e in job.earlier:
+        k = Space.key(e.params)
+        if k not in measured and (k not in earlier or e.cost < earlier[k].cost):
+            earlier[k] = e
+    ok = [e for e in history + ([base] if base is not None else []) + list(earlier.values()) if e.status == "ok"]
     best = min(ok, key=lambda e: e.time_ms) if ok else None
-    return TuneResult(fam.name, dev.id, problem, dt.name, strategy, seed, len(space),
-                      best.params if best else Config(), best.time_ms if best else math.inf, Config(default),
-                      default_ms, history, time.monotonic() - t0)
+    result = TuneResult(fam.name, dev.id, problem, dt.name, job.strategy, job.seed, len(job.space),
+                        best.params if best else Config(), best.time_ms if best else math.inf, default,
+                        base.time_ms if base is not None and base.status == "ok" else None, history,
+                        time.monotonic() - t0, job.evaluations, list(earlier.values()))
+    if interrupted:
+        raise TuneInterrupted(result) from None
+    return result
+
+
+def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
+         seconds: float | None = None, seed: int = 0, dtype="float32", measure=None, options: dict | None = None,
+         database=True, on_evaluation=None) -> TuneResult:
+    """Tune ``kernel`` (a library kernel name such as ``"gemm"``, or a kernel from :func:`declare`)
+    for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``) on ``device``.
+
+    ``budget``: distinct configs to evaluate (default: 50, or the whole space when smaller);
+    ``seconds``: a time limit as well (alone: the only limit). Every evaluation is stored in the
+    tuning database as it is made (``database=False``: none; or a :class:`db.Database`), the best
+    per key kept for launches; a second call for the same kernel, device, dtype and problem reuses
+    what the first measured and goes on from there. Ctrl-C raises :class:`TuneInterrupted`, whose
+    ``result`` is the best found so far.
+
+    >>> r = isthmus.tune("softmax", problem={"rows": 4096, "cols": 1000}, budget=30)
+    """
+    return run(prepare(kernel, device, problem, strategy, budget, seconds=seconds, seed=seed, dtype=dtype,
+                       options=options, database=database), measure=measure, on_evaluation=on_evaluation)
 
 
 def tuned_config(spec, device, dt, problem: dict) -> dict | None:
@@ -154,4 +247,4 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
-__all__ = ["TuneResult", "declare", "tune"]
+__all__ = ["Job", "TuneInterrupted", "TuneResult", "declare", "prepare", "run", "tune"]

@@ -48,8 +48,10 @@ def bundled() -> Database:
             db = Database.memory()
             for f in sorted((Path(__file__).resolve().parent / "bundled").glob("*.json")):
                 try:
-                    db.import_document(json.loads(f.read_text()), source=f.name, skip_bad=True)
-                except (DatabaseError, ValueError) as exc:  # a broken shipped file must not break launches
+                    doc = json.loads(f.read_text())
+                    db.import_document(doc, source=f.name, skip_bad=True)
+                    db.tuned_cores.update({str(k): int(v) for k, v in (doc.get("cores") or {}).items()})
+                except (DatabaseError, ValueError, TypeError, AttributeError) as exc:  # a broken shipped file must not break launches
                     warnings.warn(f"bundled tuning file {f.name} skipped: {exc}", TuningDatabaseWarning)
             db.readonly = True
             _bundled = db

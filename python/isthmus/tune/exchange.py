@@ -7,12 +7,17 @@ A document is ``{"format": "isthmus-tuning", "schema": 1, "entries": [...]}``; a
      "bucket": {"m": 512, "n": 512, "k": 512}, "params": {"TM": 64, ...},
      "time_ms": 1.25, "default_ms": 2.5}
 
+A document may also say how many CPU cores its CPU devices had, ``"cores": {"<device name>": 2}``
+(the bundled files do; see :mod:`.lookup`).
+
 :func:`validate` checks the whole document before anything is written and names the first bad
 entry: unknown kernel, a field of the wrong type, a dtype the kernel lacks, a problem bucket that
 is not the kernel's, a parameter value outside the kernel's space.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 from types import SimpleNamespace
@@ -20,7 +25,7 @@ from types import SimpleNamespace
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
 from .space import kernel_family, known_kernels
-from .storage import FORMAT, SCHEMA, canonical, parse_best
+from .storage import FORMAT, SCHEMA, canonical, fingerprint, parse_best
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
 # Bounds on what an import reads: far above any real export (a few KB per entry), far below what
@@ -159,8 +164,8 @@ def _entry(i: int, e, source: str) -> tuple:
                                 f"{', '.join(map(str, t.values))})")
     problem = dict(bucket)
     if not any(family.is_valid(params, limits, problem, dt) for limits in _UNLIMITED):
-        raise DatabaseError(f"{where}: params {params} break a restriction of {kernel}: "
-                            f"{'; '.join(family.restrictions)}")
+        raise DatabaseError(f"{where}: params {_params(params)} at bucket {_params(bucket)}: "
+                            f"{_broken(family, params, problem, dt)}")
     time_ms = e["time_ms"]
     if not _is_time(time_ms):
         raise DatabaseError(f"{where}: 'time_ms' must be a positive, finite number, got {_short(time_ms)}")
@@ -170,6 +175,45 @@ def _entry(i: int, e, source: str) -> tuple:
     keyrow = (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
               dt.name, json.dumps([bucket[p] for p in family.problem]))
     return keyrow, canonical(params), float(time_ms), None if default_ms is None else float(default_ms)
+
+
+def _params(p: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in p.items())
+
+
+@functools.lru_cache(maxsize=256)
+def _only(family, restriction: str):
+    """``family`` with one of its restrictions alone (which clause a config breaks)."""
+    return dataclasses.replace(family, restrictions=(restriction,))
+
+
+def _broken(family, params: dict, problem: dict, dt) -> str:
+    """What a config breaks: a tunable set outside its variant, or the restriction clauses that
+    fail (as a GPU or as a CPU, whichever breaks fewer: the one the entry was meant for)."""
+    for t in family.tunables:
+        if params[t.name] != t.default and not t.applies(params):
+            return (f"{t.name} = {params[t.name]} is set, but {t.name} applies only where {t.when[0]} is one of "
+                    f"{', '.join(map(str, t.when[1]))} (elsewhere it stays {t.default})")
+    failing = min(([r for r in family.restrictions if not _only(family, r).is_valid(params, limits, problem, dt)]
+                   for limits in _UNLIMITED), key=len)
+    return f"{'these restrictions' if len(failing) > 1 else 'this restriction'} of {family.name} fail: " + (
+        "; ".join(failing) or "(none alone: their combination)")
+
+
+def split_stale(rows: list[tuple]) -> tuple[list[tuple], int]:
+    """(rows tuned for the kernel sources this isthmus has, how many others): a row whose
+    source_hash or options are not the kernel's current ones (an older isthmus, or an edited
+    file) would never be used by a launch, and stored beside the current row it would be a second
+    "best" for the same kernel, device, dtype and bucket."""
+    current, stale = [], 0
+    for row in rows:
+        kernel, source_hash, options, dtype = row[0][0], row[0][1], row[0][2], row[0][7]
+        family = kernel_family(kernel)  # (None: a kernel not declared in this process; nothing to compare)
+        if family is None or fingerprint(family, dtype) == (source_hash, options):
+            current.append(row)
+        else:
+            stale += 1
+    return current, stale
 
 
 def _is_time(v) -> bool:

@@ -8,12 +8,12 @@ import jpype
 import numpy as np
 
 from ..dtypes import lookup
-from ..errors import InvalidArgumentError
 from ..java.spi.buffers import argument
 from ..java.spi.proxy import implements, reads
 from ..ops import registry
 from ..ops.resolve import resolve
-from . import tune as tune_
+from . import arguments, prepare, run
+from .arguments import JAVA
 from .targets import declare as py_declare
 
 
@@ -45,16 +45,17 @@ class TuneRun:
 
 
 def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
-    return TuneRun(tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
-                         budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype)))
+    # Tuner's budget(0) and seconds(0) are its documented defaults; anything below is refused with
+    # a hint in the builder's syntax, like every other argument (arguments.JAVA)
+    job = prepare(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
+                  budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype),
+                  syntax=JAVA)
+    return TuneRun(run(job))
 
 
 def tuned_config(kernel, device, problem, dtype):
     fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
-    sizes = _problem(problem)
-    if set(sizes) != set(fam.problem):
-        raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "
-                                   f"{', '.join(sizes) or 'none'}")
+    sizes = arguments.problem(fam, _problem(problem), JAVA)
     return _jmap(resolve(fam, device, lookup(str(dtype)), sizes)[0])
 
 

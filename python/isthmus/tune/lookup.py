@@ -22,6 +22,13 @@ has only backend, vendor and name):
   for SSE), from the LLVM CPU name that PoCL puts in its device name
   (``pthread-skylake-avx512-AMD EPYC``) or, for the device at hand, its OpenCL native vector width;
 - anything else has no architecture class and falls back to the defaults.
+
+The configs shipped for PoCL are one file per x86-64 class (``bundled/opencl-pocl-x86_64.json``:
+AVX-512, ``opencl-pocl-x86-64-avx2.json``: AVX2), as CLBlast ships per-vendor defaults, so a CPU
+of any name gets its class's configs at level 3. The core count is part of a CPU's class: a
+bundled file names the cores its CPUs had (``"cores"``), and a CPU config is used, at any level,
+only on a CPU with at most :data:`CORE_RATIO` times more or fewer cores (the shipped ones were
+measured on 2 cores, so a 64-core CPU uses its own tuning or the defaults, which suit it better).
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import sqlite3
 import warnings
 from typing import Iterator
 
+from ..errors import DatabaseError
 from ..ops.spec import shape_class
 from .storage import TuningDatabaseWarning, key_for
 
@@ -103,7 +111,8 @@ def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | No
     fits = _fits_here(family, device, problem, dt)
     shape = shape_class(key.bucket)
     # each database is read once, and only when the sources before it had nothing that fits
-    rows = functools.cache(lambda get: [r for r in _read(lambda: get().best_rows(key)) if shape_class(r[3]) == shape])
+    rows = functools.cache(lambda get: [r for r in _read(lambda: get().best_rows(key))
+                                        if shape_class(r[3]) == shape and _cores_fit(device, get(), r[1])])
     for name, get in sources:
         for level, params in _same_device(rows(get), key):
             if fits(params):
@@ -119,14 +128,29 @@ def explain(family, device, dt, problem: dict, sources) -> tuple[str, dict] | No
 
 
 def _read(rows) -> list:
-    """``rows()`` as a list, or none (with a warning) when the database fails while being read: an
-    unwritable cache or a file damaged while open must not stop launches, which use the next source."""
+    """``rows()`` as a list, or none (with a warning) when the database cannot be opened or fails while
+    being read: an unwritable cache, a misconfigured ISTHMUS_TUNING_DB (which tuning and ``isthmus db``
+    report as an error) or a file damaged while open must not stop launches, which use the next source."""
     try:
         return list(rows())
-    except (sqlite3.Error, OSError) as exc:
-        warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); using the next source",
-                      TuningDatabaseWarning)
+    except (sqlite3.Error, OSError, DatabaseError) as exc:
+        warnings.warn(f"tuning database lookup failed ({type(exc).__name__}: {exc}); this launch uses the next "
+                      f"source (the bundled configs, else the defaults)", TuningDatabaseWarning)
         return []
+
+
+CORE_RATIO = 4  # a CPU config applies to CPUs with at most this many times more, or fewer, cores
+
+
+def _cores_fit(device, store, name: str) -> bool:
+    """Whether a row tuned on the CPU ``name`` suits this device's core count: a config tuned on 2
+    cores (few work-groups: a reduction with GROUPS=2) would leave most of a 64-core CPU idle.
+    True where either count is unknown (a GPU, a row of the user's own machines)."""
+    tuned_on = getattr(store, "tuned_cores", {}).get(name)
+    here = getattr(device, "compute_units", None)
+    if device.kind != "cpu" or not tuned_on or not here:
+        return True
+    return max(here, tuned_on) <= CORE_RATIO * min(here, tuned_on)
 
 
 def _fits_here(family, device, problem: dict, dt):

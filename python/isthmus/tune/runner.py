@@ -169,10 +169,12 @@ def default_params(family, device, problem: dict, dtype) -> dict:
 
 class Cost:
     """The cost function strategies call: each distinct config is measured (or replayed) once,
-    counted against the budget, recorded, and reported to ``on_evaluation``."""
+    counted against the budget, recorded, and reported to ``on_evaluation``; a config in ``known``
+    (measured by an earlier run) costs its recorded time and nothing of the budget."""
 
     def __init__(self, evaluate: Callable[[dict], Evaluation], budget: Budget, space_size: int,
-                 on_evaluation: Callable[[Evaluation], None] | None = None, clock=time.monotonic):
+                 on_evaluation: Callable[[Evaluation], None] | None = None, clock=time.monotonic,
+                 known: dict | None = None):
         self.evaluate_fn = evaluate
         self.budget = budget
         self.space_size = space_size
@@ -180,7 +182,7 @@ class Cost:
         self.clock = clock
         self.start = clock()
         self.history: list[Evaluation] = []
-        self.seen: dict = {}
+        self.seen: dict = dict(known or {})  # Space.key -> cost; ``known``: measured before, free
 
     def __call__(self, config: dict) -> float:
         k = Space.key(config)

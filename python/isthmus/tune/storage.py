@@ -7,8 +7,20 @@ problem bucket (each size rounded up to a power of two). ``runs`` keeps every ev
 (params, time, status); ``best`` keeps the fastest correct config per key. Which stored config a
 launch uses is :mod:`.lookup`'s policy; the process's databases are :mod:`.db`'s.
 
-A file that is corrupt, truncated or written by a newer schema is moved aside (``*.bad-<time>``)
-with a warning and a new database is built in its place: never a crash, never a wrong config.
+What is at the path decides what happens (nothing isthmus did not write is ever moved or changed):
+
+- nothing, or an empty file: a new database is made beside it and moved into place in one step;
+- an isthmus database: SQLite's ``application_id`` header field (offset 68) holds
+  :data:`APPLICATION_ID` ("ISTH"), set when isthmus creates the file. It is readable from the
+  first 100 bytes even when the rest of the file is damaged, so only a file isthmus wrote is
+  ever recognised as a damaged database of its own, moved aside (``*.bad-<time>``, with a warning)
+  and rebuilt. A file made before the field was set (schema 1, tables ``runs`` and ``best``)
+  is recognised by its tables while it is readable and gets the field;
+- an isthmus database of a newer schema, a folder, another application's SQLite file or any
+  other file: :class:`DatabaseError` naming the path and what to do; the file stays as it is;
+- a database the process cannot write (a read-only file or folder: a ConfigMap, an image layer):
+  opened read-only (SQLite ``mode=ro``, else ``immutable=1`` where no ``-shm`` can be made), so
+  lookups read it; every write is a :class:`DatabaseError` saying how to use a writable copy.
 """
 from __future__ import annotations
 
@@ -23,7 +35,7 @@ import threading
 import time
 import urllib.parse
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -32,6 +44,7 @@ from ..errors import DatabaseError
 from ..ops.spec import problem_bucket
 
 SCHEMA = 1
+APPLICATION_ID = 0x49535448  # "ISTH": SQLite's header field naming the application that owns a file
 FORMAT = "isthmus-tuning"  # the "format" of exported JSON documents
 STATUSES = ("ok", "compile_error", "launch_error", "timeout", "wrong")
 BUSY_TIMEOUT_S = 60.0
@@ -51,13 +64,15 @@ CREATE TABLE IF NOT EXISTS best (
     PRIMARY KEY (kernel, source_hash, options, backend, vendor, device, driver, dtype, bucket));
 CREATE INDEX IF NOT EXISTS best_model ON best (kernel, source_hash, options, backend, vendor, device, dtype);
 PRAGMA user_version = {SCHEMA};
+PRAGMA application_id = {APPLICATION_ID};
 """
 _KEY_COLUMNS = ("kernel", "source_hash", "options", "backend", "vendor", "device", "driver", "dtype", "bucket")
 _KEYS = ", ".join(_KEY_COLUMNS)
 
 
 class TuningDatabaseWarning(UserWarning):
-    """A tuning database file was unusable and has been moved aside (the warning names both paths)."""
+    """A tuning database was damaged and set aside, had rows with bad values, or could not be read
+    for a launch (which then uses the next source); the warning names the path."""
 
 
 @dataclass(frozen=True)
@@ -128,12 +143,17 @@ def parse_best(bucket, params, dims: int) -> tuple[tuple[int, ...], dict] | None
 
 # ---- the database -----------------------------------------------------------------------------
 class Database:
-    """One SQLite tuning database. ``Database(path)`` opens (checking it, rebuilding it when bad);
-    ``Database.memory()`` is a private in-memory one (the bundled configs are loaded into one)."""
+    """One SQLite tuning database. ``Database(path)`` opens the file at ``path`` or makes it (what
+    is at the path decides: see the module's docstring; ``readonly`` is set when this process
+    cannot write it); ``Database.memory()`` is a private in-memory one (the bundled configs are
+    loaded into one)."""
 
     def __init__(self, path: Path | str | None, *, readonly: bool = False):
         self.path = None if path is None else Path(path)
         self.readonly = readonly
+        # CPU cores of the devices its rows were tuned on, by device name, where a document said
+        # (the bundled files do): CPU configs apply only to CPUs of a similar core count
+        self.tuned_cores: dict[str, int] = {}
         self._lock = threading.RLock()
         self._warned_bad_row = False
         self._conn = self._open()
@@ -144,30 +164,74 @@ class Database:
 
     # ---- opening, checking, rebuilding ----
     def _connect(self) -> sqlite3.Connection:
-        target = ":memory:" if self.path is None else str(self.path)
-        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        if self.path is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            conn = _connect_file(self.path, "ro" if self.readonly else "rw")
+            if self.readonly:
+                try:
+                    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                except sqlite3.OperationalError:  # a WAL file in a folder where no -shm can be made
+                    conn.close()
+                    conn = _connect_file(self.path, "ro", immutable=True)
         conn.row_factory = sqlite3.Row  # (a row unpacks as a tuple, or becomes a dict by column)
         return conn
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, attempts: int = 3) -> sqlite3.Connection:
         if self.path is None:
             conn = self._connect()
             conn.executescript(_TABLES)
             return conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _file_lock(self.path):
-            problem = _check_file(self.path)
-            if problem is not None:
-                moved = _move_aside(self.path)
-                warnings.warn(f"tuning database {self.path} is unusable ({problem}); moved it to {moved} and "
-                              f"started a new one (tuned configs in it are not used)", TuningDatabaseWarning,
-                              stacklevel=4)
+        kind = _identify(self.path)
+        if kind == "new" and self.readonly:
+            raise DatabaseError(f"there is no tuning database at {self.path} to open read-only")
+        if kind == "new":
+            _create(self.path)
+        self.readonly = self.readonly or not _writable(self.path)
+        try:
             conn = self._connect()
-            if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.executescript(_TABLES)
-            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses no commit
-        return conn
+        except sqlite3.DatabaseError as exc:
+            damage = str(exc)
+        else:
+            try:
+                damage = _damage(conn, legacy=kind == "legacy?")
+            except BaseException:
+                conn.close()
+                raise
+            if damage is None:
+                if kind == "legacy?" and not self.readonly:  # an isthmus file from before APPLICATION_ID
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                if not self.readonly:
+                    conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses no commit
+                return conn
+            conn.close()
+        if kind == "legacy?" and damage.startswith(_FOREIGN):
+            raise DatabaseError(f"{self.path} is an SQLite database of another application ({damage}), not a tuning "
+                                f"database; isthmus leaves it as it is. Point ISTHMUS_TUNING_DB at another file (a "
+                                f"new database is made there)")
+        if kind == "legacy?":
+            raise DatabaseError(f"{self.path} is a damaged SQLite file ({damage}) that isthmus cannot recognise as its "
+                                f"own (it does not carry isthmus' application id); isthmus leaves it as it is. Delete "
+                                f"it if it is an old isthmus tuning database, or point ISTHMUS_TUNING_DB at another file")
+        if self.readonly or attempts <= 1:
+            raise DatabaseError(f"the tuning database {self.path} is damaged ({damage})"
+                                + (" and read-only, so isthmus cannot set it aside" if self.readonly else "")
+                                + ": replace it with a good copy, or point ISTHMUS_TUNING_DB at another path")
+        moved = _set_aside(self.path)
+        if moved is not None:
+            warnings.warn(f"the tuning database {self.path} was damaged ({damage}); isthmus moved it to {moved} and "
+                          f"started a new one (its tuned configs are not used)", TuningDatabaseWarning, stacklevel=4)
+        return self._open(attempts - 1)
+
+    def read_only_error(self) -> DatabaseError:
+        """The error a write to this database raises (also raised before a tuning run starts)."""
+        if self.path is None:
+            return DatabaseError("the tuning configs bundled with isthmus are read-only")
+        return DatabaseError(
+            f"the tuning database {self.path} is read-only (the file or its folder cannot be written): launches read "
+            f"its configs, but tuning and `isthmus db import` or `clear` cannot store anything in it. To tune, copy it "
+            f"to a writable place and point ISTHMUS_TUNING_DB there: cp {self.path} ~/tuning.sqlite && export "
+            f"ISTHMUS_TUNING_DB=~/tuning.sqlite")
 
     def close(self) -> None:
         with self._lock:
@@ -176,7 +240,7 @@ class Database:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         if self.readonly:
-            raise DatabaseError(f"the tuning database {self.path or '(bundled)'} is read-only")
+            raise self.read_only_error()
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock between writers
@@ -266,6 +330,21 @@ class Database:
                 sql, args = sql + " WHERE kernel = ?", (kernel,)
             return [dict(row) for row in self._conn.execute(sql + " ORDER BY id", args)]
 
+    def measured(self, key: Key, problem: dict) -> list[tuple[dict, str, float | None]]:
+        """(params, status, time_ms) of every run recorded for ``key`` at exactly ``problem``, oldest
+        first (what a tuning run resumes from); rows whose params do not parse are left out."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT params, status, time_ms FROM runs WHERE {' AND '.join(c + ' = ?' for c in _KEY_COLUMNS)} "
+                "AND problem = ? ORDER BY id", key.row() + (json.dumps(problem, sort_keys=True),)).fetchall()
+        found = []
+        for params, status, time_ms in rows:
+            with suppress(TypeError, ValueError, RecursionError):
+                p = json.loads(params)
+                if isinstance(p, dict) and status in STATUSES and (time_ms is None or _is_time(time_ms)):
+                    found.append((p, status, time_ms))
+        return found
+
     def counts(self) -> dict:
         with self._lock:
             return {"runs": self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0],
@@ -290,10 +369,12 @@ class Database:
 
     def import_document(self, doc, *, source: str = "document", skip_bad: bool = False) -> int:
         """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing
-        (``skip_bad``: leave out the entries that do not validate)."""
-        from .exchange import validate
+        (``skip_bad``: leave out the entries that do not validate). Entries tuned for another
+        version of their kernel's source are left out (no launch would use them); returns how
+        many entries were merged."""
+        from .exchange import split_stale, validate
 
-        rows = validate(doc, source=source, skip_bad=skip_bad)
+        rows, _ = split_stale(validate(doc, source=source, skip_bad=skip_bad))
         now = time.time()
         with self._write() as conn:
             for keyrow, params, time_ms, default_ms in rows:
@@ -301,59 +382,157 @@ class Database:
         return len(rows)
 
 
-def _check_file(path: Path) -> str | None:
-    """Why the file at ``path`` is unusable, or None (also None when there is no file yet)."""
+def _is_time(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _identify(path: Path) -> str:
+    """What is at ``path``: "new" (nothing, or an empty file), "isthmus" (a file whose header names
+    isthmus), "legacy?" (an SQLite file with no application id: isthmus' own if its tables say
+    so); anything else is a DatabaseError naming the path, and the file is left as it is."""
+    if path.is_dir():
+        raise DatabaseError(f"{path} is a folder, not a tuning database file: point ISTHMUS_TUNING_DB at a file "
+                            f"(for example {path / 'tuning.sqlite'}, made there on first use)")
     if not path.exists():
-        return None
-    if path.stat().st_size == 0:
-        return None if not Path(str(path) + "-wal").exists() else "empty file with a write-ahead log"
+        return "new"
+    if not path.is_file():
+        raise DatabaseError(f"{path} is not a regular file, so it cannot be a tuning database: point "
+                            f"ISTHMUS_TUNING_DB at a file path (made there on first use)")
     try:
-        # Quoted: a '%', '#' or '?' in the path would otherwise be read as URI syntax (another file
-        # opened, or a valid database moved aside).
-        uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=rw"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA:
-                return f"written by a newer isthmus: schema {version}, this one reads {SCHEMA}"
-            check = conn.execute("PRAGMA quick_check").fetchall()
-            if [r[0] for r in check] != ["ok"]:
-                return "integrity check failed: " + "; ".join(str(r[0]) for r in check[:3])
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if version == 0 and tables:
-                return f"not an isthmus tuning database (tables {', '.join(sorted(tables))})"
-            if version == SCHEMA and not {"runs", "best"} <= tables:
-                return "tables are missing"
-            if 0 < version < SCHEMA:
-                return f"schema {version} is older than {SCHEMA}"
-        finally:
-            conn.close()
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except OSError as exc:
+        raise DatabaseError(f"the tuning database {path} cannot be read ({exc.strerror}): fix its permissions, or "
+                            f"point ISTHMUS_TUNING_DB at another file") from None
+    if not header:
+        wal = Path(str(path) + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise DatabaseError(f"{path} is empty but has a write-ahead log {wal}: isthmus cannot tell whose it is "
+                                f"and leaves both as they are; delete both, or point ISTHMUS_TUNING_DB elsewhere")
+        return "new"
+    if header[:16] != _SQLITE_MAGIC or len(header) < 100:
+        raise DatabaseError(f"{path} is not a tuning database (not an SQLite file); isthmus leaves it as it is. "
+                            f"Point ISTHMUS_TUNING_DB at another path (a new database is made there), or move the "
+                            f"file away")
+    app, version = int.from_bytes(header[68:72], "big"), int.from_bytes(header[60:64], "big")
+    if app == APPLICATION_ID:
+        if version > SCHEMA:
+            raise DatabaseError(f"the tuning database {path} was written by a newer isthmus (schema {version}; this "
+                                f"one reads {SCHEMA}): upgrade isthmus, or point ISTHMUS_TUNING_DB at another file")
+        return "isthmus"
+    if app == 0:
+        return "legacy?"
+    raise DatabaseError(f"{path} is an SQLite database of another application (application_id {app:#010x}), not a "
+                        f"tuning database; isthmus leaves it as it is. Point ISTHMUS_TUNING_DB at another file")
+
+
+_FOREIGN = "tables: "
+
+
+def _damage(conn: sqlite3.Connection, legacy: bool) -> str | None:
+    """Why an opened database is not a usable isthmus tuning database, or None."""
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in check] != ["ok"]:
+            return "integrity check failed: " + "; ".join(str(r[0]) for r in check[:3])
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
         return str(exc)
+    if legacy and (version != SCHEMA or not {"runs", "best"} <= tables):
+        return f"{_FOREIGN}{', '.join(sorted(tables)) or 'none'}; user_version {version}"
+    if not {"runs", "best"} <= tables:
+        return "its tables are missing"
     return None
 
 
-def _move_aside(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    moved = path.with_name(f"{path.name}.bad-{stamp}-{os.getpid()}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            os.replace(src, Path(str(moved) + suffix))
-    return moved
+def _uri(path: Path, mode: str, immutable: bool = False) -> str:
+    # Quoted: a '%', '#' or '?' in the path would otherwise be read as URI syntax (another file opened).
+    return f"file:{urllib.parse.quote(str(path.resolve()))}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+def _connect_file(path: Path, mode: str, immutable: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(_uri(path, mode, immutable), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the file and make its -wal and -shm beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _create(path: Path) -> None:
+    """A new, empty database at ``path``, made beside it and linked into place in one step, so no
+    process ever sees a half-made file (which it could not recognise as isthmus')."""
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(f"cannot make the folder of the tuning database {path} ({exc.strerror}): point "
+                            f"ISTHMUS_TUNING_DB at a file in a writable folder") from None
+    tmp = folder / f".{path.name}.{os.getpid()}-{threading.get_ident()}.new"
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_TABLES)
+        finally:
+            conn.close()  # (the last connection checkpoints and removes the -wal: one file to move)
+        try:
+            os.link(tmp, path)  # fails if another process made it first: theirs is used
+        except FileExistsError:
+            if path.stat().st_size == 0:
+                os.replace(tmp, path)  # an empty file: nothing in it to keep
+        except OSError:  # a file system without hard links
+            if not path.exists() or path.stat().st_size == 0:
+                os.replace(tmp, path)
+    except (OSError, sqlite3.Error) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise DatabaseError(f"cannot create the tuning database {path} ({why}): point ISTHMUS_TUNING_DB at a file "
+                            f"in a writable folder") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with suppress(FileNotFoundError):
+                os.unlink(str(tmp) + suffix)
+
+
+def _set_aside(path: Path) -> Path | None:
+    """Move a damaged isthmus database (and its -wal and -shm) aside; None when another process
+    did it first (its new file is left alone). Serialized between processes by a lock on the folder."""
+    with _folder_lock(path.parent):
+        try:
+            if _identify(path) != "isthmus":
+                return None
+        except DatabaseError:
+            return None
+        probe = _connect_file(path, "rw")
+        try:
+            if _damage(probe, legacy=False) is None:
+                return None  # another process already replaced it
+        finally:
+            probe.close()
+        moved = path.with_name(f"{path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(moved) + suffix))
+        return moved
 
 
 @contextmanager
-def _file_lock(path: Path):
-    """Serialize check-and-rebuild between processes (so one never moves aside another's new file)."""
+def _folder_lock(folder: Path):
+    """An exclusive lock on the folder itself (no lock file is left beside the user's files)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: SQLite's own locking is all there is
         yield
         return
-    with open(str(path) + ".lock", "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)

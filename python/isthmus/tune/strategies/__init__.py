@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from ...errors import InvalidArgumentError
+
 # name -> module (imported on first use)
 NAMES = {"exhaustive": "exhaustive", "random": "random_sample", "anneal": "anneal", "genetic": "genetic"}
 
@@ -22,15 +24,17 @@ def get(name: str) -> ModuleType:
     try:
         module = NAMES[name]
     except KeyError:
-        raise ValueError(f"no tuning strategy {name!r}; choose one of {', '.join(NAMES)}") from None
+        raise InvalidArgumentError(f"no tuning strategy {name!r}; choose one of {', '.join(NAMES)}") from None
     return importlib.import_module(f"{__name__}.{module}")
 
 
 def options(module: ModuleType, given: dict | None) -> dict:
     """The strategy's options with ``given`` applied; an unknown option is an error."""
+    if given is not None and not hasattr(given, "items"):
+        raise InvalidArgumentError(f"strategy options must be a dict of option: value, got {given!r}")
     given = dict(given or {})
     unknown = set(given) - set(module.OPTIONS)
     if unknown:
-        raise ValueError(f"strategy {module.__name__.rsplit('.', 1)[-1]} has no option(s) {sorted(unknown)}; "
+        raise InvalidArgumentError(f"strategy {module.__name__.rsplit('.', 1)[-1]} has no option(s) {sorted(unknown)}; "
                          f"it has {sorted(module.OPTIONS)}")
     return {k: given.get(k, default) for k, (default, _doc) in module.OPTIONS.items()}

@@ -36,7 +36,7 @@ public final class Tuner {
 
     /**
      * @param kernel a library kernel: axpy, sum, max, softmax, transpose, gemm
-     * @return a tuner for it (on the default device, float32, anneal, budget a fifth of the space)
+     * @return a tuner for it (on the default device, float32, anneal, budget 50 configs)
      */
     public static Tuner of(String kernel) {
         if (kernel == null) {
@@ -86,7 +86,8 @@ public final class Tuner {
     }
 
     /**
-     * @param evaluations distinct configs to evaluate (0: a fifth of the space)
+     * @param evaluations distinct configs to evaluate, at least 1 (0: the default, 50 or the whole space
+     *     when smaller); below 0 {@link #run()} throws InvalidArgumentException
      * @return this
      */
     public Tuner budget(int evaluations) {
