@@ -8,7 +8,6 @@ parameter types declared in the source.
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from .buffer import Buffer
@@ -34,16 +33,15 @@ class Kernel:
         self.name = name
         self.params = params
         self.native = native
-        self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
         self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
         self._limits = None  # launch.KernelLimits, asked of the backend on the first check
         # Local memory the kernel takes at launch rather than in static arrays (CUDA: dynamic shared
         # memory, `extern __shared__`; may exceed the static 48 KiB up to Device.local_mem_optin).
         # Set by the library family that compiled the kernel; backends without it ignore it.
         self.dynamic_local_bytes = 0
-        # what the backend remembers of this kernel's launches (CUDA: _LaunchMemo; OpenCL: the
-        # arguments last set on the kernel object)
-        self._launch_memo = None
+        # what the backend keeps per kernel (device.KernelState: a lock, a launch memo, CUDA's
+        # raised dynamic shared memory limit), made by the device's launcher
+        self._backend = self.device.launcher.kernel_state(self)
         # per parameter, the class a packed scalar has (None: a buffer): Device.launch converts
         # any other value (a Python number) through the parameter's checks
         self._types = tuple(p.dtype.type if p.kind == "scalar" else None for p in params)
@@ -78,7 +76,7 @@ class Kernel:
     def _resource_limits(self):
         """launch.KernelLimits of this compiled kernel (asked of the backend once)."""
         if self._limits is None:
-            self._limits = self.device._kernel_limits(self)
+            self._limits = self.device.compiler.kernel_limits(self)
         return self._limits
 
     def pack(self, args, pack: bool = True) -> list:
@@ -109,7 +107,7 @@ class Kernel:
             if param.dtype is not None and value.dtype != param.dtype:
                 raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
                                            f"got {value.dtype}")
-            return dev._buffer_arg(value) if pack else value
+            return dev.launcher.buffer_arg(value) if pack else value
         quick = _quick_scalar(value, param)
         if quick is not None:
             return quick
