@@ -108,10 +108,14 @@ class Kernel:
                 raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
                                            f"got {value.dtype}")
             return dev.launcher.buffer_arg(value) if pack else value
-        quick = _quick_scalar(value, param)
-        if quick is not None:
-            return quick
-        return convert_scalar(value, param, f"{what} {self.name!r} argument {i} ({param.name})")
+        last = param._last
+        if last[0] is value:  # the object converted last time (numbers are immutable: the same value)
+            return last[1]
+        converted = _quick_scalar(value, param)
+        if converted is None:
+            converted = convert_scalar(value, param, f"{what} {self.name!r} argument {i} ({param.name})")
+        object.__setattr__(param, "_last", (value, converted))
+        return converted
 
     def prepare(self, *args, config: LaunchConfig | None = None) -> "Plan":
         """A prepared launch: ``args`` checked and packed once, ``plan.launch()`` only enqueues.
@@ -124,12 +128,19 @@ class Kernel:
     def _convert(self, i: int, value):
         """Argument ``i`` as its parameter's scalar type (Device.launch, for a value that is not one yet)."""
         param = self.params[i]
+        last = param._last
+        if last[0] is value:
+            return last[1]
         fast = param._fast  # (the common case, a Python number in range, as _quick_scalar without a call)
         if fast is not None:
             t = type(value)
             if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
-                return fast[0](value)
+                converted = fast[0](value)
+                object.__setattr__(param, "_last", (value, converted))
+                return converted
         if param.kind == "buffer":
             raise InvalidArgumentError(f"{self.name}: parameter {param.name!r} is a buffer, got "
                                        f"{type(value).__name__}")
-        return convert_scalar(value, param, self.name)
+        converted = convert_scalar(value, param, self.name)
+        object.__setattr__(param, "_last", (value, converted))
+        return converted
