@@ -8,7 +8,7 @@ with ``out=``, and the same user code in CuPy (``cupy.empty`` plus the RawKernel
 
 - CuPy's pool: ``cupy.cuda.alloc`` bare, under the device stream's context, ``cupy.empty``;
 - the driver's stream-ordered pool: ``cudaMallocAsync`` / ``cudaFreeAsync`` on the device stream;
-- isthmus: ``Device._alloc``, a Buffer made and dropped, ``dev.empty``.
+- isthmus: ``Device.allocator.alloc``, a Buffer made and dropped, ``dev.empty``.
 
 A cProfile of the allocating softmax call follows, so the remaining Python cost has names.
 """

@@ -264,13 +264,10 @@ class Device:
         key = (owner, nbytes)
         found = self._workspaces.get(key)
         if found is None:
-            with self._lock:
-                found = self._workspaces.get(key)
-                if found is None:
-                    found = _Scratch(self, nbytes)
-                    # queued before any launch that uses it; never through a recorder (see above)
-                    self.allocator.zero(found._mem, nbytes)
-                    self._workspaces[key] = found
+            # (two threads that both make one each use a zeroed workspace; the last stored stays)
+            found = _Scratch(self, nbytes)
+            self.allocator.zero(found._mem, nbytes)  # queued before any launch that uses it
+            self._workspaces[key] = found
         return found.arg
 
     # device copies and host transfers: through the recorder when one is installed

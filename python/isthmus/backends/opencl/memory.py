@@ -14,7 +14,7 @@ from ...errors import DeviceError, OutOfMemoryError
 
 class _Mem:
     """A cl.Buffer with its size; counts the device memory held until the last reference goes.
-    It is also a buffer's packed launch argument (``_buffer_arg``): a launch on its way to the
+    It is also a buffer's packed launch argument (``ClLauncher.buffer_arg``): a launch on its way to the
     queue holds it, so the cl.Buffer goes back to the pool only after the launch is enqueued."""
 
     __slots__ = ("cl", "nbytes", "allocator", "ref", "__weakref__")
