@@ -210,7 +210,7 @@ class ClLauncher(Launcher):
 class _PreparedLaunch:
     """One kernel object per plan, so setting its arguments once is safe: launches only enqueue."""
 
-    __slots__ = ("_launcher", "_kernel", "_native", "_args", "_enqueue", "_native_args")
+    __slots__ = ("_launcher", "_kernel", "_native", "_args", "_enqueue", "_native_args", "_call", "_error")
 
     def __init__(self, launcher: ClLauncher, kernel, gsize, lsize, packed):
         cl = launcher._cl
@@ -223,6 +223,7 @@ class _PreparedLaunch:
             raise launcher.launch_error(kernel, gsize, lsize, exc) from exc
         self._args = (launcher.device.queue, self._native, tuple(gsize), None if lsize is None else tuple(lsize))
         self._enqueue = launcher.native_enqueue if launcher.event_less else None
+        self._call, self._error = cl.enqueue_nd_range_kernel, cl.Error  # (looked up once: launch is hot)
         if self._enqueue is not None:
             self._native_args = (launcher._queue_ptr, self._native.int_ptr, self._enqueue.grid(*self._args[2:]))
 
@@ -234,8 +235,8 @@ class _PreparedLaunch:
                 raise self._launcher.status_error(self._kernel, self._args[2], self._args[3], status)
             return
         try:
-            self._launcher._cl.enqueue_nd_range_kernel(*self._args)
-        except self._launcher._cl.Error as exc:
+            self._call(*self._args)
+        except self._error as exc:
             raise self._launcher.launch_error(self._kernel, self._args[2], self._args[3], exc) from exc
 
     enqueue = launch  # what a graph replays (the same call here; CUDA's plan launch may differ)
