@@ -80,13 +80,14 @@ class _NativeEnqueue:
 
 
 def _event_less_pays(platform_name: str) -> bool:
-    """Whether the event-less enqueue costs less than PyOpenCL's on this platform: chosen by
-    platform, from measurements (benchmarks/launch_overhead.py, both enqueues of one prepared
-    launch). NVIDIA's OpenCL: 10.5 us against 17.0 (H200). PoCL: more, not less: 10-12 us against
-    4-6 on PoCL 3.1 on an AMD EPYC, and on PoCL 3.1 on a 2-core Xeon VM (see the benchmark's
-    results): PoCL makes its own event for every command whether or not the caller asks for one,
-    so leaving it out saves nothing and the ctypes call costs more than PyOpenCL's C++ one. A
-    platform not measured keeps the event-less enqueue (what every OpenCL device used before)."""
+    """Whether the event-less enqueue costs less than PyOpenCL's on this platform, chosen by
+    platform from measurements of both (benchmarks/launch_overhead.py measures both on any device):
+    NVIDIA's OpenCL (H200, profiling queue): 10.5 us a launch against 17.0 through PyOpenCL. PoCL:
+    more, not less: 10-12 us against 4-6 (PoCL 3.1, AMD EPYC), a Plan.launch 1.6-2.1 us against
+    0.9-1.0 (PoCL 3.1, 2-core Xeon VM; PyOpenCL's own enqueue of the same kernel 0.7-0.8). Chosen
+    by platform rather than timed at first use: a timing at start-up on a loaded machine would pick
+    at random, and the choice would change from run to run. A platform not measured keeps the
+    event-less enqueue (what every OpenCL device used before)."""
     return "portable computing language" not in platform_name.lower()
 
 
