@@ -152,3 +152,22 @@ def test_gemm_alpha_and_beta_alternating_on_the_same_buffers(dev, rng):
         np.testing.assert_allclose(c.to_numpy(), float(alpha) * (a @ b) + float(beta) * c0, rtol=1e-4, atol=1e-4)
     with pytest.raises(isthmus.InvalidArgumentError, match="bool"):
         isthmus.ops.gemm(da, db, c, alpha=True)
+
+
+def test_the_enqueue_is_chosen_by_platform_pyopencl_s_on_pocl(dev):
+    """PoCL: PyOpenCL's enqueue (the event-less ctypes call costs it about twice as much); other
+    platforms (NVIDIA's OpenCL measured): the event-less one. Prepared launches follow the choice."""
+    from isthmus.backends.opencl.launch import _event_less_pays
+
+    assert not _event_less_pays("Portable Computing Language")
+    assert _event_less_pays("NVIDIA CUDA") and _event_less_pays("Intel(R) OpenCL Graphics")
+    if dev.backend != "opencl":
+        pytest.skip("OpenCL's enqueue")
+    pocl = "portable computing language" in dev.platform.lower()
+    assert dev.launcher.event_less is (not pocl)
+    k = dev.compile(_FILL, "fill")
+    y = dev.zeros(64, np.float32)
+    plan = k.prepare(y, 1.0, 64, config=isthmus.LaunchConfig((64,)))
+    assert (plan._native._enqueue is None) is (pocl or dev.launcher.native_enqueue is None)
+    plan.launch()
+    np.testing.assert_array_equal(y.to_numpy(), 1.0 + np.arange(64, dtype=np.float32))
