@@ -1,7 +1,7 @@
 """Start-up cost: ``python -c "import isthmus"`` against ``python -c "import numpy, pyopencl"`` (what
 importing the OpenCL backend alone costs), each the median wall time of fresh processes.
 
-    python -m benchmarks import_time [--runs N] [--out DIR]
+    python -m benchmarks import_time [--runs N] [--out DIR] [--run QUESTION]
 
 The two commands alternate (one round: one process of each), so a machine whose load changes
 during the run loads both alike. Also reported: a bare interpreter (``python -c pass``) and
@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = ["--runs", "3", "--out", "{out}"]
@@ -47,19 +48,22 @@ def run(runs: int) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="fresh processes per command (default 15)")
-    ap.add_argument("--out", default=None, help="folder for import_time.md/.json")
+    ap.add_argument("--out", default=None, help="folder for import_time-<backend>-<device>.md/.json")
+    _results.add_run_option(ap)
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     a = ap.parse_args(argv)
     rows = run(a.runs)
+    import isthmus
+
     ours = next(r for r in rows if r["command"] == 'python -c "import isthmus"')
-    report = measure.Report("import_time", "import isthmus against importing its OpenCL backend", data={"rows": rows},
+    report = measure.Report("import_time", "import isthmus against importing its OpenCL backend", isthmus.device(),
+                            data={"rows": rows},
                             notes=[f"{a.runs} fresh processes per command, alternating; median wall time",
                                    f"import isthmus / import numpy, pyopencl: {ours['x_numpy_pyopencl']:.2f}x "
                                    f"(target <= 1: {'met' if ours['x_numpy_pyopencl'] <= 1 else 'NOT met'})"])
     report.add_records(rows, ["command", "median_ms", "min_ms", "max_ms", "x_numpy_pyopencl"])
     print(report.markdown())
-    if a.out:
-        print(f"wrote {report.write(a.out, a.tag)}.md/.json")
+    _results.write(report, a.out, a.tag, a.run)
     return 0
 
 

@@ -60,6 +60,9 @@ class Device:
     local_mem_optin: int | None = None
     # Whether local memory past local_mem_size is given at launch (CUDA) rather than declared
     local_mem_dynamic: bool = False
+    # Whether Buffer.ptr is an address (CUDA: views of one allocation and foreign arrays at an
+    # offset overlap by range) rather than an allocation's handle (OpenCL's cl_mem)
+    pointers_are_addresses: bool = False
     # What the tuning lookup's architecture classes read (tune/lookup.py) where the backend knows
     # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
     compute_capability: str | None = None
@@ -358,10 +361,7 @@ class Device:
 class Allocator:
     """Device memory of one device. ``mem`` is the backend's allocation object (it frees itself
     when the last reference goes); ``queue``: another queue or stream of the device than its own
-    (a _TransferLane's), else the device's. ``addresses``: whether ``pointer`` gives addresses
-    (CUDA: views of one allocation overlap by range), not handles (OpenCL's cl_mem: by identity)."""
-
-    addresses = False
+    (a _TransferLane's), else the device's."""
 
     def alloc(self, nbytes: int): raise NotImplementedError
     def pointer(self, mem) -> int: raise NotImplementedError  # the allocation's identity (device address, cl_mem)

@@ -69,7 +69,7 @@ def disjoint(op: str, out: Buffer, **inputs: Buffer) -> None:
     if not out.nbytes:
         return
     o0 = out._ptr
-    ranged = out.device.allocator.addresses
+    ranged = out.device.pointers_are_addresses
     for name, b in inputs.items():
         if b is None or not b.nbytes or b.device is not out.device:
             continue

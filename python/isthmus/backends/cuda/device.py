@@ -21,6 +21,7 @@ _ATTR_DEV_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
 class CudaDevice(Device):
     backend = NAME
+    pointers_are_addresses = True
     # the prelude's get_global_id is a 64-bit size_t; isthmus picks the block of a launch without a
     # local size and the launcher's grid() checks the grid it makes
     grid_limits = GridLimits(index_bits=64, max_groups=_GRID_LIMITS, max_total_groups=2**63 - 1,

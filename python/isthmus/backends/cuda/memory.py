@@ -10,8 +10,6 @@ class CudaAllocator(Allocator):
     """Memory of one CUDA device (``device``: the CudaDevice that holds this part); ``queue``
     arguments are CuPy streams."""
 
-    addresses = True  # device pointers: a view of an allocation is an address inside it
-
     def __init__(self, device, index: int):
         cp = device._cp
         self.device = device
