@@ -283,7 +283,7 @@ def dump_binary(dev, out_dir, log):
     for pipe in (1, 0):
         params = dict(gemm_mma.SPEC.defaults(dev, {"m": 4096, "n": 4096, "k": 4096}, dt), PIPE=pipe)
         kern = gemm_mma.SPEC.kernels(dev, dt, {**params, **dict(variant)})["gemm_mma"]
-        binary = dev._binary(kern.program.native) or b""
+        binary = dev.compiler.binary(kern.program.native) or b""
         path = os.path.join(out_dir, f"gemm_mma-{dev.backend}-pipe{pipe}.bin")
         with open(path, "wb") as f:
             f.write(bytes(binary))

@@ -55,7 +55,7 @@ def direct_ns(dev, x, n, iters):
 
         prg = cl.Program(dev.context, SOURCE).build()
         knl = prg.scale
-        buf, a, nn = dev._native_arg(dev._buffer_arg(x)), np.float32(1.0), np.int32(n)
+        buf, a, nn = dev.launcher.native_arg(dev.launcher.buffer_arg(x)), np.float32(1.0), np.int32(n)
 
         def launch():
             knl(dev.queue, (n,), None, buf, a, nn)

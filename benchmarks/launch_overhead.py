@@ -2,6 +2,10 @@
 backend's own calls (PyOpenCL kernel call and pre-set enqueue; CuPy RawKernel, the raw driver call
 with pre-packed arguments, a CuPy-captured CUDA graph), all in one run on one device.
 
+On OpenCL, the eager call and Plan.launch are also measured through each enqueue (the event-less
+ctypes call and PyOpenCL's; ClLauncher.event_less picks one per platform), and the eager call with
+NumPy scalars of other types than the parameters' (each converted per call).
+
     python -m benchmarks launch_overhead [--device ID] [--out DIR] [--launches N] [--graph-size G] [--java]
 
 Each path runs rounds of N back-to-back launches (``isthmus.measure.per_call_times``); the host
@@ -41,20 +45,24 @@ def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) ->
         for _ in range(graph_size):
             plan.launch()
     sync = dev.synchronize
+    n32, a64 = np.int32(N_ELEMS), np.float64(0.5)  # (long n, float a): both converted per call
     paths = [("isthmus eager call", lambda: k(N_ELEMS, 0.5, y, config=cfg), 1),
+             ("isthmus eager call, NumPy scalars (int32 n, float64 a)", lambda: k(n32, a64, y, config=cfg), 1),
              ("isthmus Plan.launch", plan.launch, 1),
              (f"isthmus Graph.launch ({graph_size} kernels), per kernel", graph.launch, graph_size)]
     if dev.backend == "cuda":
         paths += _cuda_paths(dev, y, plan, graph_size)
         base = "CuPy RawKernel call"
     else:
-        paths += _opencl_paths(dev, k, y)
+        paths += _enqueue_paths(dev, k, y, cfg) + _opencl_paths(dev, k, y)
         base = "PyOpenCL kernel call"
     rows = []
     for name, fn, per in paths:
         n = max(1, launches // per) if per > 1 else launches
         t = measure.per_call_times(fn, n, sync, rounds=rounds, warmup=min(n, 200), per_call=per)
         rows.append({"path": name, "us_per_launch": t.median, "spread": t.spread})
+    if dev.backend == "opencl":
+        notes_enqueue = f"enqueue chosen on {dev.id}: {'event-less (ctypes)' if dev.launcher.event_less else 'PyOpenCL'}"
     if java:
         rows += _java_rows(dev, launches, rounds, graph_size)
     ref = next(r["us_per_launch"] for r in rows if r["path"] == base)
@@ -65,6 +73,8 @@ def run(dev, launches: int, rounds: int, graph_size: int, java: bool = False) ->
              f"{max(1, launches // graph_size)} replays of {graph_size} kernels), median round, host time of the "
              f"launch loop without the final synchronize",
              f"Plan.launch / {base}: {plan_ratio:.2f}x"]
+    if dev.backend == "opencl":
+        notes.append(notes_enqueue)
     if dev.backend == "cuda":
         notes.append(f"target (GPU): prepared launch <= 0.6x CuPy RawKernel: {'met' if plan_ratio <= 0.6 else 'NOT met'}")
     if java:
@@ -142,6 +152,30 @@ def _cuda_paths(dev, y, plan, graph_size):
             ("CuPy RawKernel call", raw_kernel, 1),
             ("cupy.cuda.driver.launchKernel, pre-packed args", driver_call, 1),
             (f"CuPy-captured CUDA graph ({graph_size} kernels), per kernel", cupy_graph, graph_size)]
+
+
+def _enqueue_paths(dev, k, y, cfg):
+    """The eager call and Plan.launch through each OpenCL enqueue (event_less set around each call;
+    the plans are prepared with it set, which is when a prepared launch picks its enqueue)."""
+    launcher = dev.launcher
+    if launcher.native_enqueue is None:
+        return []
+    chosen = launcher.event_less
+    paths = []
+    for event_less, what in ((True, "event-less enqueue (ctypes)"), (False, "PyOpenCL enqueue")):
+        launcher.event_less = event_less
+        plan = k.prepare(N_ELEMS, 0.5, y, config=cfg)
+
+        def eager(event_less=event_less):
+            launcher.event_less = event_less
+            try:
+                k(N_ELEMS, 0.5, y, config=cfg)
+            finally:
+                launcher.event_less = chosen
+
+        paths += [(f"isthmus eager call, {what}", eager, 1), (f"isthmus Plan.launch, {what}", plan.launch, 1)]
+    launcher.event_less = chosen
+    return paths
 
 
 def _opencl_paths(dev, k, y):

@@ -8,7 +8,7 @@ with ``out=``, and the same user code in CuPy (``cupy.empty`` plus the RawKernel
 
 - CuPy's pool: ``cupy.cuda.alloc`` bare, under the device stream's context, ``cupy.empty``;
 - the driver's stream-ordered pool: ``cudaMallocAsync`` / ``cudaFreeAsync`` on the device stream;
-- isthmus: ``Device._alloc``, a Buffer made and dropped, ``dev.empty``.
+- isthmus: ``Device.allocator.alloc``, a Buffer made and dropped, ``dev.empty``.
 
 A cProfile of the allocating softmax call follows, so the remaining Python cost has names.
 """
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         "with stream: cupy.cuda.alloc": stream_alloc,
         "with stream: cupy.empty": stream_empty,
         "cudaMallocAsync+cudaFreeAsync": malloc_async,
-        "Device._alloc": lambda: dev._alloc(n),
+        "Device.allocator.alloc": lambda: dev.allocator.alloc(n),
         "Buffer._allocate (dropped)": lambda: Buffer._allocate(dev, shape, dtype, n),
         "dev.empty (dropped)": lambda: dev.empty(shape, np.float32),
         "softmax(x)": lambda: isthmus.ops.softmax(x),
@@ -91,10 +91,10 @@ def main(argv=None) -> int:
         "CuPy user: cupy.empty + RawKernel": cupy_user,
     }
     us = rounds_us(steps, sync=dev.synchronize)
-    # Two candidate allocators, each in place of Device._alloc for a second set of rounds:
+    # Two candidate allocators, each in place of Device.allocator.alloc for a second set of rounds:
     # CuPy's pool without the stream context where the thread's current stream is the legacy
     # default one, and the driver's stream-ordered pool (freed on the device stream when dropped).
-    plain = dev._alloc
+    plain = dev.allocator.alloc
 
     def legacy_shortcut(nbytes):
         if cupy.cuda.get_current_stream().ptr == 0 and rt.getDevice() == dev.index:
@@ -111,12 +111,12 @@ def main(argv=None) -> int:
             rt.freeAsync(self.ptr, s.ptr)
 
     for name, alloc in (("legacy-stream shortcut", legacy_shortcut), ("cudaMallocAsync", AsyncMem)):
-        dev._alloc = alloc
+        dev.allocator.alloc = alloc
         try:
-            more = rounds_us({f"Device._alloc ({name})": lambda: dev._alloc(n),
+            more = rounds_us({f"Device.allocator.alloc ({name})": lambda: dev.allocator.alloc(n),
                               f"softmax(x) ({name})": lambda: isthmus.ops.softmax(x)}, sync=dev.synchronize)
         finally:
-            del dev._alloc
+            del dev.allocator.alloc
         us.update(more)
     report = measure.Report("cuda_alloc_paths", f"Host time of allocating a result on {dev.id} ({dev.name})", dev,
                             data={"us": us},

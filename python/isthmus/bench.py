@@ -39,8 +39,8 @@ class Recording(Recorder):
         return len(self.launches)
 
     def launch(self, device, kernel, gsize, lsize, args) -> None:
-        packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in args]
-        device._launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
+        packed = [device.launcher.buffer_arg(v) if v.__class__ is Buffer else v for v in args]
+        device.launcher.launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
         self.launches.append((kernel, gsize, lsize, list(packed)))
 
 
@@ -62,7 +62,7 @@ class DirectCalls:
     def __init__(self, dev, rec: Recording):
         self.rec = rec  # keeps the recorded buffers alive
         # the packed arguments as the backend's call takes them (isthmus packs a buffer as an object holding its memory)
-        self.calls = [dev._direct_call(k, g, loc, [dev._native_arg(v) for v in packed])
+        self.calls = [dev.launcher.direct_call(k, g, loc, [dev.launcher.native_arg(v) for v in packed])
                       for k, g, loc, packed in rec.launches]
 
     def __call__(self):

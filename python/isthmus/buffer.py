@@ -49,7 +49,7 @@ class Buffer:
     def __init__(self, device: "Device", mem, shape: tuple[int, ...], dt: DType, nbytes: int, owner=None):
         self.device = device
         self._mem = mem
-        self._ptr = device._pointer(mem) if mem is not None else 0
+        self._ptr = device.allocator.pointer(mem) if mem is not None else 0
         self._arg = None  # the backend's packed launch argument, made on first use (_launch_arg)
         self.shape = shape
         self._dt = dt
@@ -60,7 +60,7 @@ class Buffer:
 
     @classmethod
     def _allocate(cls, device: "Device", shape, dt: DType, nbytes: int) -> "Buffer":
-        return cls(device, device._alloc(nbytes) if nbytes else None, shape, dt, nbytes)
+        return cls(device, device.allocator.alloc(nbytes) if nbytes else None, shape, dt, nbytes)
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -96,10 +96,10 @@ class Buffer:
         return mem
 
     def _launch_arg(self):
-        """This buffer as a packed kernel argument (``device._buffer_arg``, which raises for a
+        """This buffer as a packed kernel argument (``device.launcher.buffer_arg``, which raises for a
         closed buffer and returns an object that holds the memory), made once and kept: launches
         read ``buf._arg or buf._launch_arg()`` (a recorder, such as graph capture, gets the Buffer)."""
-        arg = self._arg = self.device._buffer_arg(self)
+        arg = self._arg = self.device.launcher.buffer_arg(self)
         if self._dt is None:  # closed meanwhile, maybe before our store: a closed buffer keeps no memory
             self._arg = None
         return arg  # the caller holds the memory until its launch is enqueued

@@ -1,7 +1,11 @@
 """Devices: the base class every backend fills in, and discovery over all backends.
 
-Public methods live here; a backend (``backends/opencl/``, ``backends/cuda/``) provides the
-underscored hooks. Nothing is probed at import: discovery runs on the first call to
+A backend (``backends/opencl/``, ``backends/cuda/``) is a Device that holds its parts, each a
+small contract declared here: an :class:`Allocator` (device memory, copies, fills), a
+:class:`Compiler` (source to program to function) and a :class:`Launcher` (packed arguments,
+launches, prepared launches, per-kernel state). Public methods live here and call the parts; the
+few hooks left on the device itself concern its queue or stream (synchronize, events, transfer
+lane, graphs, interop). Nothing is probed at import: discovery runs on the first call to
 :func:`devices` or :func:`device` and is remembered.
 """
 from __future__ import annotations
@@ -66,7 +70,11 @@ class Device:
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,
-                 driver_version: str, platform: str, dtypes: tuple[str, ...]):
+                 driver_version: str, platform: str, dtypes: tuple[str, ...], allocator: "Allocator",
+                 compiler: "Compiler", launcher: "Launcher"):
+        self.allocator = allocator
+        self.compiler = compiler
+        self.launcher = launcher
         self.index = index
         self.id = f"{self.backend}:{index}"
         self.name = name
@@ -85,6 +93,7 @@ class Device:
         self._lock = threading.Lock()
         self._configs: dict = {}  # LaunchConfig -> its checked sizes on this device
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
+        self._workspaces = BoundedMemo(256)  # (owner, nbytes) -> a zeroed _Scratch (_workspace)
 
     # ---- description -------------------------------------------------------------------------
     @property
@@ -159,12 +168,12 @@ class Device:
 
     def memory_in_use(self) -> int:
         """Bytes of device memory this process holds on this device through isthmus."""
-        return self._memory_in_use()
+        return self.allocator.in_use()
 
     def free_pool(self) -> None:
         """Hand the cached free memory of this device back to the driver (memory in use stays):
         CuPy's pool's free blocks on CUDA, isthmus' cache of freed buffers on OpenCL."""
-        self._free_pool()
+        self.allocator.free_pool()
 
     # ---- kernels -----------------------------------------------------------------------------
     def compile(self, source: str, name: str, defines: dict | None = None) -> "Kernel":
@@ -173,7 +182,7 @@ class Device:
         >>> k = dev.compile("__kernel void twice(__global float* x) { x[get_global_id(0)] *= 2; }", "twice")
         >>> k(x, config=isthmus.LaunchConfig((8,)))
         """
-        return Program.build(self, source, defines or {}, name).kernel(name)
+        return Program.build(self, source, defines or {}, name, user=True).kernel(name)
 
     def kernel(self, name: str) -> "Kernel":
         """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
@@ -215,7 +224,7 @@ class Device:
         if rec is not None and rec.thread == threading.get_ident():
             rec.launch(self, kernel, global_size, local_size, args)
             return
-        self._launch(kernel, global_size, local_size, args)
+        self.launcher.launch(kernel, global_size, local_size, args)
 
     def _recording(self) -> "Recorder | None":
         rec = self._recorder
@@ -233,14 +242,36 @@ class Device:
             if self._recorder is recorder:
                 self._recorder = None
 
-    def _temporary(self, nbytes: int):
+    def _temporary(self, nbytes: int, zeroed: bool = False):
         """Device memory for one call's intermediate results, as a launch argument: the calling
-        thread's scratch (see :meth:`_scratch`), or a buffer the installed recorder keeps (a graph
-        replayed later, from any thread, must not share the thread's scratch)."""
+        thread's scratch (see :meth:`_scratch`), or memory the installed recorder keeps (a graph
+        replayed later, from any thread, must not share the thread's scratch). ``zeroed``: filled
+        with zeros before the call's launches (queued; a recorder records the fill)."""
         rec = self._recorder  # (inline, not _recording(): every reduction calls this)
         if rec is not None and rec.thread == threading.get_ident():
-            return rec.temporary(self, nbytes)
-        return self._scratch(nbytes).arg
+            return rec.temporary(self, nbytes, zeroed)
+        scratch = self._scratch(nbytes)
+        if zeroed:
+            self.allocator.zero(scratch._mem, nbytes)
+        return scratch.arg
+
+    def _workspace(self, owner, nbytes: int):
+        """Device memory that stays with ``owner`` (a hashable the op keeps for one configuration,
+        such as its kernel) across calls, zeroed once when first made, as a launch argument: for
+        kernels that tag what they leave there (softmax's split rows) and need no reset between
+        launches. A recorder gives memory of its own (what it records outlives the capture and
+        may be replayed from any thread: it must not share this memory)."""
+        rec = self._recorder
+        if rec is not None and rec.thread == threading.get_ident():
+            return rec.workspace(self, nbytes)
+        key = (owner, nbytes)
+        found = self._workspaces.get(key)
+        if found is None:
+            # (two threads that both make one each use a zeroed workspace; the last stored stays)
+            found = _Scratch(self, nbytes)
+            self.allocator.zero(found._mem, nbytes)  # queued before any launch that uses it
+            self._workspaces[key] = found
+        return found.arg
 
     # device copies and host transfers: through the recorder when one is installed
     def _device_copy(self, dst, src, nbytes: int) -> None:
@@ -251,11 +282,11 @@ class Device:
 
     def _host_upload(self, mem, host) -> None:
         self._host_work("a host->device copy")
-        self._upload(mem, host)
+        self.allocator.upload(mem, host)
 
     def _host_download(self, mem, host) -> None:
         self._host_work("a device->host copy (to_numpy)")
-        self._download(mem, host)
+        self.allocator.download(mem, host)
 
     def _host_work(self, what: str) -> None:
         """Host transfers and synchronization: a recorder on this thread may refuse them (a graph)."""
@@ -284,27 +315,11 @@ class Device:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 
-    # ---- hooks a backend fills in ------------------------------------------------------------
-    # compiling
-    def _prepare_source(self, source: str) -> str: raise NotImplementedError
-    def _compiler_id(self) -> dict: raise NotImplementedError
-    def _build(self, source: str, options: list[str], name: str): raise NotImplementedError
-    def _binary(self, native) -> bytes | None: raise NotImplementedError
-    def _load_binary(self, binary: bytes, options: list[str]): raise NotImplementedError
-    def _function(self, native, name: str): raise NotImplementedError
-    def _kernel_limits(self, kernel): raise NotImplementedError
-    # launching: ``args`` as Device.launch takes them, packed in place on the way (each Buffer as
-    # its kept packed argument, which holds its memory; each number as the declared scalar type)
-    def _launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
-    def _prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError
-    def _buffer_arg(self, buf): raise NotImplementedError
-    def _memory_of(self, packed): raise NotImplementedError  # the memory a packed buffer holds (a Plan keeps it)
-    def _native_arg(self, packed): raise NotImplementedError  # as the backend's API takes it (for bench)
-    # isthmus bench's baselines: the same work through the backend's own Python API, no isthmus
-    def _direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
-        """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see _native_arg)
-        made straight through PyOpenCL or CuPy, as a user without isthmus would."""
-        raise NotImplementedError
+    # ---- hooks of the device itself (its queue or stream); the rest are its parts' ------------
+    def _synchronize(self) -> None: raise NotImplementedError
+    def _record(self): raise NotImplementedError  # an event (marker) queued now
+    def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
+    def _empty_host(self, shape, dtype) -> np.ndarray: raise NotImplementedError
 
     def _vendor_call(self, make, buffers: list):
         """A call of the backend's vendor array library (CuPy/cuBLAS on CUDA) on ``buffers``:
@@ -326,7 +341,6 @@ class Device:
                 go()
         return replay
 
-    # memory
     def _peer_copy(self, dst, src, src_device: "Device", nbytes: int) -> bool:
         """Copy from another device's memory without the host where the backend can (then True)."""
         return False
@@ -342,19 +356,72 @@ class Device:
     def _dlpack_device(self) -> tuple:
         raise BufferError("DLPack export needs a CUDA buffer")
 
-    def _alloc(self, nbytes: int): raise NotImplementedError
-    def _free_pool(self) -> None: raise NotImplementedError
-    def _memory_in_use(self) -> int: raise NotImplementedError
-    # (``queue``: another queue or stream of the device than its own, a _TransferLane's)
-    def _upload(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
-    def _download(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError
-    def _copy(self, dst, src, nbytes: int) -> None: raise NotImplementedError
-    def _zero(self, mem, nbytes: int) -> None: raise NotImplementedError
-    def _empty_host(self, shape, dtype) -> np.ndarray: raise NotImplementedError
-    def _synchronize(self) -> None: raise NotImplementedError
-    def _record(self): raise NotImplementedError
-    def _elapsed_ms(self, start, end) -> float: raise NotImplementedError
-    def _pointer(self, mem) -> int: raise NotImplementedError
+
+# ---- the parts a backend's device holds ------------------------------------------------------------
+class Allocator:
+    """Device memory of one device. ``mem`` is the backend's allocation object (it frees itself
+    when the last reference goes); ``queue``: another queue or stream of the device than its own
+    (a _TransferLane's), else the device's."""
+
+    def alloc(self, nbytes: int): raise NotImplementedError
+    def pointer(self, mem) -> int: raise NotImplementedError  # the allocation's identity (device address, cl_mem)
+    def in_use(self) -> int: raise NotImplementedError  # bytes this process holds through isthmus
+    def free_pool(self) -> None: raise NotImplementedError  # cached free memory back to the driver
+    def upload(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError  # returns when done
+    def download(self, mem, host: np.ndarray, queue=None) -> None: raise NotImplementedError  # returns when done
+    def copy(self, dst, src, nbytes: int, queue=None) -> None: raise NotImplementedError  # queued
+    def zero(self, mem, nbytes: int, queue=None) -> None: raise NotImplementedError  # queued
+
+
+class Compiler:
+    """Source to program to function. ``native``: the backend's program object."""
+
+    def prepare_source(self, source: str) -> str: raise NotImplementedError  # what the compiler is given
+    def compiler_id(self) -> dict: raise NotImplementedError  # what compiled code depends on (the cache recipe)
+
+    def build(self, source: str, options: list[str], name: str) -> tuple:
+        """(native, build log): ``options`` are ``-DNAME=value`` defines and ``-w`` (no warnings);
+        a failed build raises CompileError with the log."""
+        raise NotImplementedError
+
+    def binary(self, native) -> bytes | None: raise NotImplementedError  # what the disk cache keeps
+    def load_binary(self, binary: bytes, options: list[str]): raise NotImplementedError  # -> native
+    def function(self, native, name: str): raise NotImplementedError  # a kernel's function (CompileError if none)
+    def kernel_limits(self, kernel): raise NotImplementedError  # launch.KernelLimits of a compiled kernel
+
+
+class KernelState:
+    """What a backend keeps per kernel (``Kernel._backend``, made by :meth:`Launcher.kernel_state`):
+    ``lock`` (OpenCL kernel objects hold their arguments: set and enqueue are one step), ``memo``
+    (what the launcher remembers of the kernel's launches), ``dyn_limit`` (CUDA: the dynamic shared
+    memory the driver was told the kernel may take)."""
+
+    __slots__ = ("lock", "memo", "dyn_limit")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.memo = None
+        self.dyn_limit = 0
+
+
+class Launcher:
+    """Launches. ``args`` as :meth:`Device.launch` takes them are packed in place on the way: each
+    Buffer as its packed argument (:meth:`buffer_arg`, which holds its memory), each number as the
+    declared scalar type."""
+
+    def kernel_state(self, kernel) -> KernelState:
+        return KernelState()
+
+    def buffer_arg(self, buf): raise NotImplementedError  # raises ClosedBufferError for a closed buffer
+    def memory_of(self, packed): raise NotImplementedError  # the memory a packed buffer holds (a Plan keeps it)
+    def native_arg(self, packed): raise NotImplementedError  # as the backend's own API takes it (bench)
+    def launch(self, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
+    def prepare(self, kernel, gsize, lsize, packed: list): raise NotImplementedError  # a Plan's launch
+
+    def direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
+        """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see native_arg) made
+        straight through PyOpenCL or CuPy, as a user without isthmus would (isthmus bench's baselines)."""
+        raise NotImplementedError
 
 
 class _TransferLane:
@@ -365,12 +432,12 @@ class _TransferLane:
         self._device, self._queue, self.wait = device, queue, wait
 
     def upload(self, buf: Buffer, host: np.ndarray) -> None:
-        self._device._upload(buf._handle(), host, self._queue)
+        self._device.allocator.upload(buf._handle(), host, self._queue)
 
     def download(self, buf: Buffer) -> np.ndarray:
         out = np.empty(buf.shape, buf.dtype)
         if buf.nbytes:
-            self._device._download(buf._handle(), out, self._queue)
+            self._device.allocator.download(buf._handle(), out, self._queue)
         return out
 
 
@@ -390,18 +457,30 @@ class Recorder:
         plan._go()
 
     def copy(self, device: Device, dst, src, nbytes: int) -> None:
-        device._copy(dst, src, nbytes)
+        device.allocator.copy(dst, src, nbytes)
 
     def zero(self, device: Device, mem, nbytes: int) -> None:
-        device._zero(mem, nbytes)
+        device.allocator.zero(mem, nbytes)
 
     def host(self, device: Device, what: str) -> None:
         """A host transfer or synchronization on the recording thread (allowed unless overridden)."""
 
-    def temporary(self, device: Device, nbytes: int) -> Buffer:
-        """Memory for one recorded call's intermediate results, kept as long as the recording."""
+    def temporary(self, device: Device, nbytes: int, zeroed: bool = False) -> Buffer:
+        """Memory for one recorded call's intermediate results (or workspace), kept as long as the
+        recording; ``zeroed``: a fill of it recorded first."""
         buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
         self.kept.append(buf)
+        if zeroed and nbytes:
+            self.zero(device, buf._handle(), nbytes)
+        return buf
+
+    def workspace(self, device: Device, nbytes: int) -> Buffer:
+        """Memory for a recorded call's workspace (Device._workspace), kept as long as the recording
+        and zeroed once, now, not as a recorded step: what is recorded may run many times, and a
+        workspace needs no reset between launches."""
+        buf = self.temporary(device, nbytes)
+        if nbytes:
+            device.allocator.zero(buf._handle(), nbytes)
         return buf
 
 
@@ -409,17 +488,19 @@ _DIRECT = Recorder()  # stands in where none is installed: its defaults run the 
 
 
 class _Scratch:
-    """Memory of :meth:`Device._scratch`: not a Buffer (it is no one's result and not counted in
-    ``live_buffers()``), but it has what ``_buffer_arg`` reads; ``arg`` is the packed argument.
-    Freed when its thread ends (the memory returns to the device's stream-ordered pool)."""
+    """Memory of :meth:`Device._scratch` and :meth:`Device._workspace`: not a Buffer (it is no
+    one's result and not counted in ``live_buffers()``), but it has what ``buffer_arg`` reads;
+    ``arg`` is the packed argument. Freed when its holder lets go (a thread ends, a workspace is
+    dropped): the memory returns to the device's in-order pool."""
 
-    __slots__ = ("nbytes", "_mem", "_ptr", "arg")
+    __slots__ = ("nbytes", "_mem", "_ptr", "_dt", "arg")
 
     def __init__(self, device: Device, nbytes: int):
         self.nbytes = nbytes
-        self._mem = device._alloc(nbytes)
-        self._ptr = device._pointer(self._mem)
-        self.arg = device._buffer_arg(self)
+        self._mem = device.allocator.alloc(nbytes)
+        self._ptr = device.allocator.pointer(self._mem)
+        self._dt = True  # (open: what buffer_arg's closed check reads)
+        self.arg = device.launcher.buffer_arg(self)
 
 
 class Timing:

@@ -52,7 +52,7 @@ class _Capture(Recorder):
             if p.kind == "buffer" and values[i] is not None and not isinstance(values[i], Buffer):
                 raise InvalidArgumentError(f"graph capture: launch of {kernel.name!r} passed a buffer argument "
                                            f"({p.name}) that is not an isthmus Buffer; it cannot be captured")
-        packed = [device._buffer_arg(v) if v.__class__ is Buffer else v for v in values]
+        packed = [device.launcher.buffer_arg(v) if v.__class__ is Buffer else v for v in values]
         for i, t in enumerate(kernel._types):
             if t is not None and packed[i].__class__ is not t:
                 packed[i] = values[i] = kernel._convert(i, packed[i])
@@ -62,10 +62,10 @@ class _Capture(Recorder):
         self.graph.steps.append(plan._snapshot())
 
     def copy(self, device, dst, src, nbytes) -> None:
-        self.graph.steps.append(lambda *stream: device._copy(dst, src, nbytes, *stream))
+        self.graph.steps.append(lambda *stream: device.allocator.copy(dst, src, nbytes, *stream))
 
     def zero(self, device, mem, nbytes) -> None:
-        self.graph.steps.append(lambda *stream: device._zero(mem, nbytes, *stream))
+        self.graph.steps.append(lambda *stream: device.allocator.zero(mem, nbytes, *stream))
 
     def host(self, device, what: str) -> None:
         raise InvalidArgumentError(f"{what} cannot be captured into a graph on {device.id}: graphs hold device "

@@ -8,7 +8,6 @@ parameter types declared in the source.
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from .buffer import Buffer
@@ -34,16 +33,15 @@ class Kernel:
         self.name = name
         self.params = params
         self.native = native
-        self._lock = threading.Lock()  # OpenCL kernel objects hold their arguments: set+enqueue is one step
         self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
         self._limits = None  # launch.KernelLimits, asked of the backend on the first check
         # Local memory the kernel takes at launch rather than in static arrays (CUDA: dynamic shared
         # memory, `extern __shared__`; may exceed the static 48 KiB up to Device.local_mem_optin).
         # Set by the library family that compiled the kernel; backends without it ignore it.
         self.dynamic_local_bytes = 0
-        # what the backend remembers of this kernel's launches (CUDA: _LaunchMemo; OpenCL: the
-        # arguments last set on the kernel object)
-        self._launch_memo = None
+        # what the backend keeps per kernel (device.KernelState: a lock, a launch memo, CUDA's
+        # raised dynamic shared memory limit), made by the device's launcher
+        self._backend = self.device.launcher.kernel_state(self)
         # per parameter, the class a packed scalar has (None: a buffer): Device.launch converts
         # any other value (a Python number) through the parameter's checks
         self._types = tuple(p.dtype.type if p.kind == "scalar" else None for p in params)
@@ -78,7 +76,7 @@ class Kernel:
     def _resource_limits(self):
         """launch.KernelLimits of this compiled kernel (asked of the backend once)."""
         if self._limits is None:
-            self._limits = self.device._kernel_limits(self)
+            self._limits = self.device.compiler.kernel_limits(self)
         return self._limits
 
     def pack(self, args, pack: bool = True) -> list:
@@ -109,11 +107,15 @@ class Kernel:
             if param.dtype is not None and value.dtype != param.dtype:
                 raise InvalidArgumentError(f"{where}: expected a buffer of {param.dtype} ({param.ctype}), "
                                            f"got {value.dtype}")
-            return dev._buffer_arg(value) if pack else value
-        quick = _quick_scalar(value, param)
-        if quick is not None:
-            return quick
-        return convert_scalar(value, param, f"{what} {self.name!r} argument {i} ({param.name})")
+            return dev.launcher.buffer_arg(value) if pack else value
+        last = param._last
+        if last[0] is value:  # the object converted last time (numbers are immutable: the same value)
+            return last[1]
+        converted = _quick_scalar(value, param)
+        if converted is None:
+            converted = convert_scalar(value, param, f"{what} {self.name!r} argument {i} ({param.name})")
+        object.__setattr__(param, "_last", (value, converted))
+        return converted
 
     def prepare(self, *args, config: LaunchConfig | None = None) -> "Plan":
         """A prepared launch: ``args`` checked and packed once, ``plan.launch()`` only enqueues.
@@ -126,12 +128,19 @@ class Kernel:
     def _convert(self, i: int, value):
         """Argument ``i`` as its parameter's scalar type (Device.launch, for a value that is not one yet)."""
         param = self.params[i]
+        last = param._last
+        if last[0] is value:
+            return last[1]
         fast = param._fast  # (the common case, a Python number in range, as _quick_scalar without a call)
         if fast is not None:
             t = type(value)
             if (t is int or (t is float and fast[3])) and fast[1] <= value <= fast[2]:
-                return fast[0](value)
+                converted = fast[0](value)
+                object.__setattr__(param, "_last", (value, converted))
+                return converted
         if param.kind == "buffer":
             raise InvalidArgumentError(f"{self.name}: parameter {param.name!r} is a buffer, got "
                                        f"{type(value).__name__}")
-        return convert_scalar(value, param, self.name)
+        converted = convert_scalar(value, param, self.name)
+        object.__setattr__(param, "_last", (value, converted))
+        return converted

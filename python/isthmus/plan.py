@@ -62,9 +62,10 @@ class Plan:
         # Holding each buffer's backend memory keeps the allocation alive whatever the Buffer does.
         # Taken from the packed arguments, which held it since the checks (a buffer closed meanwhile
         # has no _mem any more, and the launch check refuses it).
-        self._mems = [self.device._memory_of(p) if isinstance(v, Buffer) and pin else None
+        launcher = self.device.launcher
+        self._mems = [launcher.memory_of(p) if isinstance(v, Buffer) and pin else None
                       for v, p in zip(self._values, packed)]
-        self._native = self.device._prepare(kernel, gsize, lsize, packed)
+        self._native = launcher.prepare(kernel, gsize, lsize, packed)
         self._go = self._native.launch
         self._closed = False
         self.result = None  # a library op's output buffer (library kernels' prepare)
@@ -98,7 +99,7 @@ class Plan:
         self._native.set(i, packed)
         if param.kind == "buffer":
             self._values[i] = value
-            self._mems[i] = self.device._memory_of(packed) if self._pin else None
+            self._mems[i] = self.device.launcher.memory_of(packed) if self._pin else None
             self._refresh()
         else:
             self._values[i] = packed

@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 import threading
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,42 +69,70 @@ def _define_value(key: str, value) -> str:
 def recipe(device: "Device", source: str, options: list[str]) -> dict:
     """The written cache recipe: everything a compiled binary depends on."""
     return {"format": program_cache.FORMAT, "isthmus": __version__, "device": device.identity(),
-            "compiler": device._compiler_id(), "options": options,
+            "compiler": device.compiler.compiler_id(), "options": options,
             "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
 
 
-class Program:
-    """A compiled program on one device. Use :meth:`Program.build` (cached), not the constructor."""
+class CompileWarning(UserWarning):
+    """A user's kernel compiled, and the compiler had something to say (``Program.build_log``)."""
 
-    def __init__(self, device: "Device", native, source: str, defines: dict, key: str, from_disk: bool = False):
+
+class Program:
+    """A compiled program on one device. Use :meth:`Program.build` (cached), not the constructor.
+    ``build_log``: what the compiler said when it built this program here ("" when it said nothing
+    or the program came from the disk cache)."""
+
+    def __init__(self, device: "Device", native, source: str, defines: dict, key: str, from_disk: bool = False,
+                 options: tuple = (), build_log: str = ""):
         self.device = device
         self.native = native
         self.source = source
         self.defines = dict(defines)
         self.key = key
+        self.options = list(options)
+        self.build_log = build_log
         self._from_disk = from_disk  # a binary from the disk cache may still lack a kernel: rebuilt then
         self._kernels: dict[str, Kernel] = {}
 
     @classmethod
-    def build(cls, device: "Device", source: str, defines: dict, name_hint: str = "") -> "Program":
+    def build(cls, device: "Device", source: str, defines: dict, name_hint: str = "", user: bool = False) -> "Program":
+        """The program of ``source`` with ``defines`` on ``device``, from memory, the disk cache or the
+        compiler. ``user``: a user's kernel (Device.compile), whose compiler messages are a
+        CompileWarning; the library's own kernels are compiled with warnings off (``-w``): nothing
+        the library builds prints or warns."""
         if not isinstance(source, str) or not source.strip():
             raise InvalidArgumentError("kernel source must be a non-empty string")
-        _check_encodable(source)
-        options = _options(defines)
-        full = device._prepare_source(source)
-        key = hashlib.sha256(json.dumps(recipe(device, full, options), sort_keys=True).encode()).hexdigest()
+        options = _options(defines) if user else [*_options(defines), "-w"]
         memo = device._kernels
+        # The source and options seen before: the program, without the recipe (the backend's source
+        # preparation, compiler identity, a hash of the full text).
+        seen = ("source", source, *options)
+        found = memo.get(seen)
+        if found is not None:
+            _bump("memory_hits")
+            return found
+        _check_encodable(source)
+        full = device.compiler.prepare_source(source)
+        key = hashlib.sha256(json.dumps(recipe(device, full, options), sort_keys=True).encode()).hexdigest()
         found = memo.get(("program", key))
         if found is not None:
             _bump("memory_hits")
+            memo[seen] = found
             return found
         with device._lock:
             found = memo.get(("program", key))
             if found is None:
-                native, from_disk = _load_or_compile(device, full, options, key, name_hint)
-                found = cls(device, native, source, defines, key, from_disk)
+                native, from_disk, log = _load_or_compile(device, full, options, key, name_hint)
+                found = cls(device, native, source, defines, key, from_disk, options, log)
                 memo[("program", key)] = found
+        memo[seen] = found
+        if user and found.build_log.strip() and not found._warned:
+            found._warned = True
+            warnings.warn(f"kernel {name_hint!r} compiled on {device.id} with messages (Program.build_log):\n"
+                          f"{found.build_log.strip()}", CompileWarning, stacklevel=3)
         return found
+
+    _warned = False  # (the compiler's messages of a user's program are a warning once)
 
     def kernel(self, name: str) -> "Kernel":
         found = self._kernels.get(name)
@@ -113,8 +142,9 @@ class Program:
         return found
 
     def _function(self, name: str):
+        compiler = self.device.compiler
         try:
-            return self.device._function(self.native, name)
+            return compiler.function(self.native, name)
         except CompileError:
             if not self._from_disk:
                 raise
@@ -123,10 +153,10 @@ class Program:
         with self.device._lock:
             if self._from_disk:
                 program_cache.drop(self.key)
-                full = self.device._prepare_source(self.source)
-                self.native = _compile(self.device, full, _options(self.defines), self.key, name)
+                full = compiler.prepare_source(self.source)
+                self.native, self.build_log = _compile(self.device, full, self.options, self.key, name)
                 self._from_disk = False
-        return self.device._function(self.native, name)
+        return compiler.function(self.native, name)
 
 
 def _check_encodable(source: str) -> None:
@@ -139,25 +169,27 @@ def _check_encodable(source: str) -> None:
 
 
 def _load_or_compile(device: "Device", source: str, options: list[str], key: str, name: str):
-    """The program's native handle and whether it came from the disk cache."""
+    """The program's native handle, whether it came from the disk cache, and the build log."""
     if knobs.disk_cache():
         binary = program_cache.read(key)
         if binary is not None:
             try:
                 with program_cache.loading(key):  # should the driver kill the process here, the next drops the entry
-                    native = device._load_binary(binary, options)
+                    native = device.compiler.load_binary(binary, options)
                 _bump("disk_hits")
-                return native, True
+                return native, True, ""
             except Exception:  # noqa: BLE001 - a verified entry the driver still refuses (driver update): rebuild
                 program_cache.drop(key)
-    return _compile(device, source, options, key, name), False
+    native, log = _compile(device, source, options, key, name)
+    return native, False, log
 
 
-def _compile(device: "Device", source: str, options: list[str], key: str, name: str):
-    native = device._build(source, options, name)
+def _compile(device: "Device", source: str, options: list[str], key: str, name: str) -> tuple:
+    """(native, build log) of ``source`` compiled now (and written to the disk cache)."""
+    native, log = device.compiler.build(source, options, name)
     _bump("compiles")
     if knobs.disk_cache():
-        binary = device._binary(native)
+        binary = device.compiler.binary(native)
         if binary:
             program_cache.write(key, binary)
-    return native
+    return native, log or ""

@@ -22,18 +22,28 @@ class Param:
     writes: bool  # False for `const` pointees
 
     def __post_init__(self):
-        # What convert_scalar's fast path needs, looked up once: (scalar type, lowest, highest,
-        # whether a Python float is taken) for Python numbers that need no further checks.
-        fast = None
+        # What converting a value needs, worked out once per parameter (not per call): ``_fast``,
+        # (scalar type, lowest, highest, whether a Python float is taken) for Python numbers that
+        # need no check but that range test; ``_limits``, the checks of every other value: an
+        # integer type's (lowest, highest), or the magnitude from which a float type rounds to
+        # infinity (a finite value that large overflows it).
+        fast = limits = None
         if self.kind == "scalar":
             dt = self.dtype
             if dt.kind == "f" and dt.itemsize >= 4:
                 fast = (dt.type, -3.4e38, 3.4e38, True)  # float32 and float64 cannot overflow in this range
             elif dt.kind in "iu":
                 fast = (dt.type, *_INT_RANGE[dt], False)
+            limits = _INT_RANGE[dt] if dt.kind in "iu" else _OVERFLOW[dt]
         object.__setattr__(self, "_fast", fast)
+        object.__setattr__(self, "_limits", limits)
+        # (the value last converted, its conversion): the same object again (a constant in the
+        # caller's loop) is the same conversion, and passing the same converted object lets the
+        # OpenCL launcher skip setting the argument again (Kernel.convert)
+        object.__setattr__(self, "_last", (_NOTHING, None))
 
 
+_NOTHING = object()  # (what no argument is)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _QUALIFIERS = {"const", "volatile", "restrict", "__restrict__", "__global", "global", "__constant", "constant",
                "__private", "private", "__read_only", "__write_only", "read_only", "write_only"}
@@ -88,6 +98,12 @@ def _param(text: str, aliases: dict, kernel: str) -> Param:
 
 _INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
               for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)}
+# the least magnitude that rounds to infinity in each float type: its largest finite value and half
+# a unit in its last place (round to nearest even)
+_OVERFLOW = {np.dtype(t): float(np.finfo(t).max) + (float(np.finfo(t).max) - float(np.nextafter(np.finfo(t).max, t(0)))) / 2
+             for t in (np.float16, np.float32)}
+_INF = float("inf")
+_OVERFLOW[np.dtype(np.float64)] = _INF
 
 
 def _quick_scalar(value, param: Param):
@@ -102,33 +118,57 @@ def _quick_scalar(value, param: Param):
     return None
 
 
+# the kind of number each class is ("i" integer, "f" float, "b" bool, "" not a number), looked up
+# by the value's class; a class not listed yet (a subclass, such as what JPype hands over for a
+# Java int or double) is classified once, by isinstance, and added
+_KINDS: dict = {int: "i", float: "f", bool: "b", np.bool_: "b",
+                **{t: "i" for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)},
+                **{t: "f" for t in (np.float16, np.float32, np.float64)}}
+
+
+def _kind(c) -> str:
+    kind = "b" if issubclass(c, (bool, np.bool_)) else "i" if issubclass(c, (int, np.integer)) else (
+        "f" if issubclass(c, (float, np.floating)) else "")
+    if len(_KINDS) < 256:
+        _KINDS[c] = kind
+    return kind
+
+
 def convert_scalar(value, param: Param, where: str):
-    """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an error."""
+    """``value`` as the NumPy scalar of ``param``'s declared type; out of range or wrong kind is an
+    error. The checks read what the parameter worked out once (Param._limits) and the kind of
+    number the value's class is (_KINDS): no NumPy limits or error-state objects per call."""
     quick = _quick_scalar(value, param)
     if quick is not None:
         return quick
     dt = param.dtype
+    c = value.__class__
+    if c is dt.type:  # already the declared type (a NumPy scalar, a plan's constant)
+        return value
+    kind = _KINDS.get(c)
+    if kind is None:
+        kind = _kind(c)
+    if kind == "i" or kind == "f":
+        if dt.kind in "iu":
+            if kind == "f":
+                if not float(value).is_integer():
+                    raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {value!r}")
+            v = int(value)
+            lo, hi = param._limits
+            if not lo <= v <= hi:
+                raise InvalidArgumentError(f"{where}: {value} does not fit parameter {param.name!r} "
+                                           f"({param.ctype}: {lo}..{hi})")
+            return dt.type(v)
+        try:
+            magnitude = abs(float(value))  # (infinity and NaN pass: they are values of every float type)
+            overflows = param._limits <= magnitude < _INF
+        except OverflowError:  # an int past any float
+            overflows = True
+        if overflows:
+            raise InvalidArgumentError(f"{where}: {value} overflows parameter {param.name!r} ({param.ctype})")
+        return dt.type(value)
+    if kind == "b":
+        raise InvalidArgumentError(f"{where}: parameter {param.name!r} ({param.ctype}) got a bool; pass an int")
     if isinstance(value, Buffer):
         raise InvalidArgumentError(f"{where}: parameter {param.name!r} is a scalar {param.ctype}, got a Buffer")
-    if isinstance(value, (bool, np.bool_)):
-        raise InvalidArgumentError(f"{where}: parameter {param.name!r} ({param.ctype}) got a bool; pass an int")
-    if dt.kind in "iu":
-        if isinstance(value, (float, np.floating)):
-            if not float(value).is_integer():
-                raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {value!r}")
-            value = int(value)
-        if not isinstance(value, (int, np.integer)):
-            raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, "
-                                       f"got {type(value).__name__}")
-        info = np.iinfo(dt)
-        if not info.min <= int(value) <= info.max:
-            raise InvalidArgumentError(f"{where}: {value} does not fit parameter {param.name!r} "
-                                       f"({param.ctype}: {info.min}..{info.max})")
-        return dt.type(value)
-    if not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {type(value).__name__}")
-    with np.errstate(over="ignore"):
-        converted = dt.type(value)
-    if np.isinf(converted) and np.isfinite(value):
-        raise InvalidArgumentError(f"{where}: {value} overflows parameter {param.name!r} ({param.ctype})")
-    return converted
+    raise InvalidArgumentError(f"{where}: parameter {param.name!r} is {param.ctype}, got {type(value).__name__}")

@@ -134,7 +134,7 @@ def test_opencl_free_buffer_cache_keeps_the_newest_and_drops_the_oldest(dev, mon
         pytest.skip("the free-buffer cache is the OpenCL backend's (CUDA uses CuPy's pool)")
     mib = 1 << 20
     dev.free_pool()
-    monkeypatch.setattr(dev, "_pool_limit", 3 * mib)
+    monkeypatch.setattr(dev.allocator, "_pool_limit", 3 * mib)
     in_use = dev.memory_in_use()
     a, b, c = dev.empty(mib, np.uint8), dev.empty(mib, np.uint8), dev.empty(2 * mib, np.uint8)
     pa, pb, pc = a.ptr, b.ptr, c.ptr
@@ -142,18 +142,18 @@ def test_opencl_free_buffer_cache_keeps_the_newest_and_drops_the_oldest(dev, mon
         buf.close()
     del buf
     gc.collect()
-    assert dev._pooled == 3 * mib
+    assert dev.allocator._pooled == 3 * mib
     got_c, got_b = dev.empty(2 * mib, np.uint8), dev.empty(mib, np.uint8)
     assert (got_c.ptr, got_b.ptr) == (pc, pb)  # the newest of each size came back
     fresh = dev.empty(mib, np.uint8)  # a was dropped: a new allocation (any handle but b's)
-    assert fresh.ptr != pb and dev._pooled == 0
+    assert fresh.ptr != pb and dev.allocator._pooled == 0
     big = dev.empty(4 * mib, np.uint8)
     big.close()
-    assert dev._pooled == 0  # over the limit: back to the driver, not cached
+    assert dev.allocator._pooled == 0  # over the limit: back to the driver, not cached
     for buf in (got_c, got_b, fresh):
         buf.close()
     dev.free_pool()
-    assert dev._pooled == 0 and not dev._pool
+    assert dev.allocator._pooled == 0 and not dev.allocator._pool
     assert dev.memory_in_use() == in_use
 
 
@@ -162,7 +162,7 @@ def test_opencl_cached_buffer_reuse_keeps_results_apart(dev, rng, monkeypatch):
     their own call wrote (the queue is in order), through a cache that keeps evicting."""
     if dev.backend != "opencl":
         pytest.skip("the free-buffer cache is the OpenCL backend's")
-    monkeypatch.setattr(dev, "_pool_limit", 3 * 257 * 129 * 4)
+    monkeypatch.setattr(dev.allocator, "_pool_limit", 3 * 257 * 129 * 4)
     host = [rng.standard_normal((129, 257)).astype(np.float32) for _ in range(3)]
     xs = [dev.asarray(h) for h in host]
     kept = []
@@ -185,11 +185,11 @@ def test_free_pool_keeps_live_buffers_and_later_allocations_work(dev, rng):
         dev.empty((4096,), np.float32).close()  # freed: cached for reuse
     in_use = dev.memory_in_use()
     if dev.backend == "opencl":
-        assert dev._pooled > 0
+        assert dev.allocator._pooled > 0
     dev.free_pool()
     assert dev.memory_in_use() == in_use
     if dev.backend == "opencl":
-        assert dev._pooled == 0 and not dev._pool
+        assert dev.allocator._pooled == 0 and not dev.allocator._pool
     np.testing.assert_array_equal(keep.to_numpy(), host)
     again = dev.asarray(host[::-1].copy())
     np.testing.assert_array_equal(again.to_numpy(), host[::-1])

@@ -328,7 +328,7 @@ def test_a_closed_buffer_never_packs_to_null(dev):
     x = dev.zeros(8, np.float32)
     x.close()
     with pytest.raises(isthmus.ClosedBufferError):
-        dev._buffer_arg(x)
+        dev.launcher.buffer_arg(x)
     with pytest.raises(isthmus.ClosedBufferError):
         x._launch_arg()
     assert x._arg is None
@@ -340,18 +340,18 @@ def test_closing_during_a_launch_frees_the_memory_once_the_launch_let_go(dev):
     k = dev.compile(SRC, "affine")
     x, y = dev.zeros(N, np.float32), dev.zeros(N, np.float32)
     seen = []
-    real = dev._launch
+    real = dev.launcher.launch
 
     def closing(kernel, g, loc, packed):
         x.close()  # another thread closes x after the checks, before the enqueue
         seen.append(dev.memory_in_use())
         real(kernel, g, loc, packed)
 
-    dev._launch = closing
+    dev.launcher.launch = closing
     try:
         k(N, 1.0, x, y, config=_cfg(N))
     finally:
-        del dev._launch
+        del dev.launcher.launch
     del closing, real
     dev.synchronize()
     y.close()
@@ -467,26 +467,28 @@ def test_cuda_packed_pointer_holds_the_memory_and_the_launch_memo_does_not():
         def refill(self, packed):
             pass
 
-    dev = object.__new__(cuda.CudaDevice)
-    dev._prepare = lambda kernel, g, l, packed: Prepared(packed)
+    from isthmus.device import KernelState
+
+    launcher = object.__new__(cuda.CudaLauncher)
+    launcher.prepare = lambda kernel, g, l, packed: Prepared(packed)
     mem = Mem()
     gone = weakref.ref(mem)
     buf = SimpleNamespace(_mem=mem, _ptr=mem.ptr, _dt="float32")
-    arg = dev._buffer_arg(buf)
+    arg = launcher.buffer_arg(buf)
     assert arg == 0xABC0 and hash(arg) == hash(0xABC0) and arg.mem is mem
-    assert dev._native_arg(arg).__class__ is np.uint64 and dev._memory_of(arg) is mem
-    kernel = SimpleNamespace(name="k", _types=(np.int64, None), _launch_memo=None)  # (long n, a buffer)
+    assert launcher.native_arg(arg).__class__ is np.uint64 and launcher.memory_of(arg) is mem
+    kernel = SimpleNamespace(name="k", _types=(np.int64, None), _backend=KernelState())  # (long n, a buffer)
     for _ in range(3):  # first sighting, second (prepared), replay
-        dev._launch(kernel, (64,), (64,), [np.int64(1), arg])
-    memo = kernel._launch_memo
-    assert all(v.__class__ is not cuda._DevicePointer for key in memo.prepared for v in key)
+        launcher.launch(kernel, (64,), (64,), [np.int64(1), arg])
+    memo = kernel._backend.memo
+    assert all(v.__class__ is not cuda._DevicePointer for key in memo.prepared._data for v in key)
     buf._mem, buf._dt = None, None  # the buffer is closed
     with pytest.raises(isthmus.ClosedBufferError):
-        dev._buffer_arg(buf)
+        launcher.buffer_arg(buf)
     del mem, arg
     gc.collect()
     assert gone() is None  # nothing isthmus keeps holds the memory of a closed buffer
-    zero = dev._buffer_arg(SimpleNamespace(_mem=None, _ptr=0, _dt="float32"))  # an open zero-size buffer
+    zero = launcher.buffer_arg(SimpleNamespace(_mem=None, _ptr=0, _dt="float32"))  # an open zero-size buffer
     assert zero == 0
 
 

@@ -139,3 +139,39 @@ def test_other_threads_are_not_captured(dev, rng, affine):
         t.join()
     assert len(graph) == 0
     np.testing.assert_allclose(y.to_numpy(), xh, rtol=1e-6, atol=1e-6)
+
+
+_DIRTY_COPY = """
+__kernel void dirty(__global uchar* t) { t[get_global_id(0)] = (uchar)(get_global_id(0) + 1); }
+__kernel void take(__global const uchar* t, __global uchar* y) { y[get_global_id(0)] = t[get_global_id(0)]; }
+"""
+
+
+def test_zeroed_temporaries_are_zero_at_every_call_and_every_replay(dev):
+    """Device._temporary(n, zeroed=True): the calling thread's scratch, filled with zeros before the
+    call's launches (what a kernel left there before does not show); inside a capture, memory of
+    the graph's own whose fill is a step of the graph, so each replay starts from zeros too."""
+    n = 64
+    dirty, take = dev.compile(_DIRTY_COPY, "dirty"), dev.compile(_DIRTY_COPY, "take")
+    cfg = isthmus.LaunchConfig((n,))
+    y = dev.asarray(np.full(n, 7, np.uint8))
+
+    def call():
+        t = dev._temporary(n, zeroed=True)
+        dev.launch(take, (n,), None, [t, y])
+
+    dev.launch(dirty, (n,), None, [dev._temporary(n)])  # the thread's scratch, dirtied
+    call()
+    assert y.to_numpy().tolist() == [0] * n
+    with dev.capture() as graph:
+        t = dev._temporary(n, zeroed=True)
+        take(t, y, config=cfg)
+        dirty(t, config=cfg)  # this replay's dirt: the next replay must not see it
+    try:
+        assert len(graph.steps) == 3  # fill, take, dirty
+        y.copy_from(np.full(n, 7, np.uint8))
+        for _ in range(2):
+            graph.launch()
+            assert y.to_numpy().tolist() == [0] * n
+    finally:
+        graph.close()

@@ -140,3 +140,45 @@ def test_a_launch_sets_what_changed_and_every_result_is_the_calls_own(dev, rng):
     got = poisoned.to_numpy()
     assert np.all(np.abs(got[:n2] - (2 * xs[0][:n2] + ramp[:n2])) <= 1e-6 * (np.abs(2 * xs[0][:n2]) + ramp[:n2]))
     assert np.isnan(got[n2:]).all()
+
+
+def test_scalars_of_any_number_type_are_converted_without_numpy_limits_or_error_states(dev, monkeypatch):
+    """A parameter works out its checks once (at parse): converting NumPy scalars, JPype-like int
+    and float subclasses and half-precision values per call asks NumPy for no limits objects and
+    enters no error state (what made an eager call with two scalars cost ~10x its Plan.launch),
+    and the checks still hold."""
+    src = """__kernel void put(__global float* y, const int n, const float h, const float a, const ulong u)
+    { if (get_global_id(0) == 0) { y[0] = (float)n; y[1] = h; y[2] = a; y[3] = (float)u; } }"""
+    k = dev.compile(src, "put")
+    half = parse_signature("__kernel void f(const half h) {}", "f", {})[0]
+    y = dev.zeros(4, np.float32)
+    cfg = isthmus.LaunchConfig((1,))
+
+    class JInt(int):  # what JPype hands over for a Java int/long
+        pass
+
+    class JFloat(float):
+        pass
+
+    def refused(*a, **kw):
+        raise AssertionError("NumPy limits or error state asked per call")
+
+    monkeypatch.setattr(np, "iinfo", refused)
+    monkeypatch.setattr(np, "finfo", refused)
+    monkeypatch.setattr(np, "errstate", refused)
+    for n, h, a, u in ((np.int64(7), np.float64(0.5), np.float64(2.5), np.uint8(9)), (JInt(7), JFloat(0.5), JFloat(2.5), JInt(9)),
+                       (np.int16(7), np.float32(0.5), np.int32(2), 9.0)):
+        k(y, n, h, a, u, config=cfg)
+        assert y.to_numpy().tolist() == [7.0, 0.5, float(a), 9.0]
+    with pytest.raises(isthmus.InvalidArgumentError, match="does not fit parameter 'n'"):
+        k(y, np.int64(2**31), 0.5, 1.0, 1, config=cfg)
+    with pytest.raises(isthmus.InvalidArgumentError, match="overflows parameter 'a'"):
+        k(y, 1, 0.5, np.float64(3.5e38), 1, config=cfg)
+    with pytest.raises(isthmus.InvalidArgumentError, match="overflows parameter 'a'"):
+        k(y, 1, 0.5, 10**400, 1, config=cfg)
+    with pytest.raises(isthmus.InvalidArgumentError, match="does not fit parameter 'u'"):
+        k(y, 1, 0.5, 1.0, JInt(-1), config=cfg)
+    assert convert_scalar(JFloat(65519.0), half, "f") == np.float16(65504)  # rounds down to half's largest
+    with pytest.raises(isthmus.InvalidArgumentError, match="overflows parameter 'h'"):
+        convert_scalar(np.float64(65520.0), half, "f")  # rounds to infinity
+    assert np.isinf(convert_scalar(float("inf"), half, "f"))

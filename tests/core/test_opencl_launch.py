@@ -25,23 +25,21 @@ def ocl(request, dev):
     (where no ICD loader is found)."""
     if dev.backend != "opencl":
         pytest.skip("OpenCL's enqueue paths")
-    native = dev._native_enqueue
-    if request.param == "native":
-        if native is None:
-            pytest.skip(f"no OpenCL ICD loader found for the event-less enqueue on {dev.id}")
-        yield dev
-        return
-    dev._enqueue_found = None
+    launcher = dev.launcher
+    chosen = launcher.event_less
+    if request.param == "native" and launcher.native_enqueue is None:
+        pytest.skip(f"no OpenCL ICD loader found for the event-less enqueue on {dev.id}")
+    launcher.event_less = request.param == "native"
     try:
         yield dev
     finally:
-        dev._enqueue_found = native
+        launcher.event_less = chosen
 
 
 def test_the_event_less_enqueue_is_found_on_linux(dev):
     if dev.backend != "opencl":
         pytest.skip("OpenCL only")
-    assert isinstance(dev._native_enqueue, _NativeEnqueue)
+    assert isinstance(dev.launcher.native_enqueue, _NativeEnqueue)
 
 
 def test_a_launch_the_driver_refuses_is_a_launch_config_error_and_the_next_launch_runs(ocl, rng):
@@ -85,11 +83,11 @@ def test_enqueue_statuses_become_typed_errors_that_name_the_status(dev):
                                 (-63, isthmus.LaunchConfigError, "INVALID_GLOBAL_WORK_SIZE"),
                                 (-36, isthmus.DeviceError, "INVALID_COMMAND_QUEUE"),
                                 (-9999, isthmus.DeviceError, "status")):
-        exc = dev._status_error(k, (256,), (64,), status)
+        exc = dev.launcher.status_error(k, (256,), (64,), status)
         assert type(exc) is error
         assert f"{name} ({status})" in str(exc) and "'fill'" in str(exc) and dev.id in str(exc)
     # PyOpenCL's errors go the same way by the status they carry; one raised with a message only has none
-    exc = dev._launch_error(k, (256,), (64,), dev._cl.LogicError("no record"))
+    exc = dev.launcher.launch_error(k, (256,), (64,), dev._cl.LogicError("no record"))
     assert type(exc) is isthmus.DeviceError and "no record" in str(exc)
 
 
@@ -103,7 +101,7 @@ def test_the_argument_memo_keeps_no_memory_alive(dev):
     k(y, 1.0, 64, config=isthmus.LaunchConfig((64,), (64,)))
     dev.synchronize()
     ref = y._mem.ref
-    assert k._launch_memo[0] is ref
+    assert k._backend.memo[0] is ref
     y.close()
     del y
     gc.collect()
@@ -154,3 +152,22 @@ def test_gemm_alpha_and_beta_alternating_on_the_same_buffers(dev, rng):
         np.testing.assert_allclose(c.to_numpy(), float(alpha) * (a @ b) + float(beta) * c0, rtol=1e-4, atol=1e-4)
     with pytest.raises(isthmus.InvalidArgumentError, match="bool"):
         isthmus.ops.gemm(da, db, c, alpha=True)
+
+
+def test_the_enqueue_is_chosen_by_platform_pyopencl_s_on_pocl(dev):
+    """PoCL: PyOpenCL's enqueue (the event-less ctypes call costs it about twice as much); other
+    platforms (NVIDIA's OpenCL measured): the event-less one. Prepared launches follow the choice."""
+    from isthmus.backends.opencl.launch import _event_less_pays
+
+    assert not _event_less_pays("Portable Computing Language")
+    assert _event_less_pays("NVIDIA CUDA") and _event_less_pays("Intel(R) OpenCL Graphics")
+    if dev.backend != "opencl":
+        pytest.skip("OpenCL's enqueue")
+    pocl = "portable computing language" in dev.platform.lower()
+    assert dev.launcher.event_less is (not pocl)
+    k = dev.compile(_FILL, "fill")
+    y = dev.zeros(64, np.float32)
+    plan = k.prepare(y, 1.0, 64, config=isthmus.LaunchConfig((64,)))
+    assert (plan._native._enqueue is None) is (pocl or dev.launcher.native_enqueue is None)
+    plan.launch()
+    np.testing.assert_array_equal(y.to_numpy(), 1.0 + np.arange(64, dtype=np.float32))

@@ -152,10 +152,10 @@ def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():
     cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel,
                                                                      CUDADriverError=RuntimeError),
                                               runtime=SimpleNamespace(getDevice=lambda: 0)))
-    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=False,
-                          _grid=lambda k, g, l: ((g[0] // l[0],), l))
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=False)
+    launcher = SimpleNamespace(device=dev, grid=lambda k, g, l: ((g[0] // l[0],), l))
     kernel = SimpleNamespace(native=SimpleNamespace(ptr=1234), name="k")
-    prepared = cuda._PreparedLaunch(dev, kernel, (512,), (128,), [np.int64(5), np.float32(2.5), np.uint64(0xABC0)])
+    prepared = cuda._PreparedLaunch(launcher, kernel, (512,), (128,), [np.int64(5), np.float32(2.5), np.uint64(0xABC0)])
     prepared.launch()
     prepared.set(1, np.float32(-1.0))
     prepared.set(2, np.uint64(0xDEF0))
@@ -164,7 +164,7 @@ def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():
     assert calls[1] == ((1234, 4, 1, 1, 128, 1, 1, 0, 77, 0), 5, -1.0, 0xDEF0)
 
 
-def test_cuda_repeated_launch_becomes_a_graph_and_a_rebind_drops_it():
+def test_cuda_repeated_launch_becomes_a_graph_and_a_rebind_drops_it(monkeypatch):
     """Without a GPU: the third launch in a row with no rebind captures a one-kernel graph, later
     launches replay it; a rebind goes back to the driver call until the launch repeats again."""
     from types import SimpleNamespace
@@ -184,10 +184,11 @@ def test_cuda_repeated_launch_becomes_a_graph_and_a_rebind_drops_it():
     cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=lambda *a: driver.append(a[8]),
                                                                      CUDADriverError=RuntimeError),
                                               runtime=SimpleNamespace(getDevice=lambda: 0)))
-    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=True,
-                          _grid=lambda k, g, l: ((g[0] // l[0],), l), _one_kernel_graph=capture)
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=True)
+    launcher = SimpleNamespace(device=dev, grid=lambda k, g, l: ((g[0] // l[0],), l))
+    monkeypatch.setattr(cuda.graphs, "one_kernel", lambda device, prepared: capture(prepared))
     kernel = SimpleNamespace(native=SimpleNamespace(ptr=1), name="k")
-    prepared = cuda._PreparedLaunch(dev, kernel, (64,), (64,), [np.int64(5), np.float32(2.5)])
+    prepared = cuda._PreparedLaunch(launcher, kernel, (64,), (64,), [np.int64(5), np.float32(2.5)])
     for _ in range(5):
         prepared.launch()
     assert (len(driver), len(captures), len(replays)) == (3, 1, 2)
@@ -317,11 +318,12 @@ def test_unpinned_plan_lets_a_closed_buffer_go_and_refuses_it(dev):
 
 
 def test_cuda_eager_memo_refills_scratch_first_then_keeps_a_repeated_launch_prepared():
-    """Without a GPU: CudaDevice._launch refills one scratch launch per grid for a launch seen once,
+    """Without a GPU: CudaLauncher.launch refills one scratch launch per grid for a launch seen once,
     prepares a launch seen twice and replays it from then on."""
     from types import SimpleNamespace
 
     from isthmus.backends import cuda
+    from isthmus.device import KernelState
 
     made = []
 
@@ -336,15 +338,15 @@ def test_cuda_eager_memo_refills_scratch_first_then_keeps_a_repeated_launch_prep
         def refill(self, packed):
             self.refills.append(list(packed))
 
-    dev = object.__new__(cuda.CudaDevice)
-    dev._prepare = lambda kernel, g, l, packed: Fake(packed)
-    kernel = SimpleNamespace(name="k", _types=(np.float32,), _launch_memo=None)  # one float parameter
+    launcher = object.__new__(cuda.CudaLauncher)
+    launcher.prepare = lambda kernel, g, l, packed: Fake(packed)
+    kernel = SimpleNamespace(name="k", _types=(np.float32,), _backend=KernelState())  # one float parameter
     g, l = (64,), (64,)
-    dev._launch(kernel, g, l, [np.float32(1)])  # first sighting: the scratch launch
-    dev._launch(kernel, g, l, [np.float32(2)])  # another first sighting: the same scratch
+    launcher.launch(kernel, g, l, [np.float32(1)])  # first sighting: the scratch launch
+    launcher.launch(kernel, g, l, [np.float32(2)])  # another first sighting: the same scratch
     assert len(made) == 1 and made[0].refills == [[1], [2]] and made[0]._calm < 0
-    dev._launch(kernel, g, l, [np.float32(1)])  # second sighting: prepared and launched
-    dev._launch(kernel, g, l, [np.float32(1)])  # replayed
+    launcher.launch(kernel, g, l, [np.float32(1)])  # second sighting: prepared and launched
+    launcher.launch(kernel, g, l, [np.float32(1)])  # replayed
     assert len(made) == 2 and made[1].packed == [1] and made[1].launches == 2
-    dev._launch(kernel, (128,), l, [np.float32(1)])  # another grid: its own scratch
+    launcher.launch(kernel, (128,), l, [np.float32(1)])  # another grid: its own scratch
     assert len(made) == 3 and made[2].refills == [[1]]

@@ -217,7 +217,7 @@ import isthmus
 from isthmus import LaunchConfig
 dev = isthmus.device({dev!r})
 if sys.argv[1] == "crash":
-    dev._load_binary = lambda binary, options: os.abort()  # a driver that dies on this (intact) entry
+    dev.compiler.load_binary = lambda binary, options: os.abort()  # a driver that dies on this (intact) entry
 k = dev.compile({src!r}, 'fill', {{'VALUE': {value}}})
 import numpy as np
 out = dev.asarray(np.zeros(2, np.int32))

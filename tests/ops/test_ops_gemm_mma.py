@@ -194,19 +194,23 @@ def test_cuda_launch_passes_dynamic_shared_memory_and_raises_the_limit_once():
     cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(
         launchKernel=lambda *a: launches.append(a[7]), funcSetAttribute=lambda *a: raised.append(a),
         CUDADriverError=RuntimeError), runtime=SimpleNamespace(getDevice=lambda: 0)))
+    from isthmus.device import KernelState
+
     dev = SimpleNamespace(_cp=cp, _cp_device=contextlib.nullcontext(), index=0, id="cuda:0",
                           stream=SimpleNamespace(ptr=7), _launch_graphs=False, local_mem_size=48 * 1024,
-                          local_mem_optin=227 * 1024, _grid=lambda k, g, l: ((g[0] // l[0],), l))
-    dev._dynamic_shared = lambda k: cuda.CudaDevice._dynamic_shared(dev, k)
-    kernels = {n: SimpleNamespace(native=SimpleNamespace(ptr=5), name="k", dynamic_local_bytes=n)
+                          local_mem_optin=227 * 1024)
+    launcher = cuda.CudaLauncher(dev)
+    launcher.grid = lambda k, g, l: ((g[0] // l[0],), l)
+    kernels = {n: SimpleNamespace(native=SimpleNamespace(ptr=5), name="k", dynamic_local_bytes=n, _backend=KernelState())
                for n in (0, 40 * 1024, 72 * 1024)}
     for nbytes in (0, 40 * 1024, 72 * 1024, 72 * 1024):  # the 72 KiB kernel twice: one raise
-        cuda._PreparedLaunch(dev, kernels[nbytes], (128,), (128,), [np.int64(1)]).launch()
+        cuda._PreparedLaunch(launcher, kernels[nbytes], (128,), (128,), [np.int64(1)]).launch()
     assert launches == [0, 40 * 1024, 72 * 1024, 72 * 1024]
     assert raised == [(5, 8, 72 * 1024)]  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, once
-    big = SimpleNamespace(native=SimpleNamespace(ptr=6), name="big", dynamic_local_bytes=228 * 1024)
+    big = SimpleNamespace(native=SimpleNamespace(ptr=6), name="big", dynamic_local_bytes=228 * 1024,
+                          _backend=KernelState())
     with pytest.raises(isthmus.LaunchConfigError, match="dynamic shared memory"):
-        cuda._PreparedLaunch(dev, big, (128,), (128,), [np.int64(1)])
+        cuda._PreparedLaunch(launcher, big, (128,), (128,), [np.int64(1)])
     assert len(launches) == 4
 
 

@@ -326,7 +326,7 @@ def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
         s = isthmus.ops.sum(x)  # partials of its own, kept by the graph, not this thread's scratch
     scratch = dev._scratch(1)
     partial = graph.plans[0]._values[2]
-    assert isinstance(partial, isthmus.Buffer) and partial.ptr != dev._pointer(scratch._mem)
+    assert isinstance(partial, isthmus.Buffer) and partial.ptr != dev.allocator.pointer(scratch._mem)
     other = dev.asarray(rng.standard_normal(777).astype(np.float32))
     for _ in range(3):
         graph.launch()

@@ -330,8 +330,8 @@ def test_in_place_split_rows_run_one_group_per_row(dev):
     which the others may have written already): the same chunk held, the rest streamed."""
     from isthmus.ops.specs import softmax as sm
     with forced(FAMILY, VARIANTS["split"][0]):
-        assert sm._steps(dev, lookup("float32"), 5, 3001)[-1]  # (..., workspace, its bytes, split)
-        assert not sm._steps(dev, lookup("float32"), 5, 3001, in_place=True)[-1]
+        assert sm._steps(dev, lookup("float32"), 5, 3001)[-1] > 8  # (..., workspace bytes): split rows'
+        assert sm._steps(dev, lookup("float32"), 5, 3001, in_place=True)[-1] == 8  # a ticket only: no split
 
 
 def test_split_rows_reuse_their_workspace(dev, rng):
@@ -341,12 +341,14 @@ def test_split_rows_reuse_their_workspace(dev, rng):
     from isthmus.ops.specs import softmax as sm
     params = VARIANTS["split"][0]
     with forced(FAMILY, params):
-        kernel, g, loc, rows, cols, _, ws, ws_nbytes, split = sm._steps(dev, lookup("float32"), 5, 3001)
-    assert split and ws_nbytes == 8 * (1 + 2 * 5 * 4)
+        kernel, g, loc, rows, cols, _, ws_nbytes = sm._steps(dev, lookup("float32"), 5, 3001)
+    assert ws_nbytes == 8 * (1 + 2 * 5 * 4)
+    ws = dev._workspace(kernel, ws_nbytes)
+    assert dev._workspace(kernel, ws_nbytes) is ws  # the workspace stays with the kernel
     for _ in range(4):
         x = _data(rng, (5, 3001), "float32")
         bx, by = dev.asarray(x), dev.asarray(np.full(x.shape, np.nan, np.float32))
-        dev.launch(kernel, g, loc, [rows, cols, bx, by, ws.arg])
+        dev.launch(kernel, g, loc, [rows, cols, bx, by, ws])
         _check(by.to_numpy(), x, "float32", f"split, workspace reused, {params}")
 
 
@@ -380,13 +382,15 @@ def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
 
 
 def test_a_captured_split_launch_replays_right(dev, rng):
-    """A graph captured with split rows keeps a workspace of its own and zeroes it as a step, so
-    every replay (fresh data each time) computes fresh results; the op's own recipe is untouched."""
+    """A graph captured with split rows keeps a workspace of its own (Device._workspace through the
+    recorder), zeroed once when captured: no fill step is replayed (the generation tags need no
+    reset), and every replay (fresh data each time) computes fresh results."""
     params = VARIANTS["split"][0]
     shape = (3, 2500)
     bx, by = dev.asarray(_data(rng, shape, "float32")), dev.empty(shape, np.float32)
     with forced(FAMILY, params), dev.capture() as graph:
         isthmus.ops.softmax(bx, out=by)
+    assert len(graph.steps) == 1  # the launch alone
     try:
         for _ in range(3):
             x = _data(rng, shape, "float32")

@@ -249,7 +249,7 @@ def copy_bandwidth(dev, nbytes: int | None = None, repeat: int = 10) -> float:
     src = dev.asarray(np.ones(n, np.float32))  # not zeros: a copy of zeros can run faster than data does
     dst = dev.empty(n, np.float32)
     try:
-        ms = device_ms(dev, lambda: dev._copy(dst._mem, src._mem, n * 4), repeat=repeat, warmup=3,
+        ms = device_ms(dev, lambda: dev.allocator.copy(dst._mem, src._mem, n * 4), repeat=repeat, warmup=3,
                        batch=10 if dev.kind == "gpu" else 1)
     finally:
         src.close()

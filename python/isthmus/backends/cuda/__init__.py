@@ -3,17 +3,18 @@
 Every call names its device and stream explicitly (CuPy keeps per-thread current-device and
 current-stream state, and a thread Java started has neither set).
 
-One module per concern, each a part of :class:`CudaDevice`: ``device.py`` (the device, its
-stream and events), ``memory.py`` (CuPy's pool, copies, views for CuPy and DLPack),
-``compiler.py`` (NVRTC and modules), ``launch.py`` (packed arguments, the launch memo, prepared
-launches), ``graphs.py`` (CUDA graphs).
+``device.py`` holds the device (its stream and events, views for CuPy and DLPack), which builds
+its parts, one module each: ``memory.py`` (CudaAllocator: CuPy's pool, copies), ``compiler.py``
+(CudaCompiler: NVRTC and modules), ``launch.py`` (CudaLauncher: packed arguments, the launch
+memo, prepared launches); ``graphs.py`` captures and replays CUDA graphs.
 """
 from __future__ import annotations
 
 from ...errors import BackendUnavailableError
 from .compiler import defines_as_source  # noqa: F401
 from .device import NAME, CudaDevice  # noqa: F401
-from .launch import _NULL, _DevicePointer, _LaunchMemo, _PreparedLaunch  # noqa: F401
+from . import graphs  # noqa: F401
+from .launch import _NULL, CudaLauncher, _DevicePointer, _LaunchMemo, _PreparedLaunch  # noqa: F401
 
 
 def discover() -> list["CudaDevice"]:

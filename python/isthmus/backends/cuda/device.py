@@ -1,27 +1,29 @@
-"""The CUDA device: its properties, its stream and events, peer copies. The other hooks are the
-parts of their concern (memory, compiler, launch, graphs), mixed in."""
+"""The CUDA device: its properties, its stream and events, peer copies, views of its memory for
+CuPy, DLPack and ``__cuda_array_interface__``; it holds its parts (memory.CudaAllocator,
+compiler.CudaCompiler, launch.CudaLauncher) and replays graphs (graphs.py)."""
 from __future__ import annotations
 
 import threading
 
 from ... import knobs
-from ...device import Device
+from ...device import Device, _TransferLane
+from ...errors import DeviceError, OutOfMemoryError
 from ...launch import GridLimits
-from .compiler import _Compiler
-from .graphs import _Graphs
-from .launch import _GRID_LIMITS, _Launch
-from .memory import _Memory
+from . import graphs
+from .compiler import CudaCompiler
+from .launch import _GRID_LIMITS, CudaLauncher
+from .memory import CudaAllocator
 
 NAME = "cuda"
 _PRIVATE_LIMIT = 512 * 1024  # "local" memory per thread, CUDA's limit since compute capability 2.0
 _ATTR_DEV_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
 
-class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
+class CudaDevice(Device):
     backend = NAME
     pointers_are_addresses = True
     # the prelude's get_global_id is a 64-bit size_t; isthmus picks the block of a launch without a
-    # local size and _grid checks the grid it makes
+    # local size and the launcher's grid() checks the grid it makes
     grid_limits = GridLimits(index_bits=64, max_groups=_GRID_LIMITS, max_total_groups=2**63 - 1,
                              runtime_picks_local=False)
     private_mem_limit = _PRIVATE_LIMIT
@@ -33,27 +35,26 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
         name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
         driver = rt.driverGetVersion()
         self.compute_capability = f"{p['major']}{p['minor']}"
+        self._cp_device = cupy.cuda.Device(index)
+        self._get_device = cupy.cuda.runtime.getDevice
         super().__init__(
             index=index, name=name, vendor="NVIDIA Corporation", kind="gpu", memory=int(p["totalGlobalMem"]),
             compute_units=int(p["multiProcessorCount"]), max_work_group_size=int(p["maxThreadsPerBlock"]),
             max_work_item_sizes=tuple(int(x) for x in p["maxThreadsDim"]), local_mem_size=int(p["sharedMemPerBlock"]),
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             platform=f"CUDA {rt.runtimeGetVersion()} sm_{self.compute_capability}",
-            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
-        self._cp_device = cupy.cuda.Device(index)
+            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"),
+            allocator=CudaAllocator(self, index), compiler=CudaCompiler(self), launcher=CudaLauncher(self))
         self.mma_sync = int(p["major"]) >= 8
-        self.wgmma = self.compute_capability == "90"  # compiled for sm_90a (_Compiler._arch)
+        self.wgmma = self.compute_capability == "90"  # compiled for sm_90a (CudaCompiler._arch)
         self.local_mem_dynamic = True
         # dynamic shared memory a kernel may take once its limit is raised (Kernel.dynamic_local_bytes)
         self.local_mem_optin = int(p.get("sharedMemPerBlockOptin") or
                                    rt.deviceGetAttribute(_ATTR_DEV_SMEM_OPTIN, index) or p["sharedMemPerBlock"])
-        self._stream = self._capture_stream = None  # made on first use (stream, _Graphs._capture_graph)
+        self._stream = self._capture_stream = None  # made on first use (stream, graphs.capture)
         self._init_lock = threading.Lock()
         self._capture_lock = threading.Lock()
         self._launch_graphs = knobs.cuda_launch_graphs()
-        self._get_device = cupy.cuda.runtime.getDevice
-        self._current_stream = cupy.cuda.get_current_stream
-        self._cp_alloc = cupy.cuda.alloc
 
     @property
     def stream(self):
@@ -65,6 +66,16 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
                     with self._cp_device:
                         self._stream = self._cp.cuda.Stream(non_blocking=False)
         return self._stream
+
+    def _guard(self, fn, what: str):
+        cp = self._cp
+        try:
+            with self._cp_device:
+                return fn()
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            raise OutOfMemoryError(f"{what} on {self.id}: {exc}") from exc
+        except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as exc:
+            raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc
 
     def _peer_copy(self, dst, src, src_dev, nbytes) -> bool:
         """Copy from memory on another CUDA device: a peer copy where the GPUs allow it."""
@@ -90,3 +101,39 @@ class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
     def _elapsed_ms(self, start, end) -> float:
         end.synchronize()
         return self._cp.cuda.get_elapsed_time(start, end)
+
+    def _graph(self, steps: tuple):
+        return graphs.replay(self, steps)
+
+    def _transfer_lane(self):
+        with self._cp_device:  # non-blocking: it does not wait for the device's own stream
+            return _TransferLane(self, self._cp.cuda.Stream(non_blocking=True), wait=lambda event: event.synchronize())
+
+    def _empty_host(self, shape, dtype):
+        import cupyx
+
+        with self._cp_device:
+            return cupyx.empty_pinned(shape, dtype)
+
+    # views of device memory for CuPy, DLPack and __cuda_array_interface__
+    def _cupy_view(self, buf):
+        with self._cp_device:
+            return self._cp.ndarray(buf.shape, buf.dtype, memptr=buf._handle())
+
+    def _dlpack(self, buf, stream):
+        return self._cupy_view(buf).__dlpack__(stream=stream)
+
+    def _dlpack_device(self) -> tuple:
+        return (2, self.index)  # kDLCUDA
+
+    def _array_interface(self, buf) -> dict:
+        return {"shape": buf.shape, "typestr": buf.dtype.str, "descr": [("", buf.dtype.str)],
+                "data": (buf._ptr, False), "strides": None, "version": 3, "stream": self.stream.ptr or 1}
+
+    def _vendor_call(self, make, buffers: list):
+        fn = make([self._cupy_view(b) for b in buffers])
+
+        def run():
+            with self._cp_device, self.stream:
+                fn()
+        return run

@@ -1,20 +1,20 @@
-"""CudaDevice's launches: packed arguments (a device pointer that holds its memory), the grid,
-the per-kernel launch memo, and prepared launches (a driver parameter block packed once; a
-one-kernel CUDA graph once it repeats). This is every library call's hot path: it is tuned for
-host time (benchmarks/diagnostics/cuda_launch_paths.py)."""
+"""CudaLauncher, the CUDA device's launches: packed arguments (a device pointer that holds its
+memory), the grid, the per-kernel launch memo, and prepared launches (a driver parameter block
+packed once; a one-kernel CUDA graph once it repeats). This is every library call's hot path: it
+is tuned for host time (benchmarks/diagnostics/cuda_launch_paths.py)."""
 from __future__ import annotations
 
 import ctypes
 import threading
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...buffer import Buffer
+from ...device import Launcher
 from ...errors import ClosedBufferError, DeviceError, LaunchConfigError
-
-if TYPE_CHECKING:
-    from .device import CudaDevice
+from ...memo import BoundedMemo
+from . import graphs
+from .compiler import defines_as_source
 
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -26,29 +26,35 @@ def _local_for(gsize: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(next((d for d in range(min(g, cap), 0, -1) if g % d == 0), 1) for g, cap in zip(gsize, caps))
 
 
-class _Launch:
-    """The launching hooks of :class:`~.device.CudaDevice` (a part of it)."""
+class CudaLauncher(Launcher):
+    """Launches on one CUDA device (``device``: the CudaDevice that holds this part)."""
 
-    def _dynamic_shared(self, kernel) -> int:
+    def __init__(self, device):
+        self.device = device
+        self._cp = device._cp
+
+    def dynamic_shared(self, kernel) -> int:
         """The dynamic shared memory bytes of ``kernel``'s launches; above the default 48 KiB the
         driver must first raise the kernel's limit (once per kernel and size)."""
         dyn = int(getattr(kernel, "dynamic_local_bytes", 0) or 0)
         if not dyn:
             return 0
-        if dyn > self.local_mem_optin:
+        dev = self.device
+        if dyn > dev.local_mem_optin:
             raise LaunchConfigError(f"kernel {kernel.name!r} asks for {dyn} bytes of dynamic shared memory; "
-                                    f"{self.id} allows at most {self.local_mem_optin}: use a smaller tile or fewer stages")
-        if dyn > self.local_mem_size and kernel.__dict__.get("_cuda_dyn_limit", 0) < dyn:
+                                    f"{dev.id} allows at most {dev.local_mem_optin}: use a smaller tile or fewer stages")
+        state = kernel._backend
+        if dyn > dev.local_mem_size and state.dyn_limit < dyn:
             try:
-                with self._cp_device:
+                with dev._cp_device:
                     self._cp.cuda.driver.funcSetAttribute(kernel.native.ptr, _ATTR_MAX_DYNAMIC_SHARED, dyn)
             except self._cp.cuda.driver.CUDADriverError as exc:
                 raise LaunchConfigError(f"kernel {kernel.name!r}: raising its dynamic shared memory to {dyn} bytes "
-                                        f"failed on {self.id}: {exc}") from exc
-            kernel.__dict__["_cuda_dyn_limit"] = dyn
+                                        f"failed on {dev.id}: {exc}") from exc
+            state.dyn_limit = dyn
         return dyn
 
-    def _buffer_arg(self, buf):
+    def buffer_arg(self, buf):
         # A device pointer that holds its memory: whoever holds the packed argument holds the
         # allocation (see buffer.py), so it returns to CuPy's pool only after the launch is queued.
         # Read before the closed check: close() marks the buffer closed first.
@@ -61,13 +67,19 @@ class _Launch:
         arg.mem = mem
         return arg
 
-    def _memory_of(self, packed):
+    def memory_of(self, packed):
         return getattr(packed, "mem", None)
 
-    def _native_arg(self, packed):
+    def native_arg(self, packed):
         return np.uint64(packed) if packed.__class__ is _DevicePointer else packed
 
-    def _grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def direct_call(self, kernel, gsize, lsize, args: list) -> tuple:
+        compiler = self.device.compiler
+        src = defines_as_source(kernel.program.options) + compiler.prepare_source(kernel.program.source)
+        raw = self._cp.RawKernel(src, kernel.name, options=tuple(compiler._nvrtc_options()))
+        return raw, (tuple(a // b for a, b in zip(gsize, lsize)), lsize, args), {"stream": self.device.stream}
+
+    def grid(self, kernel, gsize, lsize) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(blocks per grid, threads per block) for OpenCL-style global/local sizes."""
         if lsize is None:
             lsize = _local_for(gsize)
@@ -78,11 +90,11 @@ class _Launch:
                                         f"limit of {_GRID_LIMITS[i]}")
         return grid, tuple(lsize)
 
-    def _prepare(self, kernel, gsize, lsize, packed):
+    def prepare(self, kernel, gsize, lsize, packed):
         """A prepared launch (plan.py): the driver's parameter block packed once."""
         return _PreparedLaunch(self, kernel, gsize, lsize, packed)
 
-    def _launch(self, kernel, gsize, lsize, args):
+    def launch(self, kernel, gsize, lsize, args):
         # The arguments packed in place (Device._launch's contract), then the launch key. Packed
         # buffers are _DevicePointer ints, so hashing the key and comparing it with a remembered
         # one (plain ints) stays in C.
@@ -98,9 +110,10 @@ class _Launch:
         # not seen recently refills the grid's scratch parameter block in place, which costs far
         # less than preparing a launch that may never come back.
         key = (gsize, lsize, *args)
-        memo = kernel._launch_memo
+        state = kernel._backend
+        memo = state.memo
         if memo is None:
-            memo = kernel._launch_memo = _LaunchMemo()
+            memo = state.memo = _LaunchMemo()
         prepared = memo.prepared.get(key)
         if prepared is not None:
             prepared.launch()
@@ -110,9 +123,7 @@ class _Launch:
         seen = hash(key)
         if seen in memo.seen:  # the second sighting: keep it prepared
             memo.seen.discard(seen)
-            if len(memo.prepared) >= memo.PREPARED_MAX:
-                memo.prepared.clear()
-            prepared = memo.prepared[_plain(key)] = self._prepare(kernel, gsize, lsize, args)
+            prepared = memo.prepared[_plain(key)] = self.prepare(kernel, gsize, lsize, args)
             prepared.launch()
             return
         if len(memo.seen) >= memo.SEEN_MAX:
@@ -120,9 +131,7 @@ class _Launch:
         memo.seen.add(seen)
         scratch = memo.scratch.get((gsize, lsize))
         if scratch is None:
-            if len(memo.scratch) >= memo.SCRATCH_MAX:
-                memo.scratch.clear()
-            scratch = memo.scratch[(gsize, lsize)] = self._prepare(kernel, gsize, lsize, args)
+            scratch = memo.scratch[(gsize, lsize)] = self.prepare(kernel, gsize, lsize, args)
             scratch._calm = _PreparedLaunch.NEVER  # refilled at every use: never a graph
         scratch.refill(args)
 
@@ -144,17 +153,18 @@ _NULL = _DevicePointer(0)  # a zero-size buffer's argument (holds no memory)
 
 
 class _LaunchMemo:
-    """What CudaDevice._launch remembers of one kernel's launches: prepared launches by launch key
-    (grid and packed arguments), the hashes of launch keys seen once, and one scratch launch per
-    grid; each is emptied when it reaches its bound."""
+    """What CudaLauncher.launch remembers of one kernel's launches (its KernelState.memo): prepared
+    launches by launch key (grid and packed arguments) and one scratch launch per grid, each a
+    BoundedMemo (least recently used dropped), and the hashes of launch keys seen once (a set
+    emptied when it reaches its bound)."""
 
     PREPARED_MAX, SEEN_MAX, SCRATCH_MAX = 64, 256, 16
     __slots__ = ("prepared", "seen", "scratch")
 
     def __init__(self):
-        self.prepared: dict = {}
+        self.prepared = BoundedMemo(self.PREPARED_MAX)
         self.seen: set = set()
-        self.scratch: dict = {}
+        self.scratch = BoundedMemo(self.SCRATCH_MAX)
 
 
 class _PreparedLaunch:
@@ -165,7 +175,7 @@ class _PreparedLaunch:
 
     A launch repeated ``GRAPH_AFTER`` times with no rebinding in between becomes a one-kernel CUDA
     graph (captured once on the device's private capture stream, see
-    :meth:`CudaDevice._one_kernel_graph`): replaying it costs the host about a third of the driver
+    :func:`graphs.one_kernel`): replaying it costs the host about a third of the driver
     call (benchmarks/cuda_launch_paths.py). A rebind drops the graph; the launch goes back to the
     driver call until it repeats again. ``enqueue(stream)`` is always the driver call (what a
     stream capture of a whole isthmus Graph records)."""
@@ -176,8 +186,9 @@ class _PreparedLaunch:
     __slots__ = ("_dev", "_kernel", "_cells", "_params", "_args", "_call", "_get_device", "_index", "_graph",
                  "_calm", "_lock", "_stream")
 
-    def __init__(self, dev: CudaDevice, kernel, gsize, lsize, packed):
-        grid, block = dev._grid(kernel, gsize, lsize)
+    def __init__(self, launcher: CudaLauncher, kernel, gsize, lsize, packed):
+        dev = launcher.device
+        grid, block = launcher.grid(kernel, gsize, lsize)
         grid, block = (grid + (1, 1))[:3], (block + (1, 1))[:3]
         self._dev = dev
         self._kernel = kernel
@@ -185,7 +196,7 @@ class _PreparedLaunch:
                        for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
         self._stream = dev.stream
-        dyn = dev._dynamic_shared(kernel) if getattr(kernel, "dynamic_local_bytes", 0) else 0
+        dyn = launcher.dynamic_shared(kernel) if getattr(kernel, "dynamic_local_bytes", 0) else 0
         self._args = (kernel.native.ptr, *grid, *block, dyn, self._stream.ptr, ctypes.addressof(self._params), 0)
         self._call = dev._cp.cuda.driver.launchKernel
         self._get_device = dev._cp.cuda.runtime.getDevice
@@ -213,7 +224,7 @@ class _PreparedLaunch:
         self._calm += 1
         if self._calm >= self.GRAPH_AFTER:
             self._calm = 0
-            self._graph = self._dev._one_kernel_graph(self)
+            self._graph = graphs.one_kernel(self._dev, self)
             if self._graph is None:
                 self._calm = self.NEVER  # capture is not possible here: stay with the driver call
 

@@ -3,15 +3,16 @@
 One context and one in-order, profiling-enabled queue per device; programs are built from source
 with PyOpenCL's low-level ``_Program`` so that isthmus' own recipe-keyed cache is the only one.
 
-One module per concern, each a part of :class:`OpenCLDevice`: ``device.py`` (the device, its
-context and queue, events), ``memory.py`` (buffers and their cache), ``compiler.py`` (programs),
-``launch.py`` (arguments set on the kernel object, prepared launches).
+``device.py`` holds the device (its context and queue, events, host memory), which builds its
+parts, one module each: ``memory.py`` (ClAllocator: buffers and their cache), ``compiler.py``
+(ClCompiler: programs), ``launch.py`` (ClLauncher: arguments set on the kernel object, the
+enqueue, prepared launches).
 """
 from __future__ import annotations
 
 from ...errors import BackendUnavailableError
 from .device import NAME, OpenCLDevice  # noqa: F401
-from .launch import _PreparedLaunch  # noqa: F401
+from .launch import ClLauncher, _PreparedLaunch  # noqa: F401
 from .memory import _Mem  # noqa: F401
 
 

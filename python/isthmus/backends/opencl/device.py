@@ -1,14 +1,17 @@
-"""The OpenCL device: its properties, its context and queue (made on first use), events. The other
-hooks are the parts of their concern (memory, compiler, launch), mixed in."""
+"""The OpenCL device: its properties, its context and queue (made on first use), events, host
+memory; it holds its parts (memory.ClAllocator, compiler.ClCompiler, launch.ClLauncher)."""
 from __future__ import annotations
 
 import threading
 
-from ...device import Device
+import numpy as np
+
+from ...device import Device, _TransferLane
+from ...errors import DeviceError, OutOfMemoryError
 from ...launch import GridLimits
-from .compiler import _Compiler
-from .launch import _Launch
-from .memory import _Memory
+from .compiler import ClCompiler
+from .launch import ClLauncher
+from .memory import ClAllocator
 
 NAME = "opencl"
 # PoCL's CPU scheduler numbers work-groups with 32-bit unsigned integers and aborts the process
@@ -44,7 +47,7 @@ def _nvidia_sm(cl, d) -> int:
         return 0
 
 
-class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
+class OpenCLDevice(Device):
     backend = NAME
 
     def __init__(self, cl, platform, d, index: int):
@@ -61,7 +64,8 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
             memory=int(d.global_mem_size), compute_units=int(d.max_compute_units),
             max_work_group_size=int(d.max_work_group_size), max_work_item_sizes=tuple(d.max_work_item_sizes),
             local_mem_size=int(d.local_mem_size), driver_version=d.driver_version.strip(),
-            platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes))
+            platform=f"{platform.name.strip()} {platform.version.strip()}", dtypes=tuple(dtypes),
+            allocator=ClAllocator(self), compiler=ClCompiler(self), launcher=ClLauncher(self, platform))
         self.max_alloc = int(d.max_mem_alloc_size)
         # size_t on the device is address_bits wide: wider sizes do not reach the driver
         self.grid_limits = GridLimits(index_bits=int(d.address_bits), max_groups=(_MAX_GROUPS,) * 3,
@@ -74,18 +78,7 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
         if sm in _NVIDIA_LOCAL_OPTIN_KIB:
             self.local_mem_optin = _NVIDIA_LOCAL_OPTIN_KIB[sm] * 1024
         self._ctx = self._queue = None
-        self._queue_ptr = 0
-        self._enqueue_found = False  # not looked for yet (launch.py: _native_enqueue)
         self._init_lock = threading.Lock()
-        self._in_use = 0
-        # Re-entrant: _Mem.__del__ takes it, and a garbage collection can run that finalizer while this
-        # thread already holds the lock (inside _alloc/_release): with a plain Lock the process hangs.
-        self._in_use_lock = threading.RLock()
-        # A caching allocator like CuPy's: freed buffers are kept by size and handed out again. On an
-        # in-order queue that is safe: work on the old owner was enqueued before any on the new one.
-        self._pool: dict[int, list] = {}
-        self._pooled = 0
-        self._pool_limit = None
 
     # The context is made on first use, not at discovery: listing devices stays cheap.
     @property
@@ -113,3 +106,26 @@ class OpenCLDevice(_Memory, _Compiler, _Launch, Device):
     def _elapsed_ms(self, start, end) -> float:
         end.wait()
         return (end.profile.end - start.profile.end) * 1e-6
+
+    def _empty_host(self, shape, dtype):
+        cl = self._cl
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if nbytes == 0:
+            return np.empty(shape, dtype)
+        mem = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
+        # The mapped array keeps its buffer alive; unmapping happens when the array is collected.
+        return cl.enqueue_map_buffer(self.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype,
+                                     is_blocking=True)[0]
+
+    def _transfer_lane(self):
+        # a second in-order command queue on the device's context (same device, same memory)
+        return _TransferLane(self, self._cl.CommandQueue(self.context, self._dev), wait=lambda event: event.wait())
+
+    def _guard(self, fn, what: str):
+        cl = self._cl
+        try:
+            return fn()
+        except cl.MemoryError as exc:
+            raise OutOfMemoryError(f"{what} on {self.id}: {exc}") from exc
+        except cl.Error as exc:
+            raise DeviceError(f"{what} on {self.id} failed: {exc}") from exc

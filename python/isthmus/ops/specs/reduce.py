@@ -26,7 +26,7 @@ _TUNABLES = (Tunable("WG", (8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("
              # 0: strided, coalesced loads (GPUs); 1: a contiguous chunk per work-item (CPUs);
              # 2: LAYOUT 1 read as OpenCL vectors (CPUs only: the CUDA prelude has no 16-wide vectors)
              Tunable("LAYOUT", (0, 1, 2), 0))
-_BF16 = lookup("bfloat16").np
+_BF16 = "bfloat16"  # (a dtype compares equal to its name; ml_dtypes stays unimported until needed)
 _OUT_SHAPE = (1,)
 # The scratch asked for: room for the most partials any config makes, in the widest accumulator (8
 # bytes), so each thread allocates it once.

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...buffer import Buffer
-from ...device import _Scratch
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import Family, Tunable, sample
@@ -108,17 +107,9 @@ def workspace_nbytes(rows: int, p: dict, dt) -> int:
     return 8 * (1 + (2 * (8 if dt.acc == "double" else 4) // 4 * rows * split if split > 1 else 0))
 
 
-def _workspace(dev, nbytes: int) -> _Scratch:
-    ws = _Scratch(dev, nbytes)
-    # zeroed once, queued before any launch that uses it; not through a recorder (the launch steps
-    # outlive a graph being captured, so the graph must not replay a fill of this memory)
-    dev._zero(ws._mem, nbytes)
-    return ws
-
-
 def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
-    """(kernel, global, local, rows, cols, bytes, workspace, its bytes, split): the workspace is kept
-    with the steps (the split rows' tagged (max, sum) pairs need no reset between launches)."""
+    """(kernel, global, local, rows, cols, bytes, workspace bytes): the workspace (Device._workspace)
+    stays with the kernel (the split rows' tagged (max, sum) pairs need no reset between launches)."""
     shfl = (("SHFL", int(dev.mma_sync)),)  # NVIDIA's inline PTX: warp shuffles merge narrow rows' teams
     params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, shfl)
     if in_place and params.get("SPLIT", 1) > 1:
@@ -129,7 +120,7 @@ def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
         kernels = FAMILY.kernels(dev, dt, {**params, **dict(shfl)})
     wsn = workspace_nbytes(rows, params, dt)
     return (kernels["softmax"], *grid(rows, params), np.int32(rows), np.int32(cols), rows * cols * dt.np.itemsize,
-            _workspace(dev, wsn), wsn, params.get("SPLIT", 1) > 1)
+            wsn)
 
 
 def softmax(x, out=None):
@@ -139,18 +130,12 @@ def softmax(x, out=None):
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     in_place = out is x or (out.__class__ is Buffer and out._ptr == x._ptr and out._ptr is not None)
     key = (dev, dt.name, shape, True) if in_place else (dev, dt.name, shape)
-    k, g, loc, rows, cols, nbytes, ws, ws_nbytes, split = plan(
+    k, g, loc, rows, cols, nbytes, ws_nbytes = plan(
         FAMILY, key, lambda: _steps(dev, dt, *shape, in_place))
     # in place is fine: each item reads the elements it writes before it writes them
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
-        if dev._recorder is None or dev._recording() is None:  # (the common case without a call)
-            dev.launch(k, g, loc, [rows, cols, x, y, ws.arg])
-        else:  # a graph being captured keeps a workspace of its own, zeroed as a step of the graph
-            own = dev._temporary(ws_nbytes)
-            if split:
-                dev._device_zero(own._handle(), ws_nbytes)
-            dev.launch(k, g, loc, [rows, cols, x, y, own])
+        dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes)])
     return y
 
 
