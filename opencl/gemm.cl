@@ -51,8 +51,11 @@
  * Launch (gemm_cpu): local = (1,1,1), global = (ceil(N/(CN*CV)), min(ceil(M/(CM*CR)), 65535), min(batch, 65535))
  * Launch (gemm_rows): local = (32*RW,1,1), global = (ceil(N/(RW*RN))*32*RW, min(ceil(M/RM), 65535), min(batch, 65535))
  */
-#ifndef VARIANT
-#define VARIANT 0
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(CM) || !defined(CN) || !defined(CR) || !defined(CV) || !defined(RM) || !defined(RN) || \
+    !defined(RW) || !defined(TK) || !defined(TM) || !defined(TN) || !defined(VARIANT) || \
+    !defined(VLD) || !defined(WPTM) || !defined(WPTN)
+#  error "gemm.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef TRANS_A
 #define TRANS_A 0
@@ -62,45 +65,6 @@
 #endif
 #ifndef GRID_LOOP
 #define GRID_LOOP 0
-#endif
-#ifndef TM
-#define TM 128
-#endif
-#ifndef TN
-#define TN 128
-#endif
-#ifndef TK
-#define TK 16
-#endif
-#ifndef WPTM
-#define WPTM 8
-#endif
-#ifndef WPTN
-#define WPTN 8
-#endif
-#ifndef CM
-#define CM 4
-#endif
-#ifndef CN
-#define CN 2
-#endif
-#ifndef CV
-#define CV 8
-#endif
-#ifndef CR
-#define CR 1
-#endif
-#ifndef VLD
-#define VLD 1
-#endif
-#ifndef RM
-#define RM 4
-#endif
-#ifndef RN
-#define RN 2
-#endif
-#ifndef RW
-#define RW 8
 #endif
 
 #define NTX (TN / WPTN)              /* work-items along N (local dim 0) */
