@@ -25,8 +25,10 @@ for stage in "$@"; do
     # the whole suite in parallel (each xdist worker its own program cache, tests/conftest.py; the
     # JVM-hosting tests on one worker), the packaging tests skipped (no network here to build a
     # wheel), then one summary line
-    test) ISTHMUS_SKIP_PACKAGING=1 timeout ${TEST_S:-540} python3 -m pytest tests -q -p no:cacheprovider \
-            -n ${TEST_WORKERS:-8} --dist loadgroup --timeout 240 -rfE 2>&1 | tee "$R/pytest-gpu.log" | tail -40
+    # (SIGINT at the time limit: pytest still prints its summary and the failures so far)
+    test) ISTHMUS_SKIP_PACKAGING=1 timeout -s INT -k 30 ${TEST_S:-480} python3 -m pytest tests -v -p no:cacheprovider \
+            -p no:benchmark -n ${TEST_WORKERS:-16} --dist loadgroup --timeout 180 -rfE --durations=20 2>&1 \
+            | tee "$R/pytest-gpu.log" | grep -v -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (PASSED|SKIPPED)' | tail -60
           echo "GPU PASS SUMMARY ($(python3 -c 'import isthmus; print("; ".join(f"{d.id} {d.name} [{d.platform[:40]}]" for d in isthmus.devices()))')):" \
                "$(grep -E '(passed|failed|errors?)\b.* in [0-9.]+s' "$R/pytest-gpu.log" | tail -1 | tr -d '=' | xargs || true)" \
             | tee -a "$R/pytest-gpu.log" ;;
