@@ -23,9 +23,10 @@ def pytest_configure(config):
     os.environ.setdefault("ISTHMUS_TUNING_DB", os.path.join(os.environ["ISTHMUS_CACHE_DIR"], "tuning.sqlite"))
 
 
-# Tests that host a JVM share one per process (tests/crosslang/conftest.py) and Ray's start a
-# cluster: under `--dist loadgroup` each kind runs on one worker, not one JVM or cluster per worker.
-_GROUPS = {"crosslang": "jvm", "ray": "ray"}
+# Tests that host a JVM share one per process (tests/crosslang/conftest.py), Ray's start a cluster
+# and the benchmark smoke tests share one run of every benchmark module (90 s on the GPU machine):
+# under `--dist loadgroup` each kind runs on one worker, not once per worker.
+_GROUPS = {"crosslang": "jvm", "ray": "ray", "benchmarks": "benchmarks"}
 
 
 def pytest_collection_modifyitems(config, items):
