@@ -12,11 +12,9 @@
  *   (n == 0: launch nothing.)  Work-group g owns elements [g*WG*VPT, (g+1)*WG*VPT);
  *   work-item j of it touches g*WG*VPT + j + k*WG, k = 0..VPT-1 (coalesced).
  */
-#ifndef WG
-#define WG 256
-#endif
-#ifndef VPT
-#define VPT 4
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(VPT) || !defined(WG)
+#  error "axpy.cl: build it through its op, which passes every tunable (-D)"
 #endif
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)

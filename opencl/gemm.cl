@@ -23,8 +23,7 @@
  * Grid limits: built with -DGRID_LOOP=1 (the op does so only when the grid would exceed CUDA's
  * 65535 groups along y or z), gemm walks its M tiles (dim 1) and batch x ks entries (dim 2) in a
  * loop over the group id; without it, a group computes exactly one tile and carries no loop.
- * gemm_rows likewise walks its row passes and batch entries only in a GRID_LOOP build; gemm_cpu
- * always walks them (it has no barriers, the loop is cheap); dim 0 (N) is launched in full.
+ * gemm_rows has no such build (see below: the op launches gemm there instead); gemm_cpu always walks them (it has no barriers, the loop is cheap); dim 0 (N) is launched in full.
  *
  * gemm (tiled) scheme: a work-group computes a TM x TN tile of C; it walks K in steps of TK,
  * staging op(A) (as As[TK][TM+4]) and op(B) (Bs[TK][TN+PADB]) in two local-memory buffers, zero-
@@ -52,8 +51,11 @@
  * Launch (gemm_cpu): local = (1,1,1), global = (ceil(N/(CN*CV)), min(ceil(M/(CM*CR)), 65535), min(batch, 65535))
  * Launch (gemm_rows): local = (32*RW,1,1), global = (ceil(N/(RW*RN))*32*RW, min(ceil(M/RM), 65535), min(batch, 65535))
  */
-#ifndef VARIANT
-#define VARIANT 0
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(CM) || !defined(CN) || !defined(CR) || !defined(CV) || !defined(RM) || !defined(RN) || \
+    !defined(RW) || !defined(TK) || !defined(TM) || !defined(TN) || !defined(VARIANT) || \
+    !defined(VLD) || !defined(WPTM) || !defined(WPTN)
+#  error "gemm.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef TRANS_A
 #define TRANS_A 0
@@ -63,45 +65,6 @@
 #endif
 #ifndef GRID_LOOP
 #define GRID_LOOP 0
-#endif
-#ifndef TM
-#define TM 128
-#endif
-#ifndef TN
-#define TN 128
-#endif
-#ifndef TK
-#define TK 16
-#endif
-#ifndef WPTM
-#define WPTM 8
-#endif
-#ifndef WPTN
-#define WPTN 8
-#endif
-#ifndef CM
-#define CM 4
-#endif
-#ifndef CN
-#define CN 2
-#endif
-#ifndef CV
-#define CV 8
-#endif
-#ifndef CR
-#define CR 1
-#endif
-#ifndef VLD
-#define VLD 1
-#endif
-#ifndef RM
-#define RM 4
-#endif
-#ifndef RN
-#define RN 2
-#endif
-#ifndef RW
-#define RW 8
 #endif
 
 #define NTX (TN / WPTN)              /* work-items along N (local dim 0) */
@@ -371,9 +334,10 @@ void gemm(const int M, const int N, const int K,
  * partial sums, and the 32 partials of each output are added up through local memory (padded rows:
  * no bank conflicts). No split-K partials, no second launch. Other layouts and dtypes take the
  * element-wise path of the same loop (correct, strided where B is not transposed).
- * A group computes one pass (dim 1) of one batch entry (dim 2): without GRID_LOOP no loop holds the
- * barriers (PoCL 5.0 with LLVM 16 aborts on barriers in a loop behind a data-dependent branch,
- * as this variant has: pocl issue 1435), with it the passes and entries past the grid are walked.
+ * A group computes one pass (dim 1) of one batch entry (dim 2), and no loop holds its barrier: PoCL
+ * 5.0 (LLVM 16) aborts compiling a barrier in a loop behind a data-dependent branch, as this
+ * variant's K loop is (Kernel.cc:129 "region_entry_barrier != NULL", pocl issue 1435). So there is
+ * no GRID_LOOP build of it: past 65535 passes or batch entries the op launches the tiled kernel.
  * Launch: local = (32*RW, 1, 1), global = (ceil(N/(RW*RN))*32*RW, min(ceil(M/RM), 65535), min(batch, 65535)). */
 #define RLANES 32
 #define ROUT (RM * RN)
@@ -392,16 +356,8 @@ void gemm_rows(const int M, const int N, const int K,
     const int read_c = beta != (ACC)0;
     /* x @ W.T in float, aligned rows of a multiple of 4: quads as 16-byte loads */
     const int vec = VEC4 && !TRANS_A && TRANS_B && K % 4 == 0 && ((size_t)A % 16) == 0 && ((size_t)B % 16) == 0;
-#if GRID_LOOP
-    const int passes = (M + RM - 1) / RM;
-    for (int bz = (int)get_group_id(2); bz < nbatch; bz += (int)get_num_groups(2)) {
-    for (int pass = (int)get_group_id(1); pass < passes; pass += (int)get_num_groups(1)) {
-#else
-    {
     const int bz = (int)get_group_id(2);
-    {
     const int pass = (int)get_group_id(1);
-#endif
     __global const T* Ab = A + (size_t)bz * (size_t)sa;
     __global const T* Bb = B + (size_t)bz * (size_t)sb;
     __global T* Cb = C + (size_t)bz * (size_t)sc;
@@ -463,11 +419,6 @@ void gemm_rows(const int M, const int N, const int K,
             STORE(Cb, off, v);
         }
     }
-#if GRID_LOOP
-    barrier(CLK_LOCAL_MEM_FENCE);  /* red is rewritten by the next pass */
-#endif
-    }  /* pass */
-    }  /* bz */
 #endif
 }
 

@@ -57,47 +57,14 @@
  * Launch (3-D): local = (32*WM*WN, 1, 1),
  *   global = (ceil(N/BN) * 32*WM*WN, ceil(M/BM), batch)   (CUDA: ceil(M/BM), batch <= 65535)
  */
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 32
-#endif
-#ifndef WM
-#define WM 2
-#endif
-#ifndef WN
-#define WN 2
-#endif
-#ifndef STAGES
-#define STAGES 2
-#endif
-#ifndef GM
-#define GM 8
-#endif
-#ifndef LDSM
-#define LDSM 1
-#endif
-#ifndef ASYNC
-#define ASYNC 1
-#endif
-#ifndef SWZ
-#define SWZ 0
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(ASYNC) || !defined(BK) || !defined(BM) || !defined(BN) || !defined(GM) || \
+    !defined(LDSM) || !defined(PIPE) || !defined(SPLITK) || !defined(STAGES) || !defined(SWZ) || \
+    !defined(WGMMA) || !defined(WM) || !defined(WN)
+#  error "gemm_mma.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef DYN_SMEM
 #define DYN_SMEM 0
-#endif
-#ifndef PIPE
-#define PIPE 1
-#endif
-#ifndef WGMMA
-#define WGMMA 0
-#endif
-#ifndef SPLITK
-#define SPLITK 1
 #endif
 #ifndef TRANS_A
 #define TRANS_A 0

@@ -19,11 +19,9 @@
  *   stage 2: reduce_final(G, partial, out) global = (WG,)   local = (WG,)   -> out[0]
  *   reduce_final grid-strides, so any G works with one group.
  */
-#ifndef WG
-#define WG 256
-#endif
-#ifndef VPT
-#define VPT 8
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(LAYOUT) || !defined(VPT) || !defined(WG)
+#  error "reduce.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #if defined(OP_SUM) && OP_SUM
 #  define ISTHMUS_SUM 1
@@ -59,10 +57,6 @@
             barrier(CLK_LOCAL_MEM_FENCE);                          \
         }                                                          \
     } while (0)
-
-#ifndef LAYOUT
-#define LAYOUT 0
-#endif
 
 #if LAYOUT == 0
 /* grid-strided accumulation of GET(i) over i in [0, n): each pass of the group covers

@@ -11,11 +11,9 @@
  *   LAYOUT 1 (CPUs): a contiguous chunk per work-item, read and written as 16-wide OpenCL vectors,
  *     global = (G * WG,), G = max(1, min(GROUPS, ceil(n / (WG * 64))))
  */
-#ifndef WG
-#define WG 256
-#endif
-#ifndef LAYOUT
-#define LAYOUT 0
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(LAYOUT) || !defined(WG)
+#  error "scale.cl: build it through its op, which passes every tunable (-D)"
 #endif
 
 #if LAYOUT == 1

@@ -58,26 +58,13 @@
  *   op's spec (python/isthmus/ops/specs/softmax.py); correctness does not depend on them.
  * Launch (1-D):  global = (ceil(rows / RPG) * SPLIT * WG,)   local = (WG,)
  */
-#ifndef WG
-#define WG 256
-#endif
-#ifndef RPG
-#define RPG 1
-#endif
-#ifndef VPT
-#define VPT 4
-#endif
-#ifndef CACHE
-#define CACHE 0
-#endif
-#ifndef SPLIT
-#define SPLIT 1
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(CACHE) || !defined(ROWLOOP) || !defined(RPG) || !defined(SPLIT) || !defined(VPT) || \
+    !defined(WG)
+#  error "softmax.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef SPIN
 #define SPIN 1024
-#endif
-#ifndef ROWLOOP
-#define ROWLOOP 0
 #endif
 #if RPG > WG || WG % RPG != 0
 #  error "softmax.cl: RPG must divide WG"

@@ -23,14 +23,9 @@
  *            (rows == 1 or cols == 1: tiles = ceil(rows*cols / (TILE*TILE)))
  *   (rows == 0 or cols == 0: launch nothing.)
  */
-#ifndef TILE
-#define TILE 32
-#endif
-#ifndef BLOCK_ROWS
-#define BLOCK_ROWS 8
-#endif
-#ifndef ORDER
-#define ORDER 1
+/* every build passes every tunable (-D): their defaults are the spec's, not restated here */
+#if !defined(BLOCK_ROWS) || !defined(ORDER) || !defined(TILE)
+#  error "transpose.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #if TILE % BLOCK_ROWS != 0
 #  error "transpose.cl: TILE must be a multiple of BLOCK_ROWS"

@@ -9,11 +9,32 @@ import pytest
 
 
 def pytest_configure(config):
-    # A private cache per test session: no test sees programs another run compiled.
+    # A private cache per test session: no test sees programs another run compiled. Under
+    # pytest-xdist (`make test` runs `-n 2`) each worker gets a folder of its own inside the
+    # session's, with its own tuning database: workers never share a cache file.
     import tempfile
 
     os.environ.setdefault("ISTHMUS_CACHE_DIR", tempfile.mkdtemp(prefix="isthmus-test-cache-"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        os.environ["ISTHMUS_CACHE_DIR"] = os.path.join(os.environ["ISTHMUS_CACHE_DIR"], worker)
+        os.makedirs(os.environ["ISTHMUS_CACHE_DIR"], exist_ok=True)
+        os.environ["ISTHMUS_TUNING_DB"] = os.path.join(os.environ["ISTHMUS_CACHE_DIR"], "tuning.sqlite")
     os.environ.setdefault("ISTHMUS_TUNING_DB", os.path.join(os.environ["ISTHMUS_CACHE_DIR"], "tuning.sqlite"))
+
+
+# Tests that host a JVM share one per process (tests/crosslang/conftest.py), Ray's start a cluster
+# and the benchmark smoke tests share one run of every benchmark module (90 s on the GPU machine):
+# under `--dist loadgroup` each kind runs on one worker, not once per worker.
+_GROUPS = {"crosslang": "jvm", "ray": "ray", "benchmarks": "benchmarks"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        group = next((g for folder, g in _GROUPS.items() if folder in parts[-3:-1]), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _device_ids() -> list[str]:

@@ -131,7 +131,12 @@ def test_the_grid_loop_build_only_where_the_grid_is_too_small(dev, monkeypatch, 
     finally:
         forget_resolved()
     assert fits[0].program.defines.get("GRID_LOOP", 0) == 0
-    assert past[0].program.defines["GRID_LOOP"] == 1 and past[1][1] == 2 * past[2][1]
+    assert fits[0].name == ("gemm_rows" if variant == "rows" else "gemm")
+    if variant == "rows":  # no GRID_LOOP build of it (PoCL 5.0's compiler aborts on its barrier in a
+        # loop): past the grid the tiled kernel runs, with its loop where its own tiles need it
+        assert past[0].name == "gemm" and past[1][1] // past[2][1] <= 2
+    else:
+        assert past[0].program.defines["GRID_LOOP"] == 1 and past[1][1] == 2 * past[2][1]
 
 
 def test_tall_m_beyond_the_cuda_grid(dev, rng):

@@ -32,7 +32,7 @@ V = __version__
 pytestmark = [
     pytest.mark.packaging,
     pytest.mark.skipif(os.environ.get("ISTHMUS_SKIP_PACKAGING", "") not in ("", "0"),
-                       reason="ISTHMUS_SKIP_PACKAGING is set"),
+                       reason=f"ISTHMUS_SKIP_PACKAGING={os.environ.get('ISTHMUS_SKIP_PACKAGING')}"),
 ]
 
 

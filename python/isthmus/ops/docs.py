@@ -9,9 +9,11 @@ The text above the marker (the contracts every kernel shares) is written by hand
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
+from .. import knobs
 from . import registry
 
 MARK = "<!-- written from the op specs by `python -m isthmus.ops.docs`; edit the specs, not below -->"
@@ -43,8 +45,57 @@ def section(spec) -> str:
     return "\n".join(lines)
 
 
+PRELUDE = ("<!-- prelude built-ins: written from cuda_prelude.h by `python -m isthmus.ops.docs` -->",
+           "<!-- end of prelude built-ins -->")
+_DEVICE_FN = re.compile(r"__device__ __forceinline__ ([\w ]+?\**) (\w+)\(([^)]*)\)\s*\{(.*?)\n?\}\n", re.S)
+_MACRO_FN = re.compile(r"^#define (\w+)\(([^)]*)\) (.+)$", re.M)
+
+
+def prelude_builtins() -> dict:
+    """What ``cuda_prelude.h`` gives kernels: ``mapped``, {OpenCL C name: [(its parameters, what CUDA
+    runs)]} for its functions and function-like macros; ``cuda``, the names it lists as CUDA's own."""
+    text = (knobs.kernel_dir() / "cuda_prelude.h").read_text()
+    mapped: dict = {}
+    for name, params, body in _MACRO_FN.findall(text):
+        mapped.setdefault(name, []).append((params, body.strip()))
+    helpers = {}  # the prelude's own helpers (isthmus_*): shown as the PTX instruction they run
+    for _ret, name, params, body in _DEVICE_FN.findall(text):
+        body = " ".join(body.replace("return ", "").split()).rstrip(";")
+        if name.startswith("isthmus_"):
+            helpers[name] = re.search(r'asm\("([\w.]+)', body).group(1)
+            continue
+        if body.startswith("d == 0 ? "):  # the work-item functions: dimension 0 shown
+            body = body[len("d == 0 ? "):].split(" : d == 1")[0] + " (y, z likewise)"
+        params = ", ".join(" ".join(p.split()[:-1]) for p in params.split(","))
+        mapped.setdefault(name, []).append((params, body))
+    for forms in mapped.values():
+        forms[:] = [(p, re.sub(r"isthmus_\w+", lambda m: f"PTX {helpers[m.group(0)]}", b)) for p, b in forms]
+    listed = re.search(r"portable by name \(.*?\):(.*?)\*/", text, re.S).group(1)
+    constants = re.findall(r"^#define ([A-Z][A-Z0-9_]*) \S", text, re.M)
+    return {"mapped": mapped, "cuda": sorted(w for w in listed.replace("*", " ").split()),
+            "constants": [c for c in constants if not c.startswith("ISTHMUS")]}
+
+
+def prelude_table() -> str:
+    """The prelude's built-ins as a markdown table."""
+    found = prelude_builtins()
+    lines = ["| in the kernels | on CUDA (cuda_prelude.h) |", "| --- | --- |"]
+    for name, forms in found["mapped"].items():
+        sig = " / ".join(f"({p})" for p, _ in forms)
+        shown = f"`{name}`" if name.startswith("atomic_") else f"`{name}{sig}`"
+        cuda = " / ".join(dict.fromkeys(b for _, b in forms))
+        lines.append(f"| {shown} | `{cuda}` |")
+    lines.append(f"| {', '.join(f'`{n}`' for n in found['cuda'])} | CUDA's own, by the same name |")
+    lines.append(f"| {', '.join(f'`{n}`' for n in found['constants'])} | constants (no C headers under NVRTC) |")
+    return "\n".join(lines)
+
+
 def render(text: str) -> str:
-    """``text`` (the README) with everything below the marker rewritten from the registry."""
+    """``text`` (the README) with the prelude's table between its markers and everything below the
+    marker rewritten from the registry."""
+    if PRELUDE[0] in text:
+        before, rest = text.split(PRELUDE[0], 1)
+        text = before + PRELUDE[0] + "\n" + prelude_table() + "\n" + PRELUDE[1] + rest.split(PRELUDE[1], 1)[1]
     head = text.split(MARK, 1)[0].rstrip() + "\n\n"
     shipped = [registry.get(n) for n in registry.names() if n in registry._shipped]
     return head + MARK + "\n\n" + "\n\n".join(section(s) for s in shipped) + "\n"

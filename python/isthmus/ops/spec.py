@@ -151,7 +151,9 @@ class OpSpec:
         return (kdir / "dtype.h").read_text() + "\n" + (kdir / self.source).read_text()
 
     def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
-        """The family's entry points compiled for ``dt`` with ``params`` (memoized per device)."""
+        """The family's entry points compiled for ``dt`` with ``params`` (memoized per device); a
+        tunable ``params`` leaves out is passed at its default (the .cl files hold no defaults)."""
+        params = {**{t.name: t.default for t in self.tunables}, **params}
         key = ("family", self.name, self.defines, dt.name, tuple(sorted(params.items())))
         found = device._kernels.get(key)
         if found is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...device import Compiler
 from ...errors import CompileError
 from ...launch import KernelLimits
+from . import pocl
 
 
 class ClCompiler(Compiler):
@@ -60,7 +61,12 @@ class ClCompiler(Compiler):
         cl = self._cl
         info = cl.kernel_work_group_info
         try:
-            return KernelLimits(*(int(kernel.native.get_work_group_info(what, self._dev))
-                                  for what in (info.WORK_GROUP_SIZE, info.LOCAL_MEM_SIZE, info.PRIVATE_MEM_SIZE)))
+            wg, local, private = (int(kernel.native.get_work_group_info(what, self._dev))
+                                  for what in (info.WORK_GROUP_SIZE, info.LOCAL_MEM_SIZE, info.PRIVATE_MEM_SIZE))
         except cl.Error:  # a driver that does not answer: the device's limits, and the driver's refusal
             return KernelLimits(self.device.max_work_group_size, 0, None)
+        if local == 0 and self.device.platform.startswith("Portable Computing Language"):
+            # PoCL 4-6 answer 0, then abort the process at launch if it does not fit: the binary says (pocl.py)
+            sizes = pocl.local_sizes(self.binary(kernel.program.native) or b"", kernel.name)
+            local = pocl.local_bytes(sizes) if sizes else 0
+        return KernelLimits(wg, local, private)

@@ -24,7 +24,7 @@ from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
 from .. import checks
 from ..resolve import plan, resolve
-from ..spec import Family, Tunable, bucket, sample
+from ..spec import Family, Tunable, bucket, problem_bucket, sample
 from . import gemm_mma
 
 _TILED = ("VARIANT", (0, 1))
@@ -50,6 +50,12 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
     units = max(1, int(device.compute_units or 1))
     if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
         return _rows_rule(m, n, units, params)
+    return _tiled_rule(m, n, k, units, dt, params)
+
+
+def _tiled_rule(m: int, n: int, k: int, units: int, dt, params: dict) -> dict:
+    """The tiled kernel's tiles for (buckets) m, n, k, split over K where the tiles alone leave the
+    device idle."""
     tm, tn, wptm, wptn, ks = _skinny_tiles(m, n, k, units) if min(m, n) <= 64 else _big_tiles(m, n, k, units)
     # double-buffered tiles: 8-byte accumulators take the short K-step to fit CUDA's 48 KB
     tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
@@ -130,6 +136,14 @@ FAMILY = Family(
     problem=("m", "n", "k"),
     restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
                   "TM % WPTM == 0 and TN % WPTN == 0",
+                  # CPU OpenCL (PoCL): every work-item stages as many quads (4 elements) of each tile.
+                  # In the one config where half a group sat out the A staging (TM16 TN64 W2x4 TK16: 64
+                  # quads, 128 work-items), x @ W.T on PoCL 5.0 (LLVM 16) gave wrong results that
+                  # changed from run to run (issue 26), every other config right; right on PoCL 3.1, and
+                  # the untransposed build on PoCL 5.0, CUDA and NVIDIA's OpenCL (where a config with
+                  # such a staging is tuned best for 64 x 16384 x 4096)
+                  "VARIANT > 1 or not is_cpu or ((TM * TK // 4) % ((TM // WPTM) * (TN // WPTN)) == 0"
+                  " and (TK * TN // 4) % ((TM // WPTM) * (TN // WPTN)) == 0)",
                   "VARIANT > 1 or 2 * (TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",  # 2 buffers
                   "VARIANT != 3 or (RM * RN <= 32 and 32 * RW <= max_work_group_size"
                   " and RW * 32 * (RM * RN + 1) * acc_size <= local_mem_size)",
@@ -169,8 +183,9 @@ def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
 
 
 def _needs_grid_loop(params: dict, m: int, batch: int) -> bool:
-    """Whether the tiled or rows kernel must walk M tiles (row passes) or batch x split entries past
-    its grid (a build of its own, GRID_LOOP=1, so that the common launch carries no loop)."""
+    """Whether the tiled kernel must walk M tiles or batch x split entries past its grid (a build of
+    its own, GRID_LOOP=1, so that the common launch carries no loop), or the rows kernel, which has
+    no such build (gemm.cl says why), would launch more row passes or batch entries than the grid holds."""
     if params["VARIANT"] == 3:
         return -(-m // params["RM"]) > GRID_YZ_MAX or batch > GRID_YZ_MAX
     ks = params["KS"] if params["VARIANT"] == 1 else 1
@@ -184,7 +199,13 @@ def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: 
     fam, problem = family_for(ta, tb), {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}
     params, kernels = resolve(fam, dev, dt, problem)
     if _needs_grid_loop(params, m, batch):
-        params, kernels = resolve(fam, dev, dt, problem, (("GRID_LOOP", 1),))
+        if params["VARIANT"] == 3:  # the rows kernel walks no grid: the tiled kernel's loop does
+            b = dict(zip(fam.problem, problem_bucket(fam, problem)))
+            params = _tiled_rule(b["m"], b["n"], b["k"], max(1, int(dev.compute_units or 1)), dt, params)
+        if _needs_grid_loop(params, m, batch):
+            kernels = fam.kernels(dev, dt, {**params, "GRID_LOOP": 1})
+        else:
+            kernels = fam.kernels(dev, dt, params)
     g, loc = grid(m, n, params, batch, tb)
     kern = kernels[{2: "gemm_cpu", 3: "gemm_rows"}.get(params["VARIANT"], "gemm")]
     # alpha = 1 and beta = 0 packed once (the call replaces them when it passes others)
