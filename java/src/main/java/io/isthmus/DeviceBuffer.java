@@ -229,7 +229,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /** @return the contents as a new {@code long[]}; for any integer dtype */
     public long[] toLongArray() {
-        requireDtype("toLongArray", DType.INT64, DType.INT32, DType.UINT8);
+        requireDtype("toLongArray", DType.INT64, DType.INT32, DType.UINT8, DType.UINT64);
         return (long[]) handle().toArray("long");
     }
 
