@@ -6,6 +6,8 @@ slower path that finds out what is wrong and says so.
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from ..buffer import Buffer
@@ -69,10 +71,16 @@ def disjoint(op: str, out: Buffer, /, out_name: str = "out", **inputs: Buffer) -
     allocation, foreign arrays at an offset), by allocation where they are handles (OpenCL's
     cl_mem: a Buffer there is a whole allocation or a reshaped view of one). Zero-size buffers
     overlap nothing."""
-    if not out.nbytes:
+    n = out.nbytes
+    if not n:
         return
+    o0, dev = out._ptr, out.device
+    ranged = dev.backend == "cuda"
     for name, b in inputs.items():
-        if b is not None and _overlap(out, b):
+        if b is None or not b.nbytes or b.device is not dev:
+            continue
+        b0 = b._ptr
+        if (o0 < b0 + b.nbytes and b0 < o0 + n) if ranged else o0 == b0:
             _refuse(op, out_name, name)
 
 
@@ -96,7 +104,7 @@ def _overlap(out: Buffer, b: Buffer) -> bool:
     return o0 == b0
 
 
-def _refuse(op: str, out_name: str, name: str):
+def _refuse(op: str, out_name: str, name: str) -> NoReturn:
     raise InvalidArgumentError(
         f"{op}: {out_name} shares memory with {name}; {op} cannot write {out_name} in place over {name} (it "
         f"reads {name} while it writes, which would give wrong results): pass a separate buffer as {out_name}"
@@ -104,14 +112,18 @@ def _refuse(op: str, out_name: str, name: str):
 
 
 def scalar(op: str, name: str, value, ctype: str):
-    """``value`` as the kernel's scalar parameter of type ``ctype`` takes it (a NumPy scalar of that
-    type): a number it holds, else an InvalidArgumentError naming the op's argument ``name`` (None,
-    a string, a bool, an array, a Buffer, a value out of the type's range). The launch would
-    convert it too, but name the library's internal kernel in its errors (or, for None, pass it
-    on to the driver)."""
-    param = _PARAMS.get((name, ctype))
+    """``value`` as the kernel's scalar parameter of type ``ctype`` takes it (a Python number in
+    its range as it is, another number as a NumPy scalar of that type), else an
+    InvalidArgumentError naming the op's argument ``name`` (None, a string, a bool, an array, a
+    Buffer, a value out of the type's range). The launch would convert it too, but name the
+    library's internal kernel in its errors (or, for None, pass it on to the driver)."""
+    param = _PARAMS.get(ctype)
     if param is None:
-        param = _PARAMS[name, ctype] = Param(name, "scalar", ctype, SCALAR_CTYPES[ctype], False)
+        param = _PARAMS[ctype] = Param("value", "scalar", ctype, SCALAR_CTYPES[ctype], False)
+    fast = param._fast  # (a Python number in range: taken as it is, the launch packs it)
+    if fast is not None and (value.__class__ is int or (value.__class__ is float and fast[3])) \
+            and fast[1] <= value <= fast[2]:
+        return value
     try:
         return convert_scalar(value, param, op)
     except InvalidArgumentError:
@@ -125,7 +137,7 @@ def scalar(op: str, name: str, value, ctype: str):
                                f"{_describe(value)}") from None
 
 
-_PARAMS: dict = {}  # (argument name, C type): its Param, for convert_scalar
+_PARAMS: dict = {}  # C type: a Param of that type, for convert_scalar
 
 
 def flag(op: str, name: str, value) -> bool:
