@@ -6,7 +6,7 @@ and round once); max keeps the input dtype.
 
 Stage one: at most GROUPS work-groups, each grid-striding over the input and reducing its share
 in local memory to one partial (in the accumulator type). Stage two: one work-group reduces the
-partials and writes the result in the input dtype.
+partials and writes the result in its dtype.
 
 The partials live in the calling thread's scratch memory on the device (``Device._scratch``),
 reused by every reduction on that thread, so a call allocates nothing but its result (nothing at
