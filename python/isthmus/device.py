@@ -56,6 +56,9 @@ class Device:
     local_mem_optin: int | None = None
     # Whether local memory past local_mem_size is given at launch (CUDA) rather than declared
     local_mem_dynamic: bool = False
+    # Whether Buffer.ptr is an address (CUDA: views of one allocation and foreign arrays at an
+    # offset overlap by range) rather than an allocation's handle (OpenCL's cl_mem)
+    pointers_are_addresses: bool = False
     # What the tuning lookup's architecture classes read (tune/lookup.py) where the backend knows
     # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
     compute_capability: str | None = None

@@ -67,15 +67,15 @@ def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
 def disjoint(op: str, out: Buffer, /, out_name: str = "out", **inputs: Buffer) -> None:
     """``out`` shares no memory with any of ``inputs`` (an op that reads an input while it writes
     its output over it computes garbage); ``out_name``: what the caller calls the output (gemm's
-    ``c``). Memory is compared by range where pointers are addresses (CUDA: views of one
-    allocation, foreign arrays at an offset), by allocation where they are handles (OpenCL's
+    ``c``). Memory is compared by range where pointers are addresses (``Device.pointers_are_addresses``,
+    CUDA: views of one allocation, foreign arrays at an offset), by allocation where they are handles (OpenCL's
     cl_mem: a Buffer there is a whole allocation or a reshaped view of one). Zero-size buffers
     overlap nothing."""
     n = out.nbytes
     if not n:
         return
     o0, dev = out._ptr, out.device
-    ranged = dev.backend == "cuda"
+    ranged = dev.pointers_are_addresses
     for name, b in inputs.items():
         if b is None or not b.nbytes or b.device is not dev:
             continue
@@ -99,7 +99,7 @@ def _overlap(out: Buffer, b: Buffer) -> bool:
     if not b.nbytes or b.device is not out.device:
         return False
     o0, b0 = out._ptr, b._ptr
-    if out.device.backend == "cuda":
+    if out.device.pointers_are_addresses:
         return o0 < b0 + b.nbytes and b0 < o0 + out.nbytes
     return o0 == b0
 
