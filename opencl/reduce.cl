@@ -2,13 +2,14 @@
  *
  * Select the operation with -DOP_SUM=1 or -DOP_MAX=1 (exactly one).
  * Kernels (all 1-D, local = (WG,)):
- *   __kernel void reduce_first(const long n, __global const T* x,   __global ACC* partial)
- *   __kernel void reduce_final(const long n, __global const ACC* x, __global T* out)
+ *   __kernel void reduce_first(const long n, __global const T* x, __global R* partial)
+ *   __kernel void reduce_final(const long n, __global const R* x, __global OUT_T* out)
  * Each work-group reduces a grid-strided share of x[0..n) and writes one value:
- *   reduce_first: partial[get_group_id(0)];  reduce_final: out[0] (cast to T; one group).
+ *   reduce_first: partial[get_group_id(0)];  reduce_final: out[0] (cast to OUT_T; one group).
  * dtypes: float double half int long uchar.  Sums accumulate in ACC (float for float/half,
- *   double for double); integer sums wrap modulo 2^bits of T (NumPy's x.sum(dtype=T)).
- *   Max: identity -INFINITY (floats), INT_MIN, LONG_MIN, 0 (uchar); NaN propagates.
+ *   double for double) and give T; integer sums accumulate in 64 bits, wrapping modulo 2^64,
+ *   and give long, or ulong for unsigned T (NumPy's promotion: int32 -> int64, uint8 -> uint64).
+ *   Max gives T; identity -INFINITY (floats), INT_MIN, LONG_MIN, 0 (uchar); NaN propagates.
  *   n == 0 gives the identity (0 or the lowest value).
  * Tunables (-D): WG (work-group size), VPT (elements per item per pass), GROUPS (cap on stage-1
  *   groups: a host-side number, the kernels do not read it), LAYOUT; their values, defaults and
@@ -31,13 +32,24 @@
 #  error "reduce.cl: compile with -DOP_SUM=1 or -DOP_MAX=1"
 #endif
 
-/* R: the type partial results live in (wrap-around unsigned twin for integer sums) */
+/* R: the type partial results live in (wrap-around ulong for integer sums); OUT_T: the result's */
+#if ISTHMUS_SUM && !ACC_IS_FLOAT
+#  define R ulong
+#  if T_ID == ISTHMUS_ID_uchar || T_ID == ISTHMUS_ID_ulong
+#    define OUT_T ulong
+#  else
+#    define OUT_T long
+#  endif
+#  define STORE_OUT(p, v) ((p)[0] = (OUT_T)(v))
+#else
+#  define R ACC
+#  define OUT_T T
+#  define STORE_OUT(p, v) STORE(p, 0, v)
+#endif
 #if ISTHMUS_SUM
-#  define R UACC
 #  define R_IDENTITY ((R)0)
 #  define COMBINE(acc, v) ((acc) + (v))
 #else
-#  define R ACC
 #  define R_IDENTITY ((R)ACC_LOWEST)
 #  if ACC_IS_FLOAT
      /* NaN-propagating max (NumPy semantics) */
@@ -158,23 +170,23 @@
 #endif
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
-void reduce_first(const long n, __global const T* x, __global ACC* partial)
+void reduce_first(const long n, __global const T* x, __global R* partial)
 {
     __local R sh[WG];
     const int lid = (int)get_local_id(0);
     R acc = R_IDENTITY;
     FIRST_ACCUMULATE(acc, n);
     GROUP_TREE(sh, lid, acc);
-    if (lid == 0) partial[get_group_id(0)] = (ACC)sh[0];
+    if (lid == 0) partial[get_group_id(0)] = sh[0];
 }
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
-void reduce_final(const long n, __global const ACC* x, __global T* out)
+void reduce_final(const long n, __global const R* x, __global OUT_T* out)
 {
     __local R sh[WG];
     const int lid = (int)get_local_id(0);
     R acc = R_IDENTITY;
     GRID_ACCUMULATE(acc, n, GET_ACC);
     GROUP_TREE(sh, lid, acc);
-    if (lid == 0) STORE(out, 0, sh[0]);
+    if (lid == 0) STORE_OUT(out, sh[0]);
 }

@@ -195,9 +195,18 @@ class Buffer:
         return out
 
     def reshape(self, *shape) -> "Buffer":
-        """A view of the same memory with another shape (same number of elements)."""
+        """A view of the same memory with another shape (same number of elements); one dimension
+        may be -1, inferred from the others as NumPy does.
+
+        >>> buf.reshape(-1, 2).shape          # a buffer of 6 elements
+        (3, 2)
+        """
         mem, dt = self._handle(), self._dt
-        new = _shape(shape[0] if len(shape) == 1 else shape)
+        asked = shape[0] if len(shape) == 1 else shape
+        try:
+            new = _shape(asked)
+        except InvalidArgumentError:
+            new = _infer(asked, self.size, self.shape)
         if int(np.prod(new, dtype=np.int64)) != self.size:
             raise InvalidArgumentError(f"cannot reshape {self.shape} ({self.size} elements) to {new}")
         if dt is None:
@@ -242,3 +251,29 @@ def _shape(shape) -> tuple[int, ...]:
         if s < 0:
             raise InvalidArgumentError(f"shape {shape!r} has a negative dimension")
     return tuple(int(s) for s in items)
+
+
+def _infer(shape, size: int, old: tuple) -> tuple[int, ...]:
+    """``shape`` with its one -1 replaced by what makes ``size`` elements (NumPy's reshape rule);
+    anything else :func:`_shape` refuses is refused as it says."""
+    items = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        unknown = [i for i, s in enumerate(items) if isinstance(s, (int, np.integer)) and s == -1]
+    except TypeError:
+        unknown = []
+    if not unknown:
+        return _shape(shape)  # (raises: not a -1 that made it fail)
+    if len(unknown) > 1:
+        raise InvalidArgumentError(f"cannot reshape {old} to {tuple(items)}: only one dimension may be -1")
+    try:
+        known = _shape(tuple(1 if i == unknown[0] else s for i, s in enumerate(items)))
+    except InvalidArgumentError:
+        raise InvalidArgumentError(f"shape {tuple(items)!r} must hold non-negative integers and at most one -1") from None
+    rest, asked = int(np.prod(known, dtype=np.int64)), tuple(int(s) for s in items)
+    if rest == 0:
+        raise InvalidArgumentError(f"cannot reshape {old} to {asked}: with a dimension of 0 beside it, the -1 "
+                                   f"could be any size; give every dimension")
+    if size % rest:
+        raise InvalidArgumentError(f"cannot reshape {old} ({size} elements) to {asked}: {size} is not a multiple "
+                                   f"of {rest}, the product of the other dimensions")
+    return tuple(size // rest if i == unknown[0] else s for i, s in enumerate(known))

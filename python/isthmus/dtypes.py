@@ -31,6 +31,8 @@ _TABLE = {
     "int32": DType("int32", np.dtype(np.int32), "int", "int", False),
     "int64": DType("int64", np.dtype(np.int64), "long", "long", False),
     "uint8": DType("uint8", np.dtype(np.uint8), "uchar", "uchar", False),
+    # the result of a sum of uint8, as NumPy's (its unsigned integers sum in uint64)
+    "uint64": DType("uint64", np.dtype(np.uint64), "ulong", "ulong", False),
 }
 BUFFER_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
 

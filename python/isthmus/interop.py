@@ -9,25 +9,40 @@ from .device import device as lookup_device
 from .errors import InvalidArgumentError
 
 
-def _is_cuda_object(obj) -> bool:
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
+_DL_CPU, _DL_CUDA = (1,), (2, 3, 13)  # kDLCPU; kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+
+
+def _dlpack_kind(obj) -> int | None:
+    """The DLPack device type ``obj`` says it lives on, or None (no DLPack, or it cannot say)."""
     dl = getattr(obj, "__dlpack_device__", None)
-    if dl is None:
-        return False
+    if dl is None or not hasattr(obj, "__dlpack__"):
+        return None
     try:
         kind, _ = dl()
+        return int(kind)
     except Exception:
-        return False
-    return int(kind) in (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+        return None
+
+
+def _host_array(obj) -> np.ndarray:
+    """Host data as NumPy: a CPU DLPack producer (a torch or JAX CPU tensor, any object with
+    ``__dlpack__``) through ``np.from_dlpack`` (no copy), anything else through ``np.asarray``."""
+    if not isinstance(obj, np.ndarray) and _dlpack_kind(obj) in _DL_CPU:
+        try:
+            return np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+            raise InvalidArgumentError(f"cannot read the {type(obj).__name__} through DLPack: {exc} (pass a NumPy "
+                                       f"array of one of isthmus's dtypes instead)") from exc
+    return np.asarray(obj)
 
 
 def asarray(obj, device=None) -> Buffer:
     """A Buffer for ``obj``.
 
     A CUDA array (CuPy, a PyTorch CUDA tensor, any DLPack or ``__cuda_array_interface__`` producer)
-    is wrapped with no copy; the Buffer keeps the producer alive. Host data (NumPy, lists) is copied
-    to ``device`` (default: :func:`isthmus.device`).
+    is wrapped with no copy; the Buffer keeps the producer alive. Host data (NumPy, lists, a CPU
+    DLPack producer such as a PyTorch or JAX CPU tensor) is copied to ``device`` (default:
+    :func:`isthmus.device`).
 
     >>> t = torch.rand(1000, device="cuda")
     >>> b = isthmus.asarray(t)          # same memory as t
@@ -37,9 +52,9 @@ def asarray(obj, device=None) -> Buffer:
         if device is not None and lookup_device(device) is not obj.device:
             raise InvalidArgumentError(f"buffer lives on {obj.device.id}; use buf.to({device!r}) to copy it")
         return obj
-    if _is_cuda_object(obj):
+    if hasattr(obj, "__cuda_array_interface__") or _dlpack_kind(obj) in _DL_CUDA:
         return _wrap_cuda(obj, device)
-    return lookup_device(device).asarray(np.asarray(obj))
+    return lookup_device(device).asarray(_host_array(obj))
 
 
 def _wrap_cuda(obj, device) -> Buffer:

@@ -101,6 +101,30 @@ def test_reshape_is_a_view(dev, rng):
         buf.reshape(5, 3)
 
 
+@pytest.mark.parametrize("shape", [(-1, 2), ((-1, 2),), (2, -1, 3), (-1,), (np.int64(-1), np.int32(4)), ([3, -1],)])
+def test_reshape_infers_one_minus_one_as_numpy_does(dev, rng, shape):
+    host = rng.standard_normal(12).astype(np.float32)
+    buf = dev.asarray(host)
+    want = host.reshape(*shape)
+    view = buf.reshape(*shape)
+    assert view.shape == want.shape and view.ptr == buf.ptr
+    np.testing.assert_array_equal(view.to_numpy(), want)
+
+
+@pytest.mark.parametrize("shape, match", [
+    ((-1, -1), "only one dimension may be -1"), ((-1, 5), "12 is not a multiple of 5"),
+    ((-1, "2"), "non-negative integers"), ((-1, 0), "could be any size")])
+def test_reshape_refuses_what_numpy_refuses(dev, shape, match):
+    buf = dev.zeros(12, np.float32)
+    with pytest.raises((ValueError, TypeError)):  # NumPy refuses each too
+        np.zeros(12).reshape(*shape)
+    with pytest.raises(isthmus.InvalidArgumentError, match=match):
+        buf.reshape(*shape)
+    # (NumPy takes any negative number for the unknown dimension; isthmus only -1, as documented)
+    with pytest.raises(isthmus.InvalidArgumentError, match="negative dimension"):
+        buf.reshape(-2, 6)
+
+
 def test_empty_host_is_usable_for_transfers(dev, rng):
     host = dev.empty_host((1000,), np.float32)
     assert isinstance(host, np.ndarray) and host.shape == (1000,) and host.dtype == np.float32
@@ -124,6 +148,43 @@ def test_asarray_of_host_data_and_buffers(dev, rng):
     buf = isthmus.asarray(host, device=dev)
     np.testing.assert_array_equal(buf.to_numpy(), host)
     assert isthmus.asarray(buf) is buf
+
+
+class _CpuTensor:
+    """A CPU DLPack producer with nothing else (no __array__, no buffer protocol), as a JAX or
+    PyTorch CPU tensor looks to a consumer that only speaks DLPack."""
+
+    def __init__(self, host):
+        self._host = host
+
+    def __dlpack__(self, **kw):
+        return self._host.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._host.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "float16"])
+def test_asarray_of_a_cpu_dlpack_producer_copies_it_to_the_device(dev, rng, dtype):
+    if not dev.supports(dtype):
+        pytest.skip(f"{dev.id} has no {dtype}")
+    host = (rng.standard_normal((5, 7)) * 50).astype(dtype)
+    producer = _CpuTensor(host)
+    assert np.asarray(producer).dtype == object  # what asarray read before: "dtype object is not supported"
+    buf = isthmus.asarray(producer, device=dev)
+    assert buf.shape == (5, 7) and buf.dtype == host.dtype
+    np.testing.assert_array_equal(buf.to_numpy(), host)
+    strided = _CpuTensor(host.T)  # a strided view: copied contiguous
+    np.testing.assert_array_equal(isthmus.asarray(strided, device=dev).to_numpy(), host.T)
+    with pytest.raises(isthmus.UnsupportedDtypeError):
+        isthmus.asarray(_CpuTensor(host.astype(np.complex64)), device=dev)
+
+
+def test_asarray_of_a_torch_cpu_tensor(dev, rng):
+    torch = pytest.importorskip("torch")
+    host = rng.standard_normal((3, 4)).astype(np.float32)
+    buf = isthmus.asarray(torch.from_numpy(host), device=dev)
+    np.testing.assert_array_equal(buf.to_numpy(), host)
 
 
 def test_opencl_free_buffer_cache_keeps_the_newest_and_drops_the_oldest(dev, monkeypatch):

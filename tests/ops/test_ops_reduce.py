@@ -2,7 +2,8 @@
 a contiguous chunk per work-item (CPUs) and that chunk read as OpenCL vectors (CPUs) -- at odd
 lengths (a vector's tail, fewer elements than work-items), in every dtype, into poisoned outputs,
 against NumPy; NaN where max meets it in the vector body, its tail and the partials; integer sums
-that wrap like NumPy's; and the restrictions that keep the vector layout to CPU devices."""
+past 32 bits in NumPy's result dtype (int64, uint64), wrapping only at 64 bits as NumPy's; and the
+restrictions that keep the vector layout to CPU devices."""
 import itertools
 
 import ml_dtypes
@@ -46,7 +47,8 @@ def _data(rng, n, dtype):
 
 def _run(dev, op, params, x):
     spec = SPECS[op][0]
-    out = dev.asarray(np.full(1, 77, x.dtype))  # poisoned: a result that is not written stays 77
+    dtype = getattr(np, op)(x[:1]).dtype  # NumPy's result dtype
+    out = dev.asarray(np.full(1, 77, dtype))  # poisoned: a result that is not written stays 77
     with forced(spec, params):
         assert getattr(isthmus.ops, op)(dev.asarray(x), out=out) is out
     return out.to_numpy()
@@ -54,7 +56,7 @@ def _run(dev, op, params, x):
 
 def _check(got, x, op, what):
     ref = SPECS[op][1](x)
-    assert got.shape == (1,) and got.dtype == x.dtype, what
+    assert got.shape == (1,) and got.dtype == getattr(np, op)(x).dtype == ref.dtype, what
     if op == "max" or x.dtype.kind in "iu":  # exact: max picks an element, integer sums wrap exactly
         np.testing.assert_array_equal(got, ref, err_msg=what)
         return
@@ -82,11 +84,42 @@ def test_every_layout_in_every_dtype(dev, rng, op, layout, dtype):
         _check(_run(dev, op, params, x), x, op, f"{op} {dtype} {params} n={n}")
 
 
-def test_integer_sums_wrap_like_numpy(dev, rng):
-    for params, dtype in itertools.product(LAYOUTS[1] + LAYOUTS[2], ("int32", "uint8")):
-        _need(dev, dtype, params["LAYOUT"])
-        x = np.full(4099, np.iinfo(dtype).max, dtype)  # the sum overflows many times
-        _check(_run(dev, "sum", params, x), x, "sum", f"wrap {dtype} {params}")
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_integer_sums_are_numpys_past_32_bits(dev, rng, layout):
+    """NumPy sums int32 into int64 and uint8 into uint64: sums far past the input type's range (and
+    past 32 bits) are exact, in that dtype, with the library's own output and with out=."""
+    for params, dtype in itertools.product(LAYOUTS[layout], ("int32", "uint8")):
+        _need(dev, dtype, layout)
+        info = np.iinfo(dtype)
+        n = 300007 if dtype == "int32" else 17_000_017  # uint8: 255 * n > 2**32
+        x = rng.integers(info.max - 3, info.max, n, dtype=dtype, endpoint=True)
+        x[rng.integers(0, n, 5)] = info.min  # a few of the lowest value among them
+        want = x.sum()
+        assert want > np.iinfo(np.uint32).max and want.dtype in (np.int64, np.uint64)
+        got = _run(dev, "sum", params, x)
+        _check(got, x, "sum", f"{dtype} {params}")
+        assert got[0] == want, (dtype, params, got, want)
+    if layout == 0:  # the op as users call it, with no config forced: a new result and a negative sum
+        x = np.full(4099, np.iinfo(np.int32).min, np.int32)
+        s = isthmus.ops.sum(dev.asarray(x))
+        assert s.dtype == np.int64 and s.to_numpy()[0] == 4099 * -(2**31)
+
+
+def test_int64_sums_wrap_like_numpys(dev, rng):
+    x = np.full(4099, np.iinfo(np.int64).max, np.int64)  # overflows many times: NumPy wraps modulo 2**64
+    for params in (LAYOUTS[0][0], LAYOUTS[1][0]):
+        _check(_run(dev, "sum", params, x), x, "sum", f"int64 wrap {params}")
+
+
+def test_sum_out_must_have_the_result_dtype(dev):
+    x = dev.asarray(np.arange(10, dtype=np.int32))
+    with pytest.raises(isthmus.InvalidArgumentError, match="out has dtype int32, the result is int64"):
+        isthmus.ops.sum(x, out=dev.zeros(1, np.int32))
+    with pytest.raises(isthmus.InvalidArgumentError, match="result is uint64"):
+        isthmus.ops.sum(dev.asarray(np.arange(10, dtype=np.uint8)), out=dev.zeros(1, np.int64))
+    assert isthmus.ops.max(x).dtype == np.int32  # max keeps the dtype, as NumPy's
+    empty = isthmus.ops.sum(dev.empty(0, np.uint8))
+    assert empty.dtype == np.uint64 and empty.to_numpy()[0] == 0
 
 
 @pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))

@@ -43,7 +43,7 @@ class CudaDevice(Device):
             max_work_item_sizes=tuple(int(x) for x in p["maxThreadsDim"]), local_mem_size=int(p["sharedMemPerBlock"]),
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             platform=f"CUDA {rt.runtimeGetVersion()} sm_{self.compute_capability}",
-            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"),
+            dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "uint64"),
             allocator=CudaAllocator(self, index), compiler=CudaCompiler(self), launcher=CudaLauncher(self))
         self.mma_sync = int(p["major"]) >= 8
         self.wgmma = self.compute_capability == "90"  # compiled for sm_90a (CudaCompiler._arch)

@@ -56,7 +56,7 @@ class OpenCLDevice(Device):
         # 16-bit floats are stored and converted without `half` arithmetic (vload_half/vstore_half are
         # core OpenCL; bfloat16 is ushort bits), so every device has them, cl_khr_fp16 or not
         # (NVIDIA's OpenCL has no cl_khr_fp16).
-        dtypes = ["float32", "float16", "bfloat16", "int32", "int64", "uint8"]
+        dtypes = ["float32", "float16", "bfloat16", "int32", "int64", "uint8", "uint64"]
         if "cl_khr_fp64" in d.extensions or d.double_fp_config:
             dtypes.insert(1, "float64")
         super().__init__(

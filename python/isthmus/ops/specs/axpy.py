@@ -24,6 +24,8 @@ def axpy(a, x, y):
     x = checks.buffer("axpy", "x", x)
     y = checks.buffer("axpy", "y", y)
     checks.like("axpy", x, "y", y)
+    checks.disjoint("axpy", y, "y", x=x)  # (axpy.cl's x and y are restrict pointers)
+    a = checks.scalar("axpy", "a", a, (x._dt or x._check()).acc)
     nbytes = x.nbytes
     if y.nbytes != nbytes:
         raise InvalidArgumentError(f"axpy: x has {x.size} elements, y has {y.size}")

@@ -279,6 +279,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     """
     if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
         return gemm_mma.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
+    ta, tb = checks.flag("gemm", "trans_a", trans_a), checks.flag("gemm", "trans_b", trans_b)
     a = checks.buffer("gemm", "a", a)
     b = checks.buffer("gemm", "b", b)
     for name, x in (("a", a), ("b", b)):
@@ -286,15 +287,16 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
             raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
     checks.like("gemm", a, "b", b)
     dev, dt = a.device, a._dt
-    ta, tb = bool(trans_a), bool(trans_b)
     _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
     c_shape = (batch, m, n) if len(a.shape) == 3 or len(b.shape) == 3 else (m, n)
+    alpha, beta = _scalars(alpha, beta, dt.acc)
     if c is not None:
         c = checks.buffer("gemm", "c", c)
         checks.like("gemm", a, "c", c)
         if c.shape != c_shape:
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {c_shape}")
+        checks.disjoint("gemm", c, "c", a=a, b=b)
     elif beta != 0:
         raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     first, combine, c_shape, c_nbytes, partial_nbytes = plan(
@@ -315,6 +317,16 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
 
 
 _PLAIN = (int, float)  # numbers whose 1 and 0 are the steps' packed alpha and beta (not bool, not NumPy's)
+
+
+def _scalars(alpha, beta, ctype: str) -> tuple:
+    """alpha and beta checked (numbers the kernels' ``ctype`` holds) and converted to it, except the
+    defaults 1 and 0 (which the steps hold packed)."""
+    if alpha.__class__ not in _PLAIN or alpha != 1:
+        alpha = checks.scalar("gemm", "alpha", alpha, ctype)
+    if beta.__class__ not in _PLAIN or beta != 0:
+        beta = checks.scalar("gemm", "beta", beta, ctype)
+    return alpha, beta
 
 
 def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> None:

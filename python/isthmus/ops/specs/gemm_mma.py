@@ -245,8 +245,9 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
     if dt.name not in DTYPES:
         raise UnsupportedDtypeError(f"gemm on tensor cores takes {' or '.join(DTYPES)}, got {dt.name}")
     out_dt = _out_dtype(dt, out_dtype, c)
-    ta, tb = bool(trans_a), bool(trans_b)
+    ta, tb = checks.flag("gemm", "trans_a", trans_a), checks.flag("gemm", "trans_b", trans_b)
     shape = _shape(a, b, ta, tb)
+    alpha, beta = checks.scalar("gemm", "alpha", alpha, "float"), checks.scalar("gemm", "beta", beta, "float")
     if c is None:
         if beta != 0:
             raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
@@ -260,6 +261,7 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
         if c.shape != shape.c_shape:
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {shape.c_shape} for "
                                        f"a {a.shape} (trans_a={ta}) @ b {b.shape} (trans_b={tb})")
+        checks.disjoint("gemm", c, "c", a=a, b=b)
     variant = _variant(dev, dt, ta, tb, shape, out_dt)
     kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes, combine = plan(
         FAMILY, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))

@@ -30,8 +30,10 @@ def scale(alpha, x, out=None):
     """
     x = checks.buffer("scale", "x", x)
     dev, dt = x.device, x._dt or x._check()  # (closed since the check: raises)
+    alpha = checks.scalar("scale", "alpha", alpha, dt.acc)
     k, g, loc, n, nbytes = plan(SPEC, (dev, dt.name, x.nbytes), lambda: _steps(dev, dt, x.size))
     y = checks.output("scale", out, x, x.shape, nbytes=nbytes)
+    checks.in_place("scale", y, "x", x)  # out may be x itself, not a part of it
     if nbytes:
         try:
             dev.launch(k, g, loc, [n, alpha, x, y])

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...buffer import Buffer
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import Family, Tunable, sample
@@ -128,11 +127,13 @@ def softmax(x, out=None):
     As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
     x = checks.buffer("softmax", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
-    in_place = out is x or (out.__class__ is Buffer and out._ptr == x._ptr and out._ptr is not None)
+    # in place (out is x's memory, views included) is fine: each item reads the elements it writes
+    # before it writes them (split rows excepted: see _steps); a partial overlap (CUDA views) is not
+    in_place = out is x or (out is not None and checks.in_place("softmax", checks.buffer("softmax", "out", out),
+                                                                "x", x))
     key = (dev, dt.name, shape, True) if in_place else (dev, dt.name, shape)
     k, g, loc, rows, cols, nbytes, ws_nbytes = plan(
         FAMILY, key, lambda: _steps(dev, dt, *shape, in_place))
-    # in place is fine: each item reads the elements it writes before it writes them
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
         dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes)])

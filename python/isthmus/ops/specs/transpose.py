@@ -29,7 +29,8 @@ def transpose(x, out=None):
     x = checks.buffer("transpose", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     k, g, loc, rows, cols, out_shape, nbytes = plan(SPEC, (dev, dt.name, shape), lambda: _steps(dev, dt, *shape))
-    y = checks.output("transpose", out, x, out_shape, alias_ok=False, nbytes=nbytes)
+    y = checks.output("transpose", out, x, out_shape, nbytes=nbytes)
+    checks.disjoint("transpose", y, x=x)
     if nbytes:
         dev.launch(k, g, loc, [rows, cols, x, y])
     return y

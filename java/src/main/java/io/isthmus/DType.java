@@ -24,7 +24,12 @@ public enum DType {
     /** 64-bit signed integer ({@code int64}). */
     INT64("int64", 8),
     /** 8-bit unsigned integer ({@code uint8}); Java reads it widened to {@code int}. */
-    UINT8("uint8", 1);
+    UINT8("uint8", 1),
+    /**
+     * 64-bit unsigned integer ({@code uint64}): the dtype of a sum of {@code uint8} (NumPy's
+     * promotion); Java reads its bits as a {@code long} ({@link Long#toUnsignedString(long)}).
+     */
+    UINT64("uint64", 8);
 
     private final String pythonName;
     private final int size;
@@ -58,7 +63,7 @@ public enum DType {
             }
         }
         throw new UnsupportedDtypeException("unsupported dtype '" + name + "': expected one of "
-                + "float32, float64, float16, bfloat16, int32, int64, uint8");
+                + "float32, float64, float16, bfloat16, int32, int64, uint8, uint64");
     }
 
     /**

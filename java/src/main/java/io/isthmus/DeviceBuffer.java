@@ -229,7 +229,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /** @return the contents as a new {@code long[]}; for any integer dtype */
     public long[] toLongArray() {
-        requireDtype("toLongArray", DType.INT64, DType.INT32, DType.UINT8);
+        requireDtype("toLongArray", DType.INT64, DType.INT32, DType.UINT8, DType.UINT64);
         return (long[]) handle().toArray("long");
     }
 
@@ -284,6 +284,8 @@ public final class DeviceBuffer implements AutoCloseable {
             case FLOAT64 -> "use a double[] (or a ByteBuffer)";
             case INT32, UINT8 -> "use an int[] (or a ByteBuffer)";
             case INT64 -> "use a long[] (or a ByteBuffer)";
+            case UINT64 -> "fill a direct native-order ByteBuffer with its 8-byte values (putLong) and use "
+                    + "copyFrom(ByteBuffer)";
             case FLOAT16, BFLOAT16 -> "fill a direct native-order ByteBuffer with its 2-byte patterns"
                     + (d == DType.BFLOAT16 ? " (DType.floatToBfloat16)" : "") + " and use copyFrom(ByteBuffer)";
         };

@@ -60,6 +60,10 @@ public final class Ops {
     }
 
     /**
+     * The sum of all elements, in NumPy's dtype for it: {@link DType#INT64} for {@code INT32},
+     * {@link DType#UINT64} for {@code UINT8} (integer sums run in 64 bits), {@code x}'s dtype for
+     * floats.
+     *
      * @param x input
      * @return a one-element buffer with the sum of all elements
      */
@@ -69,7 +73,7 @@ public final class Ops {
 
     /**
      * @param x input
-     * @param out a one-element buffer of {@code x}'s dtype to write the sum into
+     * @param out a one-element buffer of the sum's dtype (see {@link #sum(DeviceBuffer)}) to write it into
      * @return {@code out}
      */
     public static DeviceBuffer sum(DeviceBuffer x, DeviceBuffer out) {

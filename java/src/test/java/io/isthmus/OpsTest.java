@@ -29,6 +29,18 @@ class OpsTest {
 
     @ParameterizedTest
     @MethodSource("io.isthmus.Attached#devices")
+    void integerSumsHaveNumpysDtype(Device dev) {
+        int[] xs = new int[4099];
+        java.util.Arrays.fill(xs, Integer.MAX_VALUE);
+        try (DeviceBuffer x = dev.fromArray(xs); DeviceBuffer s = Ops.sum(x); DeviceBuffer m = Ops.max(x)) {
+            assertEquals(DType.INT64, s.dtype()); // int32 sums in 64 bits, as NumPy's
+            assertEquals(4099L * Integer.MAX_VALUE, s.toLongArray()[0]);
+            assertEquals(DType.INT32, m.dtype());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
     void reductionsAndAxpy(Device dev) {
         Random r = new Random(7);
         float[] xs = random(r, 1009);

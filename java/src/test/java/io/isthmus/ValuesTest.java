@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 class ValuesTest {
     @Test
     void dtypesMirrorNumpy() {
-        assertEquals(7, DType.values().length);
+        assertEquals(8, DType.values().length);
         for (DType d : DType.values()) {
             assertEquals(d, DType.fromPythonName(d.pythonName()));
         }
