@@ -123,6 +123,19 @@ def test_the_next_chunk_is_read_while_the_last_one_copies(dev, rng, tmp_path, st
     assert events[3 * len(reads):] == [("wait", True), ("wait", True)]
 
 
+def test_chunks_read_by_several_threads(dev, rng, tmp_path, staging):
+    """A staging chunk of 8 MiB or more is read from the map by several threads (4 MiB each at least)."""
+    from isthmus.weights.staging import _Readers
+
+    staging(8192 + 3)
+    assert _Readers(8192 + 3 << 10).count == min(os.cpu_count(), 2)
+    tensors = {"a": np.frombuffer(rng.bytes(21 << 20), np.float16).reshape(-1, 7 << 10).copy(),
+               "b": rng.integers(0, 255, 1_000_003, dtype=np.uint8)}
+    safetensors_numpy.save_file(tensors, tmp_path / "big.safetensors")
+    with dev.load_safetensors(tmp_path / "big.safetensors") as weights:
+        assert_loaded(weights, tensors)
+
+
 def test_closed_weights_refuse_use(dev, tmp_path):
     safetensors_numpy.save_file({"x": np.ones(4, np.float32)}, tmp_path / "x.safetensors")
     weights = dev.load_safetensors(tmp_path / "x.safetensors")

@@ -9,8 +9,10 @@ cache keeps them), so resident memory does not grow with the file.
 """
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,10 +34,11 @@ def copy_in(device: "Device", files: list[File], buffers: dict[str, Buffer]) -> 
         return
     lane = _LANES[device.backend](device)
     slots = [_Slot(device.empty_host((chunk,), np.uint8)) for _ in range(2)]
+    readers = _Readers(chunk)
     turn = 0
     try:
         for f in files:
-            with _Mapped(f) as data:
+            with _Mapped(f, readers) as data:
                 for start, stop, pieces in _pieces(f, chunk):
                     slot = slots[turn % 2]
                     turn += 1
@@ -47,6 +50,7 @@ def copy_in(device: "Device", files: list[File], buffers: dict[str, Buffer]) -> 
         for slot in slots:
             lane.wait(slot.take())
     finally:
+        readers.close()
         for slot in slots:  # after an error: no copy may read a staging slot once it is freed
             lane.settle(slot.take())
 
@@ -85,19 +89,20 @@ class _Mapped:
     """A file's data through a read-only memory map; pages already read are dropped from the map
     (the page cache keeps them), so the process's resident memory does not grow with the file."""
 
-    def __init__(self, f: File):
-        self.f = f
+    def __init__(self, f: File, readers: "_Readers"):
+        self.f, self.readers = f, readers
         with open(f.path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size != f.data_start + f.data_len:  # (mapped past its end: SIGBUS)
+            # (the map must not reach past the file's end: a read there is SIGBUS, not an error)
+            if os.fstat(fh.fileno()).st_size != f.data_start + f.data_len:
                 raise FormatError(f"{f.path} changed size while it was being loaded")
             self.map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        self.data = np.frombuffer(self.map, np.uint8)
+        self.data = np.frombuffer(self.map, np.uint8)  # (what gives the map's address)
         self.dropped = 0
         self._advise("MADV_SEQUENTIAL", 0, len(self.map))
 
     def read(self, start: int, stop: int, into: np.ndarray) -> None:
         base = self.f.data_start
-        into[:stop - start] = self.data[base + start:base + stop]
+        self.readers.copy(into.ctypes.data, self.data.ctypes.data + base + start, stop - start)
         keep = (base + stop) // mmap.PAGESIZE * mmap.PAGESIZE
         self._advise("MADV_DONTNEED", self.dropped, keep - self.dropped)
         self.dropped = keep
@@ -113,6 +118,31 @@ class _Mapped:
     def __exit__(self, *exc) -> None:
         self.data = None  # (a map with a NumPy view on it cannot close)
         self.map.close()
+
+
+class _Readers:
+    """Copies from the map into a staging buffer: ``ctypes.memmove``, which releases the GIL
+    (NumPy's assignment read 35% slower on one thread), split among threads for a large chunk:
+    one thread copying from the page cache through a map reads 3-6 GB/s (measured on the 2-core
+    PoCL VM; two threads 6.5), far below a GPU's host->device bandwidth."""
+
+    PART = 4 << 20  # the least one thread is given
+
+    def __init__(self, chunk: int):
+        self.count = max(1, min(os.cpu_count() or 1, 8, chunk // self.PART))
+        self.pool = ThreadPoolExecutor(self.count, thread_name_prefix="isthmus-load") if self.count > 1 else None
+
+    def copy(self, dst: int, src: int, n: int) -> None:
+        parts = max(1, min(self.count, n // self.PART))
+        if parts == 1:
+            ctypes.memmove(dst, src, n)
+            return
+        step = -(-n // parts)
+        list(self.pool.map(lambda at: ctypes.memmove(dst + at, src + at, min(step, n - at)), range(0, n, step)))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 # ---- the device's copy queue -------------------------------------------------------------------
