@@ -18,6 +18,7 @@ device memory the load holds where device memory is host memory (PoCL). Timed, e
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -75,9 +76,9 @@ CHILD = r"""
 import json, mmap, os, resource, sys, time
 import numpy as np
 import isthmus
-path, how, staging_kib, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+path, how, staging_kib, repeat, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 os.environ["ISTHMUS_LOAD_STAGING_KB"] = str(staging_kib)
-dev = isthmus.device(os.environ.get("BENCH_DEVICE") or None)
+dev = isthmus.device(device)
 def rss_kib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 def reset_peak():
@@ -142,10 +143,9 @@ print(json.dumps({"times": times, "rss_before_kib": before, "rss_peak_kib": peak
 """
 
 
-def run_child(path: Path, how: str, staging_kib: int, repeat: int, device: str | None) -> dict:
-    env = {**os.environ, "BENCH_DEVICE": device or ""}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), how, str(staging_kib), str(repeat)],
-                         capture_output=True, text=True, env=env, timeout=3600)
+def run_child(path: Path, how: str, staging_kib: int, repeat: int, device: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), how, str(staging_kib), str(repeat), device],
+                         capture_output=True, text=True, timeout=3600)
     if out.returncode:
         raise SystemExit(f"{how} failed:\n{out.stderr}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -181,8 +181,11 @@ def main(argv=None) -> int:
         print(f"wrote {nbytes / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f} s", flush=True)
         warm(path)
         rows = []
-        for how, staging in [("read", stagings[-1]), ("copy", stagings[-1]),
-                             *[("isthmus", s) for s in stagings], ("safetensors", stagings[-1])]:
+        peer = [("safetensors", stagings[-1])] if importlib.util.find_spec("safetensors") else []
+        if not peer:
+            print("no safetensors+asarray row: the safetensors package is not installed", flush=True)
+        for how, staging in [("read", stagings[-1]), ("copy", stagings[-1]), *[("isthmus", s) for s in stagings],
+                             *peer]:
             rows.append(run_child(path, how, staging, args.repeat, dev.id))
             print(rows[-1], flush=True)
     ceiling = min(r["GB/s"] for r in rows if r["how"] in ("read", "copy"))
