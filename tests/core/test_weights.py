@@ -120,7 +120,7 @@ def test_the_next_chunk_is_read_while_the_last_one_copies(dev, rng, tmp_path, st
     # per chunk: wait for the copies out of this slot (two chunks back), read, queue; then the last two
     for k in range(len(reads)):
         assert events[3 * k:3 * k + 3] == [("wait", k >= 2), reads[k], ("queued",)], events[3 * k:3 * k + 3]
-    assert events[3 * len(reads):] == [("wait", True), ("wait", True)]
+    assert events[3 * len(reads):3 * len(reads) + 2] == [("wait", True), ("wait", True)]
 
 
 def test_chunks_read_by_several_threads(dev, rng, tmp_path, staging):
@@ -190,6 +190,7 @@ DAMAGED = [
     ("header past the file", GOOD, DATA, 10_000, FormatError, "header length 10000 runs past the end"),
     ("header above the limit", GOOD, DATA, 100_000_001, FormatError, "above safetensors' limit"),
     ("header not JSON", b"{not json", DATA, None, FormatError, "header is not JSON"),
+    ("header nested too deep", b"[" * 100_000, DATA, None, FormatError, "header is not JSON"),
     ("header not UTF-8", b'{"\xff": 1}', DATA, None, FormatError, "header is not JSON"),
     ("header a list", [1, 2], b"", None, FormatError, "header is a JSON list"),
     ("entry not an object", {"a": [1]}, b"", None, FormatError, "'a' is a JSON list"),

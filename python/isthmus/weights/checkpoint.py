@@ -79,7 +79,7 @@ class Checkpoint:
     def _indexed(cls, index: Path) -> "Checkpoint":
         try:
             doc = json.loads(index.read_bytes(), object_pairs_hook=_unique_keys)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # (RecursionError: nested too deep to parse)
             raise FormatError(f"{index} is not JSON: {exc}") from None
         except OSError as exc:
             raise InvalidArgumentError(f"{index} cannot be read: {exc}") from None
@@ -140,7 +140,7 @@ def read_header(path: Path, device: "Device") -> File:
         raise InvalidArgumentError(f"{path} cannot be read: {exc}") from None
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # (RecursionError: nested too deep to parse)
         raise FormatError(f"{path}: the header is not JSON ({exc}); not a safetensors file, or a damaged one") from None
     if not isinstance(header, dict):
         raise FormatError(f"{path}: the header is a JSON {type(header).__name__}, not an object of tensors")

@@ -51,8 +51,9 @@ def copy_in(device: "Device", files: list[File], buffers: dict[str, Buffer]) -> 
             lane.wait(slot.take())
     finally:
         readers.close()
-        for slot in slots:  # after an error: no copy may read a staging slot once it is freed
-            lane.settle(slot.take())
+        # after an error: no copy may still read a staging slot once it is freed
+        for done in (lane.fence(), *(slot.take() for slot in slots)):
+            lane.settle(done)
 
 
 def _pieces(f: File, chunk: int):
