@@ -1,19 +1,20 @@
 """Loading a safetensors file into device memory (Device.load_safetensors) against the copy ceiling
 and against the safetensors package's own NumPy loader, with the file in the page cache.
 
-    python -m benchmarks load_safetensors [--device ID] [--mib 2048] [--staging-kib 8192,65536] [--out DIR]
+    python -m benchmarks load_safetensors [--device ID] [--mib 2048] [--staging-kib 16384,65536] [--out DIR]
 
 One file of Llama-like tensors (f16 and f32 random bits; the NumPy loader has no bf16) is written
 into --dir and read once (page cache warm). Each candidate runs in a fresh child process, so its
-peak resident memory (``ru_maxrss``, its high-water mark reset just before) is its own: growth = peak - resident before the load, less the
-device memory the load holds where device memory is host memory (PoCL). Timed, each the median of
---repeat runs with the wall clock (the load returns after its copies are done):
+peak resident memory (``ru_maxrss``, its high-water mark reset just before) is its own: growth =
+peak - resident before the first run, less the device memory the load holds where device memory
+is host memory (PoCL). Timed, each the median of --repeat runs with the wall clock (the load
+returns after its copies are done):
 
 - ``read``: the file through its memory map into a pinned buffer, chunk by chunk (the reading alone);
 - ``copy``: a pinned buffer to the device, one copy per chunk, each into a new buffer as a load's
   copies go (host->device bandwidth from pinned memory into fresh device memory);
 - ``isthmus``: ``dev.load_safetensors(path)`` (reads and copies overlapped), at each staging size;
-- ``safetensors+asarray``: ``safetensors.numpy.load_file`` then ``dev.asarray`` per tensor.
+- ``safetensors``: ``safetensors.numpy.load_file`` then ``dev.asarray`` per tensor.
 """
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None)
     p.add_argument("--mib", type=int, default=2048, help="size of the file's data in MiB")
-    p.add_argument("--staging-kib", default="8192,65536", help="staging sizes to load through, comma separated")
+    p.add_argument("--staging-kib", default="16384,65536", help="staging sizes to load through, comma separated")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--dir", default=None, help="where to write the file (default: a temporary folder)")
     p.add_argument("--out", default=None, help="folder for load_safetensors-<backend>-<device>.md/.json")

@@ -4,8 +4,8 @@ Each file is memory-mapped and read chunk by chunk into one of two pinned ("page
 buffers; the pieces of the tensors in a chunk are queued as non-blocking copies into their buffers
 (OpenCL events, a CUDA stream), and the next chunk is read into the other staging buffer while they
 run. A staging buffer is refilled once the copies out of it are done. The host holds the two
-staging buffers and the map's pages not yet read; read pages are dropped from the map (the page
-cache keeps them), so resident memory does not grow with the file.
+staging buffers and the map's pages of the chunk being read; read pages are dropped from the map
+(the page cache keeps them), so resident memory does not grow with the file.
 """
 from __future__ import annotations
 

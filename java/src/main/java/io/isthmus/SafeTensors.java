@@ -61,7 +61,8 @@ public final class SafeTensors implements AutoCloseable {
         try {
             for (Map.Entry<String, OpResult> e : loaded.entrySet()) {
                 OpResult r = e.getValue();
-                tensors.put(e.getKey(), DeviceBuffer.wrap(r.handle(), r.shape().clone(), DType.fromPythonName(r.dtype())));
+                DType dtype = DType.fromPythonName(r.dtype());
+                tensors.put(e.getKey(), DeviceBuffer.wrap(r.handle(), r.shape().clone(), dtype));
             }
         } catch (RuntimeException e) {
             tensors.values().forEach(DeviceBuffer::close);

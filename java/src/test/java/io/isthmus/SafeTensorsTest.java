@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -153,7 +154,7 @@ class SafeTensorsTest {
         Path good = write(dir.resolve("good.safetensors"), tensors);
         byte[] bytes = Files.readAllBytes(good);
 
-        Path truncated = Files.write(dir.resolve("truncated.safetensors"), java.util.Arrays.copyOf(bytes, bytes.length - 3));
+        Path truncated = Files.write(dir.resolve("truncated.safetensors"), Arrays.copyOf(bytes, bytes.length - 3));
         FormatException e = assertThrows(FormatException.class, () -> SafeTensors.load(truncated, dev));
         assertTrue(e.getMessage().contains("past the end of the data"), e.getMessage());
         assertEquals("isthmus.errors.FormatError", e.pythonType());
