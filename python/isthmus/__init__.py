@@ -12,7 +12,7 @@ from ._version import __version__
 from .buffer import Buffer, live_buffers
 from .device import Device, device, devices
 from .errors import (BackendUnavailableError, ClosedBufferError, CompileError, DatabaseError, DeviceError,
-                     InvalidArgumentError, IsthmusError, LaunchConfigError, OutOfMemoryError,
+                     FormatError, InvalidArgumentError, IsthmusError, LaunchConfigError, OutOfMemoryError,
                      UnsupportedDtypeError)
 from .interop import asarray
 from .kernel import Kernel
@@ -33,5 +33,5 @@ _resolve.config_source.append(tune.tuned_config)  # the tuning database, opened 
 __all__ = [
     "__version__", "Buffer", "Device", "Kernel", "LaunchConfig", "asarray", "device", "devices", "live_buffers",
     "fuse", "ops", "tune", "IsthmusError", "BackendUnavailableError", "ClosedBufferError", "CompileError", "DatabaseError",
-    "DeviceError", "InvalidArgumentError", "LaunchConfigError", "OutOfMemoryError", "UnsupportedDtypeError",
+    "DeviceError", "FormatError", "InvalidArgumentError", "LaunchConfigError", "OutOfMemoryError", "UnsupportedDtypeError",
 ]

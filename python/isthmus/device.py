@@ -423,6 +423,20 @@ class Launcher:
         straight through PyOpenCL or CuPy, as a user without isthmus would (isthmus bench's baselines)."""
         raise NotImplementedError
 
+    def load_safetensors(self, path):
+        """The tensors of a safetensors checkpoint as buffers on this device, by name (an
+        :class:`isthmus.weights.SafeTensors`; ``close()`` frees them): ``path`` is a
+        .safetensors file, a model folder (its ``model.safetensors.index.json`` and shards, else its
+        ``model.safetensors``) or an index .json. A damaged file raises FormatError; nothing stays
+        allocated after an error. See :mod:`isthmus.weights`.
+
+        >>> with dev.load_safetensors("Llama-3.2-1B/") as weights:
+        ...     w = weights["model.norm.weight"]
+        """
+        from .weights import load
+
+        return load(self, path)
+
 
 class _TransferLane:
     """What :meth:`Device._transfer_lane` gives: ``upload(buf, host)`` and ``download(buf)`` return

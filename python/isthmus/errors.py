@@ -45,3 +45,8 @@ class CompileError(IsthmusError):
 
 class DatabaseError(IsthmusError):
     """A tuning database or an exported tuning file is invalid."""
+
+
+class FormatError(InvalidArgumentError):
+    """A file is not in the format it should be (a damaged safetensors checkpoint, its index):
+    the message names the file, the part and what was wrong."""

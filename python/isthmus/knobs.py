@@ -89,6 +89,12 @@ def cuda_launch_graphs() -> bool:
     return _get("ISTHMUS_CUDA_LAUNCH_GRAPHS").strip().lower() not in ("0", "false", "no", "off")
 
 
+def load_staging_bytes() -> int:
+    """ISTHMUS_LOAD_STAGING_KB (65536): the size of each of the two pinned host buffers that
+    ``Device.load_safetensors`` reads a file through (reading one while the other is copied)."""
+    return max(1, _int("ISTHMUS_LOAD_STAGING_KB", 65536)) << 10
+
+
 def kernel_dir() -> Path:
     """The kernel library's OpenCL sources: ``ISTHMUS_KERNEL_DIR``, else the package ``isthmus.opencl``
     (the repository's top-level ``opencl/`` folder, installed as package data or mapped there by an

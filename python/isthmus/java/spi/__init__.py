@@ -10,6 +10,7 @@ module per concern.
 - :mod:`.launches`: prepared launches, graphs and fused expressions;
 - :mod:`.runtime`: ``Runtime``, the object attached to the JVM;
 - :mod:`isthmus.tune.java_spi`: the tuner (``TuneRun``).
+- :mod:`.weights`: safetensors checkpoints loaded for ``io.isthmus.SafeTensors``.
 
 Nothing here touches the JVM at import: the proxies are declared ``deferred``.
 """

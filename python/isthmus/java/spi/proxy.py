@@ -33,6 +33,7 @@ _JAVA_ERRORS = {name: f"io.isthmus.{name.removesuffix('Error')}Exception" for na
     "DeviceError", "BackendUnavailableError", "DatabaseError", "IsthmusError")}
 _JAVA_ERRORS.update(OutOfMemoryError="io.isthmus.OutOfDeviceMemoryException",
                     TypeError="io.isthmus.InvalidArgumentException", ValueError="io.isthmus.InvalidArgumentException")
+_JAVA_ERRORS["FormatError"] = "io.isthmus.FormatException"
 
 
 def java_error(exc: BaseException):

@@ -10,6 +10,7 @@ import isthmus
 from isthmus.tune import java_spi
 
 from . import ops
+from . import weights
 from .buffers import BufferHandle, buffer, host_view
 from .devices import device_handle
 from .proxy import implements
@@ -58,6 +59,9 @@ class Runtime:
 
     def hostAddress(self, buf):
         return host_view(buf, np.uint8, (int(buf.limit()) - int(buf.position()),)).ctypes.data
+
+    def loadSafetensors(self, path, device):
+        return weights.load(path, device.device)
 
     def _join_threads(self, timeout: float) -> None:
         for t in self.threads:

@@ -105,4 +105,14 @@ public interface Runtime {
      * @return the address NumPy sees for its position
      */
     long hostAddress(ByteBuffer buffer);
+
+    /**
+     * Loads the tensors of a safetensors checkpoint into new buffers on {@code device} (Python's
+     * {@code Device.load_safetensors}) in one crossing; used by {@link io.isthmus.SafeTensors#load}.
+     *
+     * @param path a {@code .safetensors} file, a model folder, or an index {@code .json}
+     * @param device the device
+     * @return each tensor's name to its new buffer's handle, shape and dtype, in the files' order
+     */
+    Map<String, OpResult> loadSafetensors(String path, DeviceHandle device);
 }
