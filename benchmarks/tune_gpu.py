@@ -10,7 +10,7 @@ PoCL CPU configs ship per class (SIMD width: tune/lookup.py's x86-64-simd128/256
 each; a CPU of another name finds its class's configs by architecture, after its own exact ones.
 ``POCL_KERNELLIB_NAME`` (avx2, avx512, sse41, ...) makes PoCL generate a class's code on any newer
 x86-64 machine, naming the device after the class's LLVM CPU (``pthread-haswell-...`` for avx2);
-see benchmarks/results/tune-pocl-avx2-class/.
+see benchmarks/results/runs/2026-12-04-tune-pocl-avx2-class/.
 
 Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` names results):
   tune_gpu-<tag>.json / .md   every run: best config, tuned and default time, speedup, statuses,

@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         host, wall = host_and_wall(dev, fn)
         ms = measure.device_ms(dev, fn, batch=batch)
         print(f"{dev.id} {name:44s} host {host:8.1f} us/call  wall {wall:8.1f} us/call  device {ms * 1e3:8.1f} us/call "
-              f"(pool {dev._pooled >> 20} MiB)", flush=True)
+              f"(pool {dev.allocator._pooled >> 20} MiB)", flush=True)
 
     for label, call, out_call in ((f"sum {a.side}^2", lambda: isthmus.ops.sum(v), lambda: isthmus.ops.sum(v, out=s)),
                                   (f"softmax {a.side}^2", lambda: isthmus.ops.softmax(m),

@@ -356,6 +356,20 @@ class Device:
     def _dlpack_device(self) -> tuple:
         raise BufferError("DLPack export needs a CUDA buffer")
 
+    def load_safetensors(self, path):
+        """The tensors of a safetensors checkpoint as buffers on this device, by name (an
+        :class:`isthmus.weights.SafeTensors`; ``close()`` frees them): ``path`` is a
+        .safetensors file, a model folder (its ``model.safetensors.index.json`` and shards, else its
+        ``model.safetensors``) or an index .json. A damaged file raises FormatError; nothing stays
+        allocated after an error. See :mod:`isthmus.weights`.
+
+        >>> with dev.load_safetensors("Llama-3.2-1B/") as weights:
+        ...     w = weights["model.norm.weight"]
+        """
+        from .weights import load
+
+        return load(self, path)
+
 
 # ---- the parts a backend's device holds ------------------------------------------------------------
 class Allocator:
@@ -422,20 +436,6 @@ class Launcher:
         """(function, args, kwargs): this launch of ``kernel`` (``args`` native, see native_arg) made
         straight through PyOpenCL or CuPy, as a user without isthmus would (isthmus bench's baselines)."""
         raise NotImplementedError
-
-    def load_safetensors(self, path):
-        """The tensors of a safetensors checkpoint as buffers on this device, by name (an
-        :class:`isthmus.weights.SafeTensors`; ``close()`` frees them): ``path`` is a
-        .safetensors file, a model folder (its ``model.safetensors.index.json`` and shards, else its
-        ``model.safetensors``) or an index .json. A damaged file raises FormatError; nothing stays
-        allocated after an error. See :mod:`isthmus.weights`.
-
-        >>> with dev.load_safetensors("Llama-3.2-1B/") as weights:
-        ...     w = weights["model.norm.weight"]
-        """
-        from .weights import load
-
-        return load(self, path)
 
 
 class _TransferLane:

@@ -391,7 +391,7 @@ def test_threads_closing_while_others_launch_never_corrupt_or_crash(dev, rng):
                     elif which == 1:
                         k(n, 0.5, x, s, config=_cfg(n))
                     elif which == 2:
-                        isthmus.ops.axpy(1.0, s, s)
+                        isthmus.ops.scale(2.0, s, out=s)  # in place (axpy refuses y over x)
                     else:
                         k.prepare(n, 0.25, s, s, config=_cfg(n)).launch()
                     with lock:

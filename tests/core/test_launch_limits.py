@@ -65,7 +65,7 @@ def test_pocl_binaries_give_each_kernels_local_arrays(dev):
            "o[get_global_id(0)] = t[999 - get_local_id(0)] + (float)u[2 - get_local_id(0) % 3]; }\n"
            "__kernel void b(__global float* o) { o[get_global_id(0)] = 1.0f; }")
     a, b = dev.compile(src, "a"), dev.compile(src, "b")
-    binary = dev._binary(a.program.native)
+    binary = dev.compiler.binary(a.program.native)
     assert sorted(pocl.local_sizes(binary, "a")) == [24, 4000]
     assert pocl.local_sizes(binary, "b") == ()
     assert pocl.local_sizes(binary, "c") is None and pocl.local_sizes(b"not a pocl binary", "a") is None

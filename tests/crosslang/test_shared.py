@@ -54,7 +54,7 @@ def test_java_buffer_read_by_python_and_back(jvm, J, dev):
     b = isthmus.java.from_java(jb)
     assert b.ptr == int(jb.pointer())
     np.testing.assert_array_equal(b.to_numpy(), np.arange(19, dtype=np.float32))
-    isthmus.ops.axpy(1.0, b, b)  # Python writes, Java reads the same allocation
+    isthmus.ops.scale(2.0, b, out=b)  # Python writes, Java reads the same allocation
     assert list(jb.toFloatArray()) == [2.0 * i for i in range(19)]
     jb.close()
     assert not b.closed  # Python holds it now (from_java)
