@@ -25,8 +25,8 @@ import numpy as np
 
 import isthmus
 from isthmus import measure
-from isthmus.library import gemm_mma
-from isthmus.library.family import forced
+from isthmus.ops.specs import gemm_mma
+from isthmus.ops.resolve import forced
 
 SMOKE = ["--device", "{device}", "--quick", "--out", "{out}"]  # tests/benchmarks: the portable path
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -161,7 +161,7 @@ def check(dev, rng, log):
             log(f"check {dev.id} {name} {case}: err={err} {'OK' if ok else 'FAIL'}")
         for p in FORCED + (FORCED_BIG if dev.local_mem_optin else []) + (FORCED_WGMMA if dev.wgmma else []):
             try:
-                with forced(gemm_mma.FAMILY, p):
+                with forced(gemm_mma.SPEC, p):
                     err, ok = one_case(dev, rng, dt, CASES[1])
                     err2, ok2 = one_case(dev, rng, dt, CASES[0])
                 err, ok = max(err, err2), ok and ok2
@@ -232,7 +232,7 @@ def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
                 entry = {"shape": [m, n, k, tb], "dtype": name, "torch_ms": t_ms, "torch_tflops": flops / t_ms / 1e9,
                          "config": p}
                 try:
-                    ctx = forced(gemm_mma.FAMILY, p) if p else _nothing()
+                    ctx = forced(gemm_mma.SPEC, p) if p else _nothing()
                     with ctx:
                         ms = _median_ms(dev, lambda: gemm_mma.run(da, db, dc, trans_b=tb), reps, 5)
                         dev.synchronize()
@@ -261,9 +261,9 @@ def _compile_job(job):
     out_dt = lookup("float32") if f32 else dt
     shape = gemm_mma._Shape(1, m, n, k, 0, 0, (m, n))
     variant = gemm_mma._variant(dev, dt, ta, tb, shape, out_dt)
-    params = p if p is not None else gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}, dt)
+    params = p if p is not None else gemm_mma.SPEC.defaults(dev, {"m": m, "n": n, "k": k}, dt)
     try:
-        gemm_mma.FAMILY.kernels(dev, dt, {**params, **dict(variant)})
+        gemm_mma.SPEC.kernels(dev, dt, {**params, **dict(variant)})
         return None
     except Exception as exc:  # noqa: BLE001 - reported again when the config is run
         return f"{p} {name}: {str(exc)[:200]}"
@@ -280,8 +280,8 @@ def dump_binary(dev, out_dir, log):
     shape = gemm_mma._Shape(1, 4096, 4096, 4096, 0, 0, (4096, 4096))
     variant = gemm_mma._variant(dev, dt, False, False, shape, dt)
     for pipe in (1, 0):
-        params = dict(gemm_mma.FAMILY.defaults(dev, {"m": 4096, "n": 4096, "k": 4096}, dt), PIPE=pipe)
-        kern = gemm_mma.FAMILY.kernels(dev, dt, {**params, **dict(variant)})["gemm_mma"]
+        params = dict(gemm_mma.SPEC.defaults(dev, {"m": 4096, "n": 4096, "k": 4096}, dt), PIPE=pipe)
+        kern = gemm_mma.SPEC.kernels(dev, dt, {**params, **dict(variant)})["gemm_mma"]
         binary = dev._binary(kern.program.native) or b""
         path = os.path.join(out_dir, f"gemm_mma-{dev.backend}-pipe{pipe}.bin")
         with open(path, "wb") as f:

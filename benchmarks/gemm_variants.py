@@ -17,8 +17,8 @@ import numpy as np
 
 import isthmus
 from isthmus import measure
-from isthmus.library import gemm as G
-from isthmus.library.family import forced
+from isthmus.ops.specs import gemm as G
+from isthmus.ops.resolve import forced
 from isthmus.measure import device_ms
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 11008, 4096), (16, 11008, 4096),

@@ -13,8 +13,8 @@ import numpy as np
 
 import isthmus
 from isthmus import measure
-from isthmus.library import FAMILIES
-from isthmus.library.family import resolve
+from isthmus.ops.registry import OPS
+from isthmus.ops.resolve import resolve
 
 SMOKE = ["--mib", "1", "--out", "{out}"]
 
@@ -86,7 +86,7 @@ def configs(devs) -> list[dict]:
     rows = []
     for d in devs:
         for name in ("axpy", "gemm"):
-            fam = FAMILIES[name]
+            fam = OPS[name]
             problem = {p: 4096 for p in fam.problem}
             params, _ = resolve(fam, d, isthmus.dtypes.lookup("float32"), problem)
             rows.append({"device": d.id, "kernel": name, "params": params})

@@ -89,8 +89,8 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
     import isthmus
     from isthmus import measure
     from isthmus.dtypes import lookup
-    from isthmus.library.family import forced, resolve
-    from isthmus.library.softmax import FAMILY
+    from isthmus.ops.resolve import forced, resolve
+    from isthmus.ops.specs.softmax import SPEC
     from isthmus.tune import db as dbmod
 
     dt = lookup("float32")
@@ -101,8 +101,8 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
         copies[size] = copy = copies.get(size) or measure.copy_bandwidth(dev, host.nbytes)
         sample = np.unique(np.linspace(0, rows - 1, min(rows, 64)).astype(int))
         poison = np.full((rows, cols), np.nan, np.float32)
-        lib = resolve(FAMILY, dev, dt, problem)[0]
-        where = dbmod.explain(FAMILY, dev, dt, problem)
+        lib = resolve(SPEC, dev, dt, problem)[0]
+        where = dbmod.explain(SPEC, dev, dt, problem)
         cands = [(None, "library")] + [(dict(zip(("WG", "RPG", "VPT", "CACHE", "SPLIT"), c)), "forced") for c in forced_list]
         for params, how in cands:
             shown = lib if params is None else params
@@ -114,7 +114,7 @@ def bench_softmax(dev, cases: dict, batch: int, repeat: int, rng, rows_out: list
                 if params is None:
                     isthmus.ops.softmax(x, out=y)
                 else:
-                    with forced(FAMILY, params):
+                    with forced(SPEC, params):
                         isthmus.ops.softmax(x, out=y)
             try:
                 ms = time_graph(dev, one, batch, repeat)
@@ -136,8 +136,8 @@ def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out
     import isthmus
     from isthmus import measure
     from isthmus.dtypes import lookup
-    from isthmus.library.family import forced, resolve
-    from isthmus.library.transpose import FAMILY
+    from isthmus.ops.resolve import forced, resolve
+    from isthmus.ops.specs.transpose import SPEC
 
     dt = lookup("float32")
     for rows, cols in shapes:
@@ -148,7 +148,7 @@ def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out
         poison = np.full((cols, rows), np.nan, np.float32)
         picks = np.unique(np.linspace(0, cols - 1, min(cols, 64)).astype(int))  # rows of y checked
         expect = np.ascontiguousarray(host[:, picks].T)
-        lib = resolve(FAMILY, dev, dt, {"rows": rows, "cols": cols})[0]
+        lib = resolve(SPEC, dev, dt, {"rows": rows, "cols": cols})[0]
         cands = [(None, "library")] + [(dict(zip(("TILE", "BLOCK_ROWS", "ORDER"), c)), "forced") for c in configs]
         for params, how in cands:
             shown = lib if params is None else params
@@ -160,7 +160,7 @@ def bench_transpose(dev, shapes, configs, batch: int, repeat: int, rng, rows_out
                 if params is None:
                     isthmus.ops.transpose(x, out=y)
                 else:
-                    with forced(FAMILY, params):
+                    with forced(SPEC, params):
                         isthmus.ops.transpose(x, out=y)
             try:
                 ms = time_graph(dev, one, batch, repeat)

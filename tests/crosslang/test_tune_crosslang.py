@@ -32,17 +32,17 @@ def test_java_tunes_python_process_launch_uses_it(jvm, J, dev, tuning_db):
     jdev = J.Isthmus.get().device(dev.id)
     r = J.Tuner.of("softmax").device(jdev).size("rows", 5).size("cols", 70).strategy("random").budget(3).seed(1).run()
     best = {str(k): int(v) for k, v in dict(r.best()).items()}
-    code = ("import json, isthmus; from isthmus.library import FAMILIES; from isthmus.library.family import resolve; "
+    code = ("import json, isthmus; from isthmus.ops.registry import OPS; from isthmus.ops.resolve import resolve; "
             "from isthmus.dtypes import lookup; "
             f"d = isthmus.device({dev.id!r}); "
-            "print(json.dumps(resolve(FAMILIES['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
+            "print(json.dumps(resolve(OPS['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
     used = json.loads(_python(code, dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))).strip().splitlines()[-1])
     assert used == best
 
 
 def test_kernel_declared_and_tuned_in_java_is_seen_by_python(jvm, J, dev, tuning_db):
     from isthmus.dtypes import lookup
-    from isthmus.library.family import resolve
+    from isthmus.ops.resolve import resolve
     from isthmus.tune import db
     from isthmus.tune.space import kernel_family
 

@@ -9,7 +9,7 @@ import pytest
 
 from isthmus.errors import DatabaseError
 from isthmus.tune import db as dbmod
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.tune.db import Database
 from test_tune_db import GEMM, FakeDevice, _G, _record
 
@@ -73,7 +73,7 @@ def test_shipped_bundled_configs_are_valid(db):
     with pytest.raises(DatabaseError, match="read-only"):
         bundled.clear()
     for entry in bundled.export()["entries"]:
-        assert entry["kernel"] in FAMILIES
+        assert entry["kernel"] in OPS
 
 
 def _write_doc(path, text: str, encoding="utf-8"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..device import device as get_device
 from ..errors import InvalidArgumentError, IsthmusError
-from ..ops.registry import FAMILIES
+from ..ops.registry import OPS
 from .. import tune  # the callable module: tune(...) runs isthmus.tune.tune
 from ..tune.runner import Budget, Measure
 from ..tune.strategies import NAMES
@@ -28,9 +28,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="isthmus tune", description="tune a kernel's launch parameters on a device "
                                 "and store the best in the tuning database")
     by_problem: dict = {}
-    for spec in FAMILIES.values():
+    for spec in OPS.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
-    p.add_argument("kernel", help=f"library kernel: {', '.join(FAMILIES)} (or a kernel declared tunable)")
+    p.add_argument("kernel", help=f"library kernel: {', '.join(OPS)} (or a kernel declared tunable)")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--size", type=_size, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))

@@ -22,11 +22,17 @@ def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
     return value
 
 
+def dtype(x: Buffer):
+    """``x``'s dtype; raises ClosedBufferError when x was closed since its check (a buffer closed
+    by another thread between the check and the use)."""
+    return x._dt or x._check()
+
+
 def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True, nbytes: int | None = None) -> Buffer:
     """``out`` checked to take the result (device, dtype, shape), or a new buffer when None
     (``nbytes``: its size, when the caller knows it)."""
     if out is None:
-        dt = x._dt or x._check()  # (closed since the caller's check: raises)
+        dt = dtype(x)
         if nbytes is None:
             nbytes = dt.np.itemsize
             for s in shape:
@@ -52,7 +58,7 @@ def same(op: str, first: Buffer, **others: Buffer) -> tuple:
                                        f"{first.device.id}; copy it with .to({first.device.id!r})")
         if b.dtype != first.dtype:
             raise InvalidArgumentError(f"{op}: {name} has dtype {b.dtype}, the other arguments {first.dtype}")
-    return first.device, first._dt or first._check()
+    return first.device, dtype(first)
 
 
 def like(op: str, first: Buffer, name: str, other: Buffer) -> None:
@@ -66,15 +72,20 @@ def disjoint(op: str, out: Buffer, **inputs: Buffer) -> None:
     its output over it computes garbage). Memory is compared by range where pointers are
     addresses (CUDA: views of one allocation, foreign arrays at an offset), by allocation where
     they are handles (OpenCL's cl_mem). Zero-size buffers overlap nothing."""
-    if not out.nbytes:
+    size = out.nbytes
+    if not size:
         return
-    o0 = out._ptr
-    ranged = out.device.backend == "cuda"
+    o0, ranged = out._ptr, None
     for name, b in inputs.items():
-        if b is None or not b.nbytes or b.device is not out.device:
+        if b is None:
             continue
         b0 = b._ptr
-        if (o0 < b0 + b.nbytes and b0 < o0 + out.nbytes) if ranged else o0 == b0:
+        if b0 != o0:  # (the common case: another allocation, or a range apart)
+            if ranged is None:
+                ranged = out.device.backend == "cuda"
+            if not ranged or not (o0 < b0 + b.nbytes and b0 < o0 + size):
+                continue
+        if b.nbytes and b.device is out.device:
             raise InvalidArgumentError(
                 f"{op}: out shares memory with {name}; the op reads {name} while it writes out, which "
                 f"would give wrong results: pass a separate buffer as out (or out=None for a new one)")

@@ -50,7 +50,7 @@ def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> Tun
 
 
 def tuned_config(kernel, device, problem, dtype):
-    fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
+    fam = registry.get(str(kernel)) or registry.library_op(str(kernel))  # the latter raises, naming the known kernels
     sizes = _problem(problem)
     if set(sizes) != set(fam.problem):
         raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "

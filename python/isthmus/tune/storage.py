@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DatabaseError
+from ..memo import BoundedMemo
 from ..ops.spec import problem_bucket
 
 SCHEMA = 1
@@ -77,7 +78,7 @@ class Key:
 
 
 # ---- keys -------------------------------------------------------------------------------------
-_fingerprints: dict = {}
+_fingerprints = BoundedMemo(1024)
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

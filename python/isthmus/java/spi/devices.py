@@ -54,10 +54,10 @@ class DeviceHandle:
         return jpype.nio.convertToDirectBuffer(array).order(order)
 
     def op(self, name):
-        return OpHandle(self.device.kernel(str(name)))
+        return OpHandle(self.device.library(str(name)))
 
     def kernel(self, name):
-        return LibraryKernelHandle(self.device.kernel(str(name)))
+        return LibraryKernelHandle(self.device.library(str(name)))
 
     def compile(self, source, name, names, values):
         defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}
