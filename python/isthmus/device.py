@@ -61,6 +61,10 @@ class Device:
     # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
     compute_capability: str | None = None
     native_vector_width_float: int = 0
+    # Whether a buffer's pointer (Buffer._ptr) is an address in one space, so that two buffers
+    # overlap when their byte ranges do (CUDA: views of one allocation); else a handle per
+    # allocation (OpenCL's cl_mem), equal only for the same memory (ops.checks.disjoint)
+    pointers_are_addresses: bool = False
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,

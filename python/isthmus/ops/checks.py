@@ -82,7 +82,7 @@ def disjoint(op: str, out: Buffer, **inputs: Buffer) -> None:
         b0 = b._ptr
         if b0 != o0:  # (the common case: another allocation, or a range apart)
             if ranged is None:
-                ranged = out.device.backend == "cuda"
+                ranged = out.device.pointers_are_addresses
             if not ranged or not (o0 < b0 + b.nbytes and b0 < o0 + size):
                 continue
         if b.nbytes and b.device is out.device:

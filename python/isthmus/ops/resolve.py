@@ -14,13 +14,15 @@ import contextvars
 import math
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..dtypes import DType
 from ..errors import InvalidArgumentError
 from ..kernel import Kernel
 from ..memo import BoundedMemo
-from .spec import OpSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import OpSpec
 
 _lock = threading.Lock()
 _generation = 0  # bumped by forget_resolved(): what was made before it must not be stored after it

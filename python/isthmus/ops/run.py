@@ -13,7 +13,8 @@ finds what is wrong and says so.
 """
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -21,9 +22,70 @@ from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from . import checks
 from .resolve import _forced, memo, plan, resolve
-from .spec import REQUIRED, OpSpec, Scalar, Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import OpSpec
 
 _PACK = {"int": np.int32, "long": np.int64}
+
+
+# ---- what a declared op says (ops/spec.py gives these names to spec files) ---------------------
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()  # a Scalar without a default
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A buffer argument. ``ndim``: the rank it must have (None: any). ``shape``: its shape as
+    problem names (or numbers), a link to the sizes other arguments give (``("cols",)``: as many
+    elements as x has columns); ``size``: its element count as a problem name (axpy's y: ``"n"``)."""
+    name: str
+    ndim: int | None = None
+    shape: tuple | None = None
+    size: str | None = None
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A number argument, packed as the kernel's parameter type. ``sample``: its value in the
+    spec's sample calls (tests, tuner, bench); the default where it has one."""
+    name: str
+    default: Any = REQUIRED
+    sample: Any = REQUIRED
+
+    @property
+    def sample_value(self) -> Any:
+        return self.default if self.sample is REQUIRED else self.sample
+
+
+@dataclass(frozen=True)
+class Output:
+    """The output rule. ``like``: the tensor whose device and dtype the result has (and its shape,
+    unless ``shape`` gives it from the problem). ``in_place``: the op writes that tensor and
+    returns it (no ``out=``). Otherwise the result is a new buffer or ``out=``; ``alias``: ``out``
+    may be ``like`` itself (in place through ``out=``); any other overlap with an input is an error
+    (:func:`.checks.disjoint`)."""
+    like: str
+    shape: Callable[[dict], tuple] | None = None
+    in_place: str | None = None
+    alias: bool = False
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The one kernel launch: ``entry`` (a name, or problem -> name), ``grid`` ((problem, params)
+    -> (global, local)) and the kernel's arguments in order: ``"n:long"`` / ``"rows:int"`` (a
+    problem size packed as that C type), a scalar's name, a tensor's name, ``"out"``."""
+    entry: str | Callable[[dict], str]
+    grid: Callable[[dict, dict], tuple]
+    args: tuple[str, ...]
+
+
+# ---- the run written from it --------------------------------------------------------------
 
 
 def _sources(spec: OpSpec, tensors: list[str]) -> Callable[..., dict]:

@@ -32,6 +32,7 @@ from ..dtypes import DType
 from ..errors import UnsupportedDtypeError
 from ..kernel import Kernel
 from ..program import Program
+from .run import REQUIRED, Launch, Output, Scalar, Tensor, declared  # noqa: F401 - the declaration's vocabulary
 
 
 @dataclass(frozen=True)
@@ -46,61 +47,6 @@ class Tunable:
 
     def applies(self, params: dict) -> bool:
         return self.when is None or params.get(self.when[0]) in self.when[1]
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()  # a Scalar without a default
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """A buffer argument. ``ndim``: the rank it must have (None: any). ``shape``: its shape as
-    problem names (or numbers), a link to the sizes other arguments give (``("cols",)``: as many
-    elements as x has columns); ``size``: its element count as a problem name (axpy's y: ``"n"``)."""
-    name: str
-    ndim: int | None = None
-    shape: tuple | None = None
-    size: str | None = None
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A number argument, packed as the kernel's parameter type. ``sample``: its value in the
-    spec's sample calls (tests, tuner, bench); the default where it has one."""
-    name: str
-    default: Any = REQUIRED
-    sample: Any = REQUIRED
-
-    @property
-    def sample_value(self) -> Any:
-        return self.default if self.sample is REQUIRED else self.sample
-
-
-@dataclass(frozen=True)
-class Output:
-    """The output rule. ``like``: the tensor whose device and dtype the result has (and its shape,
-    unless ``shape`` gives it from the problem). ``in_place``: the op writes that tensor and
-    returns it (no ``out=``). Otherwise the result is a new buffer or ``out=``; ``alias``: ``out``
-    may be ``like`` itself (in place through ``out=``); any other overlap with an input is an error
-    (:func:`.checks.disjoint`)."""
-    like: str
-    shape: Callable[[dict], tuple] | None = None
-    in_place: str | None = None
-    alias: bool = False
-
-
-@dataclass(frozen=True)
-class Launch:
-    """The one kernel launch: ``entry`` (a name, or problem -> name), ``grid`` ((problem, params)
-    -> (global, local)) and the kernel's arguments in order: ``"n:long"`` / ``"rows:int"`` (a
-    problem size packed as that C type), a scalar's name, a tensor's name, ``"out"``."""
-    entry: str | Callable[[dict], str]
-    grid: Callable[[dict, dict], tuple]
-    args: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -176,8 +122,6 @@ class OpSpec:
             object.__setattr__(self, "sources", tuple(self.problem.items()))
             object.__setattr__(self, "problem", tuple(self.problem))
         if self.launch is not None and self.run is None:  # a declared op: the generic run
-            from .run import declared
-
             object.__setattr__(self, "run", declared(self))
         if not self.in_place and self.out is not None and self.out.in_place is not None:
             tensors = [a.name for a in self.args if isinstance(a, Tensor)]

@@ -19,6 +19,7 @@ _ATTR_DEV_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
 class CudaDevice(_Memory, _Compiler, _Launch, _Graphs, Device):
     backend = NAME
+    pointers_are_addresses = True
     # the prelude's get_global_id is a 64-bit size_t; isthmus picks the block of a launch without a
     # local size and _grid checks the grid it makes
     grid_limits = GridLimits(index_bits=64, max_groups=_GRID_LIMITS, max_total_groups=2**63 - 1,
