@@ -75,15 +75,16 @@ def workload(spec: OpSpec, problem: dict, dtype=np.float32, rng=None, host: tupl
     """``spec`` at ``problem``: its sample inputs (``host`` when given), call, reference, bytes and flops."""
     if host is None:
         host = tuple(spec.inputs(problem, dtype, rng if rng is not None else np.random.default_rng(0)))
-    return Workload(spec, _label(spec.name, problem), dict(problem), host, spec.moved(problem, np.dtype(dtype).itemsize),
-                    spec.flops(problem) if spec.flops else 0)
+    moved = spec.moved(problem, np.dtype(dtype).itemsize)
+    return Workload(spec, _label(spec.name, problem), dict(problem), host, moved, spec.flops(problem) if spec.flops else 0)
 
 
 def standard(which: str, specs: Iterable[OpSpec] | None = None, dtype=np.float32, seed: int = 0) -> list[Workload]:
     """A workload of every library op (or of ``specs``) at its spec's sample problem ``which``:
     "gpu", "cpu", "quick" (the standard ones) or "tiny" (host overhead)."""
     rng = np.random.default_rng(seed)
-    return [workload(spec, getattr(spec.sizes, which), dtype, rng) for spec in (OPS.values() if specs is None else specs)]
+    specs = OPS.values() if specs is None else specs
+    return [workload(spec, getattr(spec.sizes, which), dtype, rng) for spec in specs]
 
 
 def sizes_for(dev, quick: bool = False) -> str:
@@ -96,7 +97,8 @@ def tolerance(spec: OpSpec | str, dtype, k: int = 1) -> float:
     units of the dtype's, growing with the length k of a contraction's sums (ops that count flops)."""
     if isinstance(spec, str):
         spec = OPS.get(spec) or OpSpec  # (a name the library does not have: the default tolerance)
-    base = {np.dtype(np.float16): 3e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}.get(np.dtype(dtype), 0.0)
+    units = {np.dtype(np.float16): 3e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+    base = units.get(np.dtype(dtype), 0.0)
     return base * spec.tolerance * (max(1.0, np.sqrt(k)) if spec.flops else 1.0)
 
 

@@ -20,7 +20,7 @@ def test_opencl_readme_and_the_ops_stub_are_written_from_the_specs():
     assert docs.render(text) == text, "opencl/README.md is out of date: run python -m isthmus.ops.docs opencl/README.md"
     assert docs.STUB.read_text() == docs.stub(), "ops/__init__.pyi is out of date: run python -m isthmus.ops.docs"
     for name, spec in registry.OPS.items():
-        assert f"def {docs.signature(spec)}:" in docs.STUB.read_text() and f"isthmus.ops.{name}(" in text
+        assert f"def {docs._wrapped(docs.signature(spec))}:" in docs.STUB.read_text() and f"isthmus.ops.{name}(" in text
     for name in registry._shipped:
         spec = registry.get(name)
         assert f"## {spec.source}: {name}" in text

@@ -143,8 +143,8 @@ _BHSD = _Text(
     text=_BHSD_SRC, args=(Tensor("x", ndim=4), Scalar("alpha", default=1.0, sample=0.5)),
     problem={"batch": "x.shape[0]", "heads": "x.shape[1]", "seq": "x.shape[2]", "head_dim": "x.shape[3]"},
     out=Output(like="x"),
-    launch=Launch("r25_bhsd", lambda p, c: ((-(-p["batch"] * p["heads"] * p["seq"] * p["head_dim"] // c["WG"]) * c["WG"],),
-                                            (c["WG"],)),
+    launch=Launch("r25_bhsd", lambda p, c: ((-(-p["batch"] * p["heads"] * p["seq"] * p["head_dim"] // c["WG"])
+                                             * c["WG"],), (c["WG"],)),
                   args=("batch:int", "heads:int", "seq:int", "head_dim:int", "alpha", "x", "out")),
     tunables=(Tunable("WG", (16, 32, 64), 32),), restrictions=("WG <= max_work_group_size",),
     reference=lambda xp, x, alpha=1.0: (alpha * x.astype(xp.float64)).astype(x.dtype),
@@ -154,7 +154,8 @@ _BHSD = _Text(
                 cpu={"batch": 2, "heads": 8, "seq": 256, "head_dim": 64},
                 quick={"batch": 1, "heads": 4, "seq": 64, "head_dim": 32},
                 tiny={"batch": 1, "heads": 2, "seq": 3, "head_dim": 8},
-                odd=({"batch": 1, "heads": 1, "seq": 1, "head_dim": 1}, {"batch": 3, "heads": 5, "seq": 7, "head_dim": 11})),
+                odd=({"batch": 1, "heads": 1, "seq": 1, "head_dim": 1},
+                     {"batch": 3, "heads": 5, "seq": 7, "head_dim": 11})),
 )
 _BHSD_CASES = _cases([_BHSD])
 

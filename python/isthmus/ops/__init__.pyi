@@ -8,7 +8,10 @@ from ..buffer import Buffer
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
-def gemm(a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ..., trans_b: bool = ..., out_dtype: Any = ...) -> Buffer:
+def gemm(
+        a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ...,
+        trans_b: bool = ..., out_dtype: Any = ...,
+) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
 
 def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:

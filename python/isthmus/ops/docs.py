@@ -52,13 +52,28 @@ def signature(spec: OpSpec) -> str:
     return f"{spec.name}({', '.join(parts)}) -> Buffer"
 
 
+def _wrapped(sig: str, width: int = 116) -> str:
+    """A long signature with its parameters on lines of their own width (the stub's line length)."""
+    if len(sig) <= width:
+        return sig
+    head, rest = sig.split("(", 1)
+    params, tail = rest.rsplit(")", 1)
+    lines, line = [], ""
+    for p in params.split(", "):
+        if line and len(line) + len(p) + 2 > width - 4:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {p}" if line else p
+    return head + "(\n        " + "\n        ".join(lines + [line]) + f",\n){tail}"
+
+
 def stub() -> str:
     """``ops/__init__.pyi``: each library op's typed signature, with its docstring's first paragraph."""
     lines = ['"""Typed signatures of isthmus.ops, written from the op specs by `python -m isthmus.ops.docs`',
              '(edit the specs, not this file)."""', "from typing import Any", "", "from ..buffer import Buffer", ""]
     for name, spec in registry.OPS.items():
         first = (inspect.getdoc(spec.run) or spec.summary).split("\n\n", 1)[0]
-        lines += ["", f"def {signature(spec)}:", '    """' + first.replace('"""', "'''").replace("\\", "\\\\")
+        lines += ["", f"def {_wrapped(signature(spec))}:", '    """' + first.replace('"""', "'''").replace("\\", "\\\\")
                   .replace("\n", "\n    ") + '"""']
     lines += ["", "", f"__all__ = {list(registry.OPS)!r}", ""]
     return "\n".join(lines)
@@ -96,7 +111,8 @@ def render(text: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m isthmus.ops.docs", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when the README or the stub is not what the specs give")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when the README or the stub is not what the specs give")
     ap.add_argument("readme", type=Path)
     args = ap.parse_args(argv)
     stale = []

@@ -178,8 +178,8 @@ def declared(spec: OpSpec) -> Callable:
     lines += [f"    _key = (_dev, _dt.name, {', '.join(f'{x}.shape' for x in t)})",
               "    _found = _memo.get(_key)",
               "    if _found is None or _forced() is not None:",
-              f"        _found = _plan(_spec, _key, lambda: _make(_spec, _tensors, _sources, _dev, _dt, ({', '.join(t)},)), "
-              f"_memo)",
+              "        _found = _plan(_spec, _key, lambda: _make(_spec, _tensors, _sources, _dev, _dt, "
+              f"({', '.join(t)},)), _memo)",
               "    _kernel, _g, _loc, _sizes, _shape, _nbytes, _empty = _found"]
     if out_rule.in_place is not None:
         lines.append(f"    _y = {out_rule.in_place}")
