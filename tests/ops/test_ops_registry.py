@@ -123,7 +123,7 @@ def test_registry_op_is_the_op_table_library_ops_and_users_registered_ones(dev, 
 
 
 # ---- a vocabulary no library op has: the op of attention's shape ---------------------------------
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Text(OpSpec):
     """A spec whose kernel source is given as text (a test's own kernel, not a file of the library)."""
     text: str = ""

@@ -24,7 +24,7 @@ def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
 
 def dtype(x: Buffer):
     """``x``'s dtype; raises ClosedBufferError when x was closed since its check (a buffer closed
-    by another thread between the check and the use)."""
+    by another thread between the check and the use). Hot paths write ``x._dt or dtype(x)``."""
     return x._dt or x._check()
 
 
@@ -32,7 +32,7 @@ def output(op: str, out, x: Buffer, shape: tuple, alias_ok: bool = True, nbytes:
     """``out`` checked to take the result (device, dtype, shape), or a new buffer when None
     (``nbytes``: its size, when the caller knows it)."""
     if out is None:
-        dt = dtype(x)
+        dt = x._dt or dtype(x)
         if nbytes is None:
             nbytes = dt.np.itemsize
             for s in shape:
@@ -58,7 +58,7 @@ def same(op: str, first: Buffer, **others: Buffer) -> tuple:
                                        f"{first.device.id}; copy it with .to({first.device.id!r})")
         if b.dtype != first.dtype:
             raise InvalidArgumentError(f"{op}: {name} has dtype {b.dtype}, the other arguments {first.dtype}")
-    return first.device, dtype(first)
+    return first.device, first._dt or dtype(first)
 
 
 def like(op: str, first: Buffer, name: str, other: Buffer) -> None:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 _lock = threading.Lock()
 _generation = 0  # bumped by forget_resolved(): what was made before it must not be stored after it
 _MEMO_MAX = 4096  # distinct keys per spec kept (least recently used dropped first)
-# id(spec) -> (spec, its launch steps by call key); the spec is held so that its id is not reused
-_plans: dict[int, tuple[OpSpec, BoundedMemo]] = {}
+# spec (hashed by identity) -> its launch steps by call key
+_plans: dict[OpSpec, BoundedMemo] = {}
 # (spec, device, dtype, problem) -> tuned params or None: the tuning database (isthmus/__init__
 # plugs isthmus.tune in; ops import nothing of the tuner)
 config_source: list[Callable] = []
@@ -39,11 +39,11 @@ _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config"
 
 def memo(spec: OpSpec) -> BoundedMemo:
     """The memo of ``spec``'s launch steps (a declared op's run holds it, saving the lookup)."""
-    found = _plans.get(id(spec))
+    found = _plans.get(spec)
     if found is None:
         with _lock:
-            found = _plans.setdefault(id(spec), (spec, BoundedMemo(_MEMO_MAX)))
-    return found[1]
+            found = _plans.setdefault(spec, BoundedMemo(_MEMO_MAX))
+    return found
 
 
 def plan(spec: OpSpec, key, make: Callable[[], Any], steps: BoundedMemo | None = None):
@@ -51,7 +51,9 @@ def plan(spec: OpSpec, key, make: Callable[[], Any], steps: BoundedMemo | None =
     (``steps``, when the caller holds it) unless the tuner forces a config in this context (then
     made afresh, and not kept)."""
     if steps is None:
-        steps = memo(spec)
+        steps = _plans.get(spec)
+        if steps is None:
+            steps = memo(spec)
     found = steps.get(key)
     if found is not None and _forced.get() is None:
         return found
@@ -115,6 +117,6 @@ def forget_resolved() -> None:
     global _generation
     with _lock:
         _generation += 1
-        for _, steps in _plans.values():
+        for steps in _plans.values():
             steps.clear()
 

@@ -170,7 +170,7 @@ def declared(spec: OpSpec) -> Callable:
     lines = [f"def {name}({', '.join(sig)}):",
              f"    if {first}.__class__ is not Buffer or {first}._dt is None:",
              f"        {first} = _buffer({name!r}, {first!r}, {first})",
-             f"    _dt = _dtype({first})",
+             f"    _dt = {first}._dt or _dtype({first})",
              f"    _dev = {first}.device"]
     for other in t[1:]:
         lines += [f"    if {other}.__class__ is not Buffer or {other}._dt is not _dt or {other}.device is not _dev:",

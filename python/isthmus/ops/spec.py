@@ -73,7 +73,9 @@ MNK = Sizes(gpu=dict.fromkeys("mnk", 4096), cpu=dict.fromkeys("mnk", 512), quick
             tiny=dict.fromkeys("mnk", 16), odd=({"m": 1, "n": 5, "k": 3}, {"m": 17, "n": 33, "k": 65}))
 
 
-@dataclass(frozen=True)
+# eq=False: a spec is itself (hash and == by identity), so that resolve's memo finds its steps by
+# the spec in one dict lookup; two specs with equal fields are still two ops
+@dataclass(frozen=True, eq=False)
 class OpSpec:
     name: str
     source: str  # file in opencl/

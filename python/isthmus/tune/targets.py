@@ -67,7 +67,7 @@ def target(kernel) -> Target:
 
 
 # ---- users' own kernels -------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class UserFamily(OpSpec):
     """An OpSpec whose source text is given, not a file of the library."""
 

@@ -45,7 +45,7 @@ def _steps(spec: OpSpec, dev, dt, n: int) -> tuple:
 def _run(spec: OpSpec, x, out=None):
     name = spec.name
     x = checks.buffer(name, "x", x)
-    dev, dt = x.device, checks.dtype(x)
+    dev, dt = x.device, x._dt or checks.dtype(x)
     nbytes = x.nbytes
     if nbytes == 0:
         if spec is MAX:

@@ -138,7 +138,7 @@ def softmax(x, out=None):
     """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself).
     As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
     x = checks.buffer("softmax", "x", x, ndim=2)
-    dev, dt, shape = x.device, checks.dtype(x), x.shape
+    dev, dt, shape = x.device, x._dt or checks.dtype(x), x.shape
     in_place = out is x or (out.__class__ is Buffer and out._ptr == x._ptr and out._ptr is not None)
     key = (dev, dt.name, shape, True) if in_place else (dev, dt.name, shape)
     k, g, loc, rows, cols, nbytes, ws, ws_nbytes, split = plan(
