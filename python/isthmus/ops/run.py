@@ -184,9 +184,18 @@ def declared(spec: OpSpec) -> Callable:
     if out_rule.in_place is not None:
         lines.append(f"    _y = {out_rule.in_place}")
     else:
-        lines += [f"    _y = _output({name!r}, out, {like}, _shape, {out_rule.alias}, _nbytes)",
-                  "    if out is not None" + (f" and _y._ptr != {like}._ptr:" if out_rule.alias else ":"),
-                  f"        _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t)})"]
+        # (checks.output's own first test, inline: an out of the right device, dtype and shape)
+        lines += ["    if out is None:",
+                  f"        _y = _output({name!r}, None, {like}, _shape, True, _nbytes)",
+                  "    else:",
+                  f"        if out.__class__ is Buffer and out._dt is {like}._dt and out.device is _dev and "
+                  "out.shape == _shape" + ("" if out_rule.alias else f" and out._ptr != {like}._ptr") + ":",
+                  "            _y = out",
+                  "        else:",
+                  f"            _y = _output({name!r}, out, {like}, _shape, {out_rule.alias}, _nbytes)",
+                  *([f"        if _y._ptr != {like}._ptr:",
+                     f"            _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t)})"] if out_rule.alias else
+                    [f"        _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t)})"])]
     sizes = iter(range(len(launch.args)))
     values = [f"_sizes[{next(sizes)}]" if ":" in a else "_y" if a == "out" else a for a in launch.args]
     lines += ["    if _empty:",
