@@ -15,6 +15,7 @@ def test_the_spec_is_a_value_and_the_memo_is_resolves():
     assert not any(f.name.startswith("_") for f in dataclasses.fields(OpSpec))  # no memo field on the spec
     copy = dataclasses.replace(spec, summary="a copy")
     assert resolve.memo(copy) is not resolve.memo(spec) and resolve.memo(spec) is resolve.memo(spec)
+    assert copy.run is not spec.run  # a declared op's copy writes its own run (its own memo, its own kernels)
     resolve.plan(spec, ("r25", "key"), lambda: "steps")
     assert resolve.memo(spec).get(("r25", "key")) == "steps" and resolve.memo(copy).get(("r25", "key")) is None
     resolve.forget_resolved()

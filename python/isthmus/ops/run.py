@@ -216,6 +216,7 @@ def declared(spec: OpSpec) -> Callable:
     run.__module__ = "isthmus.ops"
     run.__doc__ = spec.doc or spec.summary
     run.__source__ = "\n".join(lines)  # (what was written, for a reader)
+    run._declared = True  # (written from a spec: a copy of the spec writes its own)
     return run
 
 

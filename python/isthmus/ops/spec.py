@@ -11,8 +11,8 @@ the tuner, the benchmarks, the tests, the docs and the Java SPI need to know abo
   public function (``isthmus.ops.<name>``) from that. An op whose launch is not one kernel
   (reduce, split-K gemm, softmax's workspace) gives ``run``, written against the same parts;
 - how it is checked and measured: ``reference(xp, ...)`` (one formula for NumPy and CuPy, in the
-  kernel's accumulator precision: the tests' truth, NumPy's host timing and the vendor call),
-  its tolerance and error kind, sample problems (:class:`Sizes`: standard, tiny, odd), sample
+  kernel's accumulator precision: NumPy's host timing and the bench's vendor call; on float64
+  inputs the tests' truth, :meth:`OpSpec.sample_expect` with ``exact``), its tolerance and error kind, sample problems (:class:`Sizes`: standard, tiny, odd), sample
   inputs for a problem, the bytes it moves and the flops it does.
 
 Every spec is in one registry (:mod:`.registry`): the library's, one file each in ``ops/specs``,
@@ -123,7 +123,8 @@ class OpSpec:
         if isinstance(self.problem, dict):
             object.__setattr__(self, "sources", tuple(self.problem.items()))
             object.__setattr__(self, "problem", tuple(self.problem))
-        if self.launch is not None and self.run is None:  # a declared op: the generic run
+        # a declared op: the run written from it (again for a copy: a replaced field is its own op)
+        if self.launch is not None and (self.run is None or getattr(self.run, "_declared", False)):
             object.__setattr__(self, "run", declared(self))
         if not self.in_place and self.out is not None and self.out.in_place is not None:
             tensors = [a.name for a in self.args if isinstance(a, Tensor)]
