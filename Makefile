@@ -56,7 +56,7 @@ test: opencl-driver venv jar
 	$(PY) -m pytest tests
 
 bench: venv jar
-	$(PY) -m isthmus.cli bench --out benchmarks/results
+	$(PY) -m isthmus.cli bench --out benchmarks/results/latest
 
 # For the lent GPU machine: .device/ (JRE, wheels, jar; ../shared/device/prepare.sh) and .devjava/
 # (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:

@@ -4,7 +4,7 @@ each writing into OUT/NAME/ with its output in OUT/NAME/log.txt, and a summary i
 (what tests/benchmarks checks; one process, so the start-up is paid once).
 
 Run from the repository root (the ``benchmarks`` package is the checkout's folder, not part of the
-installed isthmus), e.g. ``python -m benchmarks shapes --device cuda:0 --out benchmarks/results``.
+installed isthmus), e.g. ``python -m benchmarks shapes --device cuda:0 --out benchmarks/results/latest``.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import argparse
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = ["--sizes", "1000", "--budget", "0.05", "--out", "{out}"]
@@ -112,6 +113,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best available)")
     ap.add_argument("--out", default=None, help="folder for fusion-<backend>-<device>.md/.json")
+    _results.add_run_option(ap)
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--sizes", default=None, help="comma-separated element counts (default 1K,1M and 100M on GPUs)")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per path and size")
@@ -124,8 +126,7 @@ def main(argv=None) -> int:
                             notes=notes)
     report.add_records(rows, ["elements", "path", "wall_us", "device_us", "x_faster_than_unfused", "max_abs_err"])
     print(report.markdown())
-    if a.out:
-        print(f"wrote {report.write(a.out, a.tag)}.md/.json")
+    _results.write(report, a.out, a.tag, a.run)
     return 0 if all(r["max_abs_err"] < 1e-4 for r in rows) else 1
 
 

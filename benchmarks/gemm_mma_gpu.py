@@ -1,7 +1,7 @@
 """Tensor-core gemm (gemm_mma) on a GPU: correctness over layouts, odd sizes, batching, output dtypes
 and forced configs, then timing at square sizes next to torch.mm (cuBLAS) in the same process.
 
-    python -m benchmarks gemm_mma_gpu --device cuda:0 --check --sweep --time 4096 8192 --out benchmarks/results
+    python -m benchmarks gemm_mma_gpu --device cuda:0 --check --sweep --time 4096 8192 --out benchmarks/results/latest
     python -m benchmarks gemm_mma_gpu --device opencl:0 --quick           # smoke test (the portable path)
 
 --device opencl:nvidia picks the first OpenCL device whose vendor is NVIDIA. Correctness: relative
@@ -23,6 +23,7 @@ import traceback
 import ml_dtypes
 import numpy as np
 
+from benchmarks import _results
 import isthmus
 from isthmus import measure
 from isthmus.ops.specs import gemm_mma
@@ -334,6 +335,7 @@ class _nothing:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="folder for the report, gemm_mma_gpu-<backend>-<device>[-<tag>].md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--quick", action="store_true", help="one check per dtype, no timing (a smoke test, e.g. PoCL)")
     p.add_argument("--device", default="cuda:0")
@@ -398,8 +400,7 @@ def main(argv=None) -> int:
                             data=result)
     report.add_text("\n".join(["```", *lines, "```"]))  # the log: one line per check and per timed config
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     if not all(r["ok"] for r in result.get("check", [])):
         return 1
     return 0

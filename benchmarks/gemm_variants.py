@@ -1,7 +1,7 @@
 """gemm's variants forced at skinny shapes (x @ W.T, batch 1..64 rows) and a square: the rule's
 choice next to tiled, split-K and rows (GEMV-like) configs around it, to see where the rule stands.
 
-    python -m benchmarks gemm_variants --device cuda:0 [--out benchmarks/results]
+    python -m benchmarks gemm_variants --device cuda:0 [--out benchmarks/results/latest]
     python -m benchmarks gemm_variants --device opencl:0 --quick         # PoCL smoke test
 
 Each config is forced (the tuner's way), checked against NumPy on the first call, and timed with
@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from benchmarks import _results
 import isthmus
 from isthmus import measure
 from isthmus.ops.specs import gemm as G
@@ -81,6 +82,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=None, help="folder for gemm_variants-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--shapes", default=None, help="MxNxK,... (default: the list above)")
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--quick", action="store_true", help="one small shape (a smoke test)")
@@ -94,8 +96,7 @@ def main(argv=None) -> int:
                      [[r["shape"], r["config"], f"{r['ms']:.4f}", f"{r['TFLOPs']:.2f}", f"{r['error']:.1e}"]
                       for r in rows])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     return 0 if all(r["error"] < 1e-4 for r in rows) else 1
 
 

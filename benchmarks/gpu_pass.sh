@@ -5,7 +5,9 @@
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 # Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
-# each writes <suite>-<backend>-<device>.{md,json} into $R (benchmarks/README.md).
+# each writes <suite>-<backend>-<device>.{md,json} into $R (benchmarks/README.md). Back here, what answers a
+# question goes into benchmarks/results/runs/<date>-<question>/ with its RUN.md, the newest reports into
+# benchmarks/results/latest/, pytest-gpu.log into benchmarks/results/logs/ (benchmarks/results/README.md).
 set -u
 # isthmus runs from the source tree here (PYTHONPATH), not installed: the kernel sources are the
 # checkout's opencl/ folder, which an installed isthmus finds as its package isthmus.opencl

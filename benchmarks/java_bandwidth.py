@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from benchmarks import _results
 from benchmarks._jvm import java_version, start_jvm
 from isthmus import measure
 
@@ -44,6 +45,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default=None)
     p.add_argument("--mib", type=int, default=None, help="transfer size in MiB (default 64, quick 8)")
     p.add_argument("--out", default=None, help="folder for java_bandwidth-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     mib = args.mib or (8 if args.quick else 64)
@@ -86,8 +88,7 @@ def main(argv=None) -> int:
            "host copies: direct ByteBuffers are viewed by NumPy in place (0); float[] goes through JPype's bulk array copy (1)"])
     report.add_records(rows, ["path", "H2D GiB/s", "D2H GiB/s", "host copies"])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     jb.close()
     buf.close()
     return 0

@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from benchmarks import _results
 from benchmarks._jvm import java_version, start_jvm
 from isthmus import measure
 
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--out", default=None, help="folder for java_overhead-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     iters = 400 if args.quick else 20000
@@ -122,8 +124,7 @@ def main(argv=None) -> int:
            f"({'met' if ratio <= 1.5 else 'NOT met'}); with a new scalar per launch, Java / Python {fresh:.2f}x"])
     report.add_records(rows, ["path", "us per launch", "x Python"])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     jx.close()
     x.close()
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = ["--quick", "--java", "--out", "{out}"]
@@ -168,6 +169,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best available)")
     ap.add_argument("--out", default=None, help="folder for launch_overhead-<backend>-<device>.md/.json")
+    _results.add_run_option(ap)
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--launches", type=int, default=None, help="launches per round (default 20000 GPU, 5000 CPU)")
     ap.add_argument("--rounds", type=int, default=7)
@@ -189,8 +191,7 @@ def main(argv=None) -> int:
                             data={"rows": rows}, notes=notes, extra=extra)
     report.add_records(rows, ["path", "us_per_launch", "spread"] + [c for c in rows[0] if c.startswith("x_")])
     print(report.markdown())
-    if a.out:
-        print(f"wrote {report.write(a.out, a.tag)}.md/.json")
+    _results.write(report, a.out, a.tag, a.run)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Memory-bound ops on a CPU OpenCL device (PoCL) next to NumPy, at a few sizes, in one run
 (#13: with shipped configs and defaults only, every memory-bound op at least as fast as NumPy).
 
-    python -m benchmarks memory_bound_pocl [--device opencl:0] [--out benchmarks/results]
+    python -m benchmarks memory_bound_pocl [--device opencl:0] [--out benchmarks/results/latest]
     python -m benchmarks memory_bound_pocl --quick        # smoke test: one small case per op
 
 NumPy references: softmax ``exp(x - max) / sum``, transpose ``np.ascontiguousarray(x.T)``,
@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from benchmarks import _results
 import isthmus
 from isthmus import knobs, measure
 
@@ -103,6 +104,7 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per case and side (about)")
     p.add_argument("--quick", action="store_true", help="one small case per op (a smoke test, not a measurement)")
     p.add_argument("--out", default=None, help="folder for memory_bound_pocl-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
@@ -132,8 +134,7 @@ def main(argv=None) -> int:
                     "faster); best rounds: the same of each side's fastest round; CPU time: NumPy's process CPU "
                     "time per call over isthmus's (all threads: what a call costs whatever else runs).")
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     return 0 if all(r["error"] < 1e-4 for r in rows) else 1
 
 

@@ -1,6 +1,7 @@
 """Several devices in one process: buffers and kernels on every device at once, copies between
 every pair (with bandwidth; CuPy's own peer copy next to ours where two CUDA GPUs exist), and the
-launch config each device resolves for itself. Writes JSON + markdown to benchmarks/results/.
+launch config each device resolves for itself. Writes JSON + markdown with --out DIR or --run QUESTION
+(benchmarks/results/README.md).
 
     python -m benchmarks multidevice [--out DIR] [--mib 256]       # POCL_DEVICES="pthread pthread" on a CPU
 """
@@ -11,6 +12,7 @@ import threading
 
 import numpy as np
 
+from benchmarks import _results
 import isthmus
 from isthmus import measure
 from isthmus.ops.registry import OPS
@@ -96,6 +98,7 @@ def configs(devs) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None, help="folder for multidevice.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--mib", type=int, default=256)
     args = p.parse_args(argv)
@@ -110,8 +113,7 @@ def main(argv=None) -> int:
     report.add_records(result["configs"], ["device", "kernel", "params"],
                        "Launch config each device resolved for itself (problem 4096):")
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     ok = all(r["correct"] for r in result["concurrent"]) and all(r["correct"] for r in result["copies"])
     return 0 if ok else 1
 

@@ -1,5 +1,5 @@
 """isthmus on Ray against isthmus in one process: per-shard overhead, and throughput with one and
-two device actors. Writes JSON + markdown to benchmarks/results/.
+two device actors. Writes JSON + markdown with --out DIR or --run QUESTION (benchmarks/results/README.md).
 
     python -m benchmarks ray_overhead [--threads-per-device 1] [--shards 40] [--rounds 3] [--out DIR] [--quick]
     python -m benchmarks ray_overhead --device cuda:0 --ms 5,10,20,40 --out DIR     # one GPU
@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = "starts a Ray cluster and two device actors (over a minute on 2 cores); tests/ray covers isthmus.ray"
@@ -288,6 +289,7 @@ def parse(argv):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4, help="shards per Ray call in the batched runs")
     ap.add_argument("--out", default=None, help="folder for ray_overhead-<tag>.md/.json")
+    _results.add_run_option(ap)
     ap.add_argument("--tag", default="", help="suffix of the result file names (default pocl-<threads>thread "
                                              "without --device, none with it)")
     ap.add_argument("--quick", action="store_true", help="a few tiny shards, one round (a smoke test)")
@@ -343,9 +345,8 @@ def main(argv=None) -> int:
                                    *(f"FAILED: {f}" for f in failures)])
     tables(report, head, rows_out, setup.shared)
     print(report.markdown())
-    if args.out:
-        tag = args.tag or ("" if setup.shared else f"pocl-{args.threads_per_device}thread")
-        print(f"wrote {report.write(args.out, tag)}.md/.json")
+    tag = args.tag or ("" if setup.shared else f"pocl-{args.threads_per_device}thread")
+    _results.write(report, args.out, tag, args.run)
     differ = [r["rows_per_shard"] for r in rows_out if r["same_best_as_direct"] < 1.0]
     if differ:
         print(f"the Ray results differ from the direct loop's at {differ} rows per shard (same_best_as_direct)")

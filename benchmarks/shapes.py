@@ -2,8 +2,8 @@
 would call instead, in the same run, and the device's copy bandwidth (the ceiling of the
 memory-bound ops), as ratios.
 
-    python -m benchmarks shapes --device cuda:0 --out benchmarks/results        # torch / cuBLAS peer
-    python -m benchmarks shapes --device opencl:0 --out benchmarks/results      # NVIDIA: CLBlast (CLBLAST_LIB)
+    python -m benchmarks shapes --device cuda:0 --out benchmarks/results/latest        # torch / cuBLAS peer
+    python -m benchmarks shapes --device opencl:0 --out benchmarks/results/latest      # NVIDIA: CLBlast (CLBLAST_LIB)
     python -m benchmarks shapes --device opencl:0 --ops gemm                    # PoCL: NumPy peer
     python -m benchmarks shapes --device opencl:0 --quick                       # smoke test: tiny cases
 
@@ -36,6 +36,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from benchmarks import _results
 import isthmus
 from isthmus import measure
 
@@ -397,6 +398,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per case and side (about)")
     p.add_argument("--out", default=None, help="directory for shapes-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--quick", action="store_true", help="one tiny case per kind (a smoke test, e.g. PoCL)")
     args = p.parse_args(argv)
@@ -426,8 +428,7 @@ def main(argv=None) -> int:
     report.add_table(["op", "case", "dtype", "isthmus", "peer", "isthmus / peer", "isthmus / copy", "error", "note"],
                      table(rows))
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     return 0 if all(r.get("ok", True) for r in rows) else 1
 
 

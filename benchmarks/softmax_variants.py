@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from benchmarks import _results
+
 # (rows, cols) -> forced softmax configs (WG, RPG, VPT, CACHE[, SPLIT]) beside the library's
 SOFTMAX = {
     (262144, 128): [(256, 32, 8, 2), (256, 64, 8, 4), (128, 16, 8, 2), (512, 64, 8, 2), (256, 16, 8, 1)],
@@ -213,6 +215,7 @@ def main(argv=None) -> int:
     p.add_argument("--library", action="store_true", help="only what the library resolves (and torch), no forced configs")
     p.add_argument("--sizes", default=None, help="comma-separated softmax sizes to run (e.g. 4096x32000)")
     p.add_argument("--out", default=None, help="folder for softmax_variants-<tag>.md/.json")
+    _results.add_run_option(p)
     args = p.parse_args(argv)
 
     import isthmus
@@ -255,8 +258,7 @@ def main(argv=None) -> int:
     report.add_table(["op", "size", "copy GB/s", "how", "params", "ms", "GB/s", "of copy", "vs torch", "max err", ""],
                      table(doc))
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out)}.md/.json")
+    _results.write(report, args.out, args.run)
     print(f"{len(rows_out)} rows in {doc['seconds']:.0f} s", file=sys.stderr)
     return 0 if all(r.get("ok") for r in rows_out) else 1
 

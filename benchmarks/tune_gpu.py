@@ -1,7 +1,7 @@
 """Tune every library kernel at several sizes on one device, under a total time budget.
 
     python -m benchmarks tune_gpu --device cuda:0 --out $OUT          # H200: ~5 minutes
-    python -m benchmarks tune_gpu --device opencl:0 --out benchmarks/results --seconds 900 \
+    python -m benchmarks tune_gpu --device opencl:0 --out /tmp/tune --run pocl-configs --seconds 900 \
         --merge-into python/isthmus/tune/bundled/opencl-pocl-x86_64.json                   # PoCL
 
 Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` names results):
@@ -11,6 +11,8 @@ Writes into --out (<tag>: <backend>-<device>[-<--tag>], as ``isthmus.measure`` n
   bundled-<tag>.json          the best configs as an isthmus-tuning document: copy it into
                               python/isthmus/tune/bundled/ to ship it (``isthmus db import`` also takes it)
   tuning-<tag>.sqlite         the tuning database of this run (every evaluation)
+--run QUESTION also writes the report into benchmarks/results/runs/<today>-QUESTION/ and latest/
+(copy the bundle there too when the run's configs ship).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = ["--quick", "--out", "{out}"]
@@ -85,6 +88,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="folder for the report, the bundle and the database (default: a "
                    "temporary folder)")
     p.add_argument("--tag", default="", help="suffix of the result file names (e.g. softmax)")
+    _results.add_run_option(p)
     p.add_argument("--quick", action="store_true", help="axpy at one small size for a few seconds (a smoke test)")
     p.add_argument("--seconds", type=float, default=240, help="total tuning time budget (setup comes on top)")
     p.add_argument("--kernels", nargs="*", default=None)
@@ -173,7 +177,7 @@ def main(argv=None) -> int:
     doc = {"identity": dev.identity(), "copy_GBps": copy_gbs, "cublas_sgemm_GFLOPs": cublas,
            "cublas_n": largest, "seconds": time.monotonic() - t_start, "strategy": args.strategy, "runs": rows}
     report = report_of(dev, doc)
-    report.write(out, args.tag)
+    _results.write(report, out, args.tag, args.run)
     bundle = store.export()
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")
     if args.merge_into:

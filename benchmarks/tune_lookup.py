@@ -1,6 +1,6 @@
 """Cost of a tuning-database lookup, and of a tuned launch against an untuned one.
 
-    python -m benchmarks tune_lookup [--device ID] [--out benchmarks/results] [--quick]
+    python -m benchmarks tune_lookup [--device ID] [--out benchmarks/results/latest] [--quick]
 
 Measures (median of rounds, after warm-up): ``isthmus.tune.db.lookup`` (memoized), the first,
 unmemoized lookup (SQLite query with fallback), ``resolve`` as a library launch calls it, and the
@@ -14,6 +14,8 @@ import os
 import sys
 import tempfile
 
+from benchmarks import _results
+
 SMOKE = ["--quick", "--out", "{out}"]
 
 
@@ -21,6 +23,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None)
     p.add_argument("--out", default=None, help="folder for tune_lookup-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     p.add_argument("--quick", action="store_true", help="fewer calls per round (a smoke test)")
     args = p.parse_args(argv)
@@ -69,8 +72,7 @@ def main(argv=None) -> int:
                                       ["ops.axpy host time per call, empty database", f"{untuned:.1f}"],
                                       ["ops.axpy host time per call, tuned config", f"{tuned:.1f}"]])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     met = memo_us <= 20
     print(f"target: a memoized lookup in <= 20 us: {'met' if met else 'NOT met'} ({memo_us:.2f} us)"
           + (" (--quick: a smoke run, the target is not judged)" if args.quick else ""))

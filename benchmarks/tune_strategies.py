@@ -9,11 +9,12 @@ fraction of the space, so a comparison over 10 seeds costs seconds and no device
     python -m benchmarks tune_strategies --record --device opencl:0 --kernel gemm --size m=128 n=128 k=128
     python -m benchmarks tune_strategies --record --device cuda:0 --kernel gemm --size m=1024 n=1024 k=1024 \
         --seconds 400 --out $OUT       # a GPU: a uniform sample of the space if time runs out
-    python -m benchmarks tune_strategies            # replay every recorded space in benchmarks/results/
+    python -m benchmarks tune_strategies            # replay every recorded space under benchmarks/results/runs/
 
-Replays read the recorded spaces (tune_space_*.json) in --spaces (default benchmarks/results/) and
-write the report tune_strategies.{json,md} into --out (none: print only). Target: on spaces of >= 200 configs, anneal
-within 5% of the exhaustive best using <= 20% of the evaluations, averaged over >= 5 seeds.
+Replays read the recorded spaces (tune_space_*.json) anywhere under --spaces (default
+benchmarks/results/runs/) and write the report tune_strategies.{json,md} into --out (none: print only).
+Target: on spaces of >= 200 configs, anneal within 5% of the exhaustive best using <= 20% of the evaluations,
+averaged over >= 5 seeds.
 """
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import _results
 from isthmus import measure
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = _results.RUNS  # the recorded spaces live in the run folders that recorded them
 SMOKE = ["--seeds", "2", "--out", "{out}"]  # a replay of the recorded spaces: no device
 
 
@@ -145,23 +147,26 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=None, help="--record: stop after this long")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--fraction", type=float, default=0.2, help="budget as a share of the space")
-    p.add_argument("--out", default=None, help="--record: folder of the recorded space (default benchmarks/results); "
+    p.add_argument("--out", default=None, help="--record: folder of the recorded space (needed: a run folder, "
+                   "benchmarks/results/runs/<date>-<question>); "
                    "replay: folder of the report (default: print only)")
-    p.add_argument("--spaces", default=str(RESULTS), help="replay: folder of the recorded spaces")
+    _results.add_run_option(p)
+    p.add_argument("--spaces", default=str(RESULTS),
+                   help="replay: the folder searched (with its subfolders) for recorded spaces")
     args = p.parse_args(argv)
     if args.record:
-        args.out = args.out or str(RESULTS)
+        if not args.out:
+            p.error("--record needs --out: the run folder for the space (benchmarks/results/runs/<date>-<question>)")
         record(args)
         return 0
-    rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.spaces).glob("tune_space_*.json"))]
+    rows = [replay_file(f, args.seeds, args.fraction) for f in sorted(Path(args.spaces).rglob("tune_space_*.json"))]
     rows = [r for r in rows if r is not None]
     if not any(r["space"] >= 200 for r in rows):
         print("no recorded spaces of >= 200 configs; run with --record first", file=sys.stderr)
         return 1
     report = report_of(rows, args.fraction)
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out)}.md/.json")
+    _results.write(report, args.out, args.run)
     return 0
 
 

@@ -21,6 +21,7 @@ import pstats
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = "CUDA only (CuPy's and the driver's allocators)"
@@ -45,6 +46,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--out", default=None, help="folder for cuda_alloc_paths-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
     dev = isthmus.device(args.device)
@@ -131,8 +133,7 @@ def main(argv=None) -> int:
     report.add_text("cProfile of 20,000 allocating softmax calls (tottime):\n\n```\n"
                     + text.getvalue().strip() + "\n```")
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     return 0
 
 

@@ -21,6 +21,7 @@ import threading
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = "CUDA only (CuPy and the CUDA driver)"
@@ -44,6 +45,7 @@ def device_us(fn, calls, stream):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None, help="folder for cuda_launch_paths-<backend>-<device>.md/.json")
+    _results.add_run_option(p)
     p.add_argument("--device", default="cuda:0", help="the CUDA device (for the report; the paths use device 0)")
     p.add_argument("--tag", default="", help="suffix of the result file names")
     args = p.parse_args(argv)
@@ -137,8 +139,7 @@ def main(argv=None) -> int:
                                    f"{expect_ok}"])
     report.add_records(rows, ["path", "host_us_1k", "host_us_1k_min", "host_us_20k", "device_us", "x_rawkernel"])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     return 0 if expect_ok else 1
 
 

@@ -1,7 +1,7 @@
 """The kill-an-actor run, repeated: a job over two device actors during which one actor is killed
 (SIGKILL of its process, or ray.kill, alternately; a random actor after a random number of
 results; shards sent one per Ray call, or three, alternately by pairs of runs). Each run must return every shard once, equal to the single-process run. Writes JSON +
-markdown to benchmarks/results/.
+markdown with --out DIR or --run QUESTION (benchmarks/results/README.md).
 
     python -m benchmarks ray_kill [--runs 20] [--shards 24] [--out DIR]
 """
@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from benchmarks import _results
 from isthmus import measure
 
 SMOKE = "starts a Ray cluster and kills actors (minutes on 2 cores); tests/ray/test_ray_kill.py covers it"
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--shards", type=int, default=24)
     ap.add_argument("--out", default=None, help="folder for ray_kill.md/.json")
+    _results.add_run_option(ap)
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     args = ap.parse_args(argv)
     env = {"POCL_DEVICES": "pthread pthread"}
@@ -98,8 +100,7 @@ def main(argv=None) -> int:
                        r["rerun_after_death"], len(r["lost"]), len(r["duplicated"]), len(r["wrong"]), r["seconds"],
                        "yes" if r["ok"] else "NO"] for r in runs])
     print(report.markdown())
-    if args.out:
-        print(f"wrote {report.write(args.out, args.tag)}.md/.json")
+    _results.write(report, args.out, args.tag, args.run)
     print(f"{passed}/{len(runs)} runs ok")
     return 0 if passed == len(runs) else 1
 

@@ -57,14 +57,13 @@ class Device:
     local_mem_optin: int | None = None
     # Whether local memory past local_mem_size is given at launch (CUDA) rather than declared
     local_mem_dynamic: bool = False
+    # Whether Buffer.ptr is an address (CUDA: views of one allocation and foreign arrays at an
+    # offset overlap by range) rather than an allocation's handle (OpenCL's cl_mem)
+    pointers_are_addresses: bool = False
     # What the tuning lookup's architecture classes read (tune/lookup.py) where the backend knows
     # it: NVIDIA's compute capability ("90"), floats per SIMD vector of an OpenCL device.
     compute_capability: str | None = None
     native_vector_width_float: int = 0
-    # Whether a buffer's pointer (Buffer._ptr) is an address in one space, so that two buffers
-    # overlap when their byte ranges do (CUDA: views of one allocation); else a handle per
-    # allocation (OpenCL's cl_mem), equal only for the same memory (ops.checks.disjoint)
-    pointers_are_addresses: bool = False
 
     def __init__(self, *, index: int, name: str, vendor: str, kind: str, memory: int, compute_units: int,
                  max_work_group_size: int, max_work_item_sizes: tuple[int, ...], local_mem_size: int,

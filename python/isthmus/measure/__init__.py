@@ -17,7 +17,7 @@ Example::
     s = measure.device_times(dev, lambda: isthmus.ops.sum(x, out=y), repeat=20, batch=10)
     report = measure.Report("mysuite", "sum on one device", dev, data={"ms": s.as_dict()})
     report.add_table(["op", "ms"], [["sum", f"{s.median:.3f}"]])
-    report.write("benchmarks/results")   # mysuite-opencl-pthread-....md and .json
+    report.write("benchmarks/results/latest")   # mysuite-opencl-pthread-....md and .json
 """
 from __future__ import annotations
 

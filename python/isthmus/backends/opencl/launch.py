@@ -28,7 +28,7 @@ class _NativeEnqueue:
     with no event. PyOpenCL's enqueue always makes an event (a Python object and, on a queue with
     profiling, the driver's timestamps), which the launches here never read: on NVIDIA's OpenCL
     (H200, profiling queue) an enqueue costs 10.5 us this way against 17.0 through PyOpenCL
-    (benchmarks/results/launch-enqueue-opencl-nvidia-h200.md); on PoCL the two cost the same.
+    (benchmarks/results/runs/2026-12-03-launch-enqueue-opencl/); on PoCL the two cost the same.
     ``None`` where no loader can be found (then PyOpenCL's enqueue, the same launch)."""
 
     __slots__ = ("_fn", "_sizes")

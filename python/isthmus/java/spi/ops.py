@@ -10,7 +10,7 @@ method's parameters together with the call, but every element read out of an ``O
 it a wrapper object of its own, and the array one more (a boxed Double read from an array: about
 3 us on a busy 2-core machine). ``Ops.axpy`` through an array cost 30-60% more host time than the
 typed crossing it replaced; as three parameters it costs what that did
-(benchmarks/results/issue12-java-host-pocl.md)."""
+(benchmarks/results/runs/2026-12-03-java-host-time-pocl/issue12-java-host-pocl.md)."""
 from __future__ import annotations
 
 import functools
@@ -26,7 +26,7 @@ from .proxy import implements
 
 # Java shapes and dtype names made once and shared by every OpResult (Java copies the shape):
 # converting a tuple to a long[] and a dtype to a java.lang.String costs more than the rest of
-# the crossing (measured: benchmarks/results/issue12-java-crossings-pocl.md).
+# the crossing (measured: benchmarks/results/runs/2026-12-03-java-host-time-pocl/).
 _SHAPES_MAX = 1024  # a workload of ever new shapes: the least recently used go
 
 

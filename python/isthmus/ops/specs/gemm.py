@@ -33,7 +33,7 @@ _ROWS = ("VARIANT", (3,))
 # x @ W.T with at most this many rows (and W at least 8x wider than that, so reading W is the work)
 # takes the rows variant on a GPU: at 1 row it runs at 1.11-1.18x cuBLAS on the H200; at 16 rows its
 # lanes re-read 16 rows of x per row of W and the split-K tiles are faster (0.026 against 0.051 ms,
-# benchmarks/results/gemm_variants-cuda-nvidia-h200*.md)
+# benchmarks/results/runs/2026-12-02-gemm-f32-shapes/gemm_variants-cuda-nvidia-h200*.md)
 _ROWS_MAX = 4
 
 
@@ -41,7 +41,7 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
     """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; on GPUs a few
     rows times transposed weights take the rows variant, other shapes the tiled one (split over K
     where the tiles alone leave the device idle). Every choice below was measured on the H200
-    (benchmarks/results/gemm_variants-*)."""
+    (benchmarks/results/runs/2026-12-02-gemm-f32-shapes/gemm_variants-*)."""
     m, n, k = buckets["m"], buckets["n"], buckets["k"]
     if params.get("VARIANT") == 2:
         if m < params["CM"]:  # few rows (GEMV-like): no work on rows that are not there

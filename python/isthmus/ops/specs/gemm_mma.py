@@ -32,7 +32,7 @@ def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
     return dict(BM=bm, BN=bn, BK=bk, WM=wm, WN=wn, STAGES=stages, GM=gm, SWZ=1)
 
 
-# Tiles by shape class on devices with mma.sync (H200 measurements: benchmarks/results/gemm_mma-h200.md).
+# Tiles by shape class on devices with mma.sync (H200: benchmarks/results/runs/2026-12-02-gemm-mma-h200/).
 # Skinny problems (x @ W.T for a batch of rows) are bound by streaming the weights: small tiles and
 # deep K-steps give the most work-groups; big squares want the largest tile whose ring fits, so
 # each byte brought into local memory feeds the most tensor-core work.
@@ -43,7 +43,7 @@ _BIG = _tile(128, 256, 32, 2, 4, 3)  # a 72 KiB ring: past the 48 KiB every devi
 # capability it has no limit for): every ring takes up to 128 bytes more to start on a 128-byte
 # boundary, so 48 KiB rings do not fit; the same tiles with 2 stages, or half the K-step (32 KiB).
 # (NVIDIA's OpenCL with the ring aligned, 4096^3 f16 on the H200: this tile 314-318 TFLOP/s, _MID
-# 359-366, _BIG 362; benchmarks/results/gemm_mma-opencl-aligned-h200-2026-12-03e.md.)
+# 359-366, _BIG 362; benchmarks/results/runs/2026-12-03-gemm-mma-opencl-aligned/.)
 _SKINNY_48K = _tile(64, 64, 32, 2, 2, 4, gm=1)
 _MID_48K = dict(_tile(128, 128, 32, 2, 2, 2), PIPE=0)
 # Hopper under CUDA (Device.wgmma): warpgroup MMA from local memory, a warpgroup per 64 rows, BK=64,

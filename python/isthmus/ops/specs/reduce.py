@@ -94,8 +94,8 @@ def _spec(name: str, op: str, run, reference, error: str) -> OpSpec:
         problem=("n",), restrictions=("WG <= max_work_group_size", "WG * max(4, acc_size) <= local_mem_size",
                                       # VPT 32 and 64 are 2 and 4 vector accumulators of LAYOUT 2
                                       "VPT <= 16 or LAYOUT == 2", "LAYOUT < 2 or (is_cpu and VPT >= 4)"),
-        # PoCL 3.1 on an Intel Xeon (benchmarks/results/memory_bound_pocl-*): LAYOUT 2 runs max at NumPy's
-        # speed per core where LAYOUT 1's scalar code ran at 0.55-0.7x of it
+        # PoCL 3.1 on an Intel Xeon (benchmarks/results/runs/2026-12-03-memory-bound-pocl-shipped/): LAYOUT 2 runs
+        # max at NumPy's speed per core where LAYOUT 1's scalar code ran at 0.55-0.7x of it
         cpu_defaults=(("WG", 16), ("VPT", 64), ("GROUPS", 16), ("LAYOUT", 2)),
         run=run, reference=reference, inputs=lambda p, dt, rng: (sample(rng, p["n"], dt),), sizes=ELEMENTS,
         # (a sum of mixed signs can cancel to near zero: its error is judged against the magnitudes)

@@ -29,7 +29,7 @@ SPEC = OpSpec(
               Tunable("GROUPS", (1, 2, 4, 8, 16, 32, 64, 128), 16, when=("LAYOUT", (1,)))),
     restrictions=("WG <= max_work_group_size", "LAYOUT == 0 or is_cpu", "WG >= 64 or LAYOUT == 1"),
     # PoCL 3.1, Intel Xeon, one core: LAYOUT 1 at 0.95x NumPy's multiply where LAYOUT 0 ran at 0.73x
-    # (benchmarks/results/memory_bound_pocl-*)
+    # (benchmarks/results/runs/2026-12-03-memory-bound-pocl-shipped/memory_bound_pocl-*)
     cpu_defaults=(("WG", 16), ("LAYOUT", 1), ("GROUPS", 16)),
     reference=reference, inputs=lambda p, dt, rng: (sample(rng, p["n"], dt),), sizes=ELEMENTS,
     moved=lambda p, size: 2 * p["n"] * size, summary="out = alpha * x",

@@ -30,11 +30,11 @@ SPEC = OpSpec(
     restrictions=("TILE % BLOCK_ROWS == 0", "TILE * BLOCK_ROWS <= max_work_group_size",
                   "TILE * (TILE + 1) * 8 <= local_mem_size"),
     # ORDER 1 (tiles numbered down the rows): 12345x6789 at 81% of copy against 62% for ORDER 0 on
-    # the H200, the same at 8192^2 (benchmarks/results/softmax_variants-cuda-nvidia-h200*.md)
+    # the H200, the same at 8192^2 (benchmarks/results/runs/2026-12-02-softmax-transpose-shapes-h200/)
     storage=(("float16", "ushort"),),  # a transpose only moves bits (bfloat16 is ushort already)
     # CPUs: 32x32 tiles, a work-group per tile, tiles along the columns: on PoCL (Intel Xeon, two
     # shared cores) 1.2-1.8x the 16x4 tiles at 512^2, 3086x1697 and 2048^2, interleaved in one run
-    # (benchmarks/results/memory-bound-pocl.md)
+    # (benchmarks/results/runs/2026-12-03-memory-bound-pocl-cpu-variants/memory-bound-pocl.md)
     cpu_defaults=(("TILE", 32), ("BLOCK_ROWS", 32), ("ORDER", 0)),
     reference=reference, inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt),), sizes=ROWS_COLS,
     moved=lambda p, size: 2 * p["rows"] * p["cols"] * size, summary="the transpose of a 2-D buffer",

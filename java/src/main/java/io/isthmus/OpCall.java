@@ -41,7 +41,8 @@ final class OpCall {
     /**
      * A few arguments cross as parameters of their own ({@link OpHandle#call1} and the like):
      * the bridge converts those with the call, while each element of an array costs it one more
-     * conversion (+30-60% host time on axpy; benchmarks/results/issue12-java-host-pocl.md).
+     * conversion (+30-60% host time on axpy;
+     * benchmarks/results/runs/2026-12-03-java-host-time-pocl/issue12-java-host-pocl.md).
      */
     private static OpResult cross(OpHandle op, BufferHandle out, Map<String, Object> options, Object[] args) {
         if (options == null) {
