@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import knobs
 from ..dtypes import DType
-from ..errors import UnsupportedDtypeError
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
 from ..kernel import Kernel
 from ..program import Program
 from .run import REQUIRED, Launch, Output, Scalar, Tensor, declared  # noqa: F401 - the declaration's vocabulary
@@ -58,9 +58,6 @@ class Sizes:
     quick: dict
     tiny: dict
     odd: tuple[dict, ...]
-
-    def standard(self, device_kind: str, quick: bool = False) -> dict:
-        return self.quick if quick else self.gpu if device_kind == "gpu" else self.cpu
 
 
 # the sample problems most ops share, by vocabulary
@@ -103,8 +100,6 @@ class OpSpec:
     # CuPy, in the kernel's accumulator precision
     reference: Callable | None = field(default=None, compare=False)
     inputs: Callable | None = field(default=None, compare=False)  # (problem, dtype, rng) -> host arrays
-    # the sample call's other arguments, by name (default: each Scalar's sample value)
-    sample: tuple[tuple[str, Any], ...] | None = None
     in_place: tuple[int, ...] = ()  # inputs the call overwrites (default: the Output's in_place tensor)
     out_arg: str = "out"  # the run's parameter that takes an existing output (gemm: c)
     moved: Callable | None = field(default=None, compare=False)  # (problem, itemsize) -> bytes moved
@@ -135,26 +130,21 @@ class OpSpec:
         return dataclasses.replace(self, **fields)
 
     # ---- sample calls: the tests', the tuner's, the bench's, the docs' -------------------------
-    def _sample_values(self) -> dict:
-        values = {a.name: a.sample_value for a in self.args if isinstance(a, Scalar) and a.sample_value is not REQUIRED}
-        values.update(dict(self.sample or ()))
-        return values
-
-    def _sample_order(self, tensors) -> tuple[list, dict]:
+    def _sample_args(self, tensors) -> list:
         """The public function's positional arguments around the sample ``tensors`` (in the order
-        ``inputs`` makes them), and its keyword ones."""
-        values, tensors = self._sample_values(), iter(tensors)
-        if not self.args:  # an op with its own run: the tensors, then the samples by name
-            return list(tensors), values
-        return [next(tensors) if isinstance(a, Tensor) else values[a.name] for a in self.args
-                if isinstance(a, Tensor) or a.name in values], {}
+        ``inputs`` makes them): a declared op's scalars at their sample values."""
+        if not self.args:  # an op with its own run: the tensors
+            return list(tensors)
+        tensors = iter(tensors)
+        missing = [a.name for a in self.args if isinstance(a, Scalar) and a.sample_value is REQUIRED]
+        if missing:
+            raise InvalidArgumentError(f"{self.name}: no sample value for {', '.join(missing)} (Scalar(sample=...))")
+        return [next(tensors) if isinstance(a, Tensor) else a.sample_value for a in self.args]
 
     def sample_call(self, *tensors, out=None):
         """The op on the sample inputs (device buffers), into ``out`` when given."""
-        args, kw = self._sample_order(tensors)
-        if out is not None:
-            kw[self.out_arg] = out
-        return self.run(*args, **kw)
+        args = self._sample_args(tensors)
+        return self.run(*args) if out is None else self.run(*args, **{self.out_arg: out})
 
     def sample_expect(self, *tensors, xp=np, exact: bool = False):
         """The reference on the sample inputs (host arrays; ``xp``: their array module). ``exact``:
@@ -164,10 +154,8 @@ class OpSpec:
             dtype = tensors[0].dtype
             tensors = [t.astype(np.float64) if t.dtype.kind == "f" or t.dtype.name == "bfloat16" else t
                        for t in tensors]
-            args, kw = self._sample_order(tensors)
-            return xp.asarray(self.reference(xp, *args, **kw)).astype(dtype)
-        args, kw = self._sample_order(tensors)
-        return self.reference(xp, *args, **kw)
+            return xp.asarray(self.reference(xp, *self._sample_args(tensors))).astype(dtype)
+        return self.reference(xp, *self._sample_args(tensors))
 
     @property
     def has_out(self) -> bool:
