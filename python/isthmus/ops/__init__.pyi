@@ -15,10 +15,12 @@ def gemm(
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
 
 def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
-    """The sum of all elements, as a one-element Buffer of x's dtype (``out`` to reuse one)."""
+    """The sum of all elements, as a one-element Buffer (``out`` to reuse one) of NumPy's dtype for
+    the sum: int64 for int32, uint64 for uint8 (integer sums run in 64 bits), x's dtype for floats
+    (float16 and bfloat16 accumulate in float32 and round once)."""
 
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
-    """The largest element, as a one-element Buffer (an empty x is an error)."""
+    """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
 
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
