@@ -15,7 +15,7 @@ import numpy as np
 from benchmarks import _results
 import isthmus
 from isthmus import measure
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.ops.resolve import resolve
 
 SMOKE = ["--mib", "1", "--out", "{out}"]
@@ -88,7 +88,7 @@ def configs(devs) -> list[dict]:
     rows = []
     for d in devs:
         for name in ("axpy", "gemm"):
-            fam = FAMILIES[name]
+            fam = OPS[name]
             problem = {p: 4096 for p in fam.problem}
             params, _ = resolve(fam, d, isthmus.dtypes.lookup("float32"), problem)
             rows.append({"device": d.id, "kernel": name, "params": params})

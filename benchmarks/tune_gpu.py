@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     import isthmus
     from isthmus.tune import db as dbmod
     from isthmus.tune.runner import Budget, Measure, default_params
-    from isthmus.ops.registry import FAMILIES
+    from isthmus.ops.registry import OPS
     from isthmus.dtypes import lookup
 
     dev = isthmus.device(args.device)
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     for i, (kernel, size) in enumerate(runs):
         left = args.seconds - (time.monotonic() - t_start)
         seconds = max(3.0, left * weights[i] / sum(weights[i:]))
-        fam = FAMILIES[kernel]
+        fam = OPS[kernel]
         start = None
         if args.strategy == "anneal":
             start = default_params(fam, dev, size, lookup("float32"))

@@ -34,13 +34,13 @@ def main(argv=None) -> int:
 
     import isthmus
     from isthmus.dtypes import lookup as dtype
-    from isthmus.ops.registry import FAMILIES
+    from isthmus.ops.registry import OPS
     from isthmus.ops.resolve import forget_resolved, resolve
     from isthmus import measure
     from isthmus.tune import db
 
     dev = isthmus.device(args.device)
-    fam, f32 = FAMILIES["axpy"], dtype("float32")
+    fam, f32 = OPS["axpy"], dtype("float32")
     store = db.user()
     for i in range(200):  # a database with some content: other buckets, the same device
         store.record(db.key_for(fam, dev, "float32", {"n": 1 << (i % 28)}), {"n": 1 << (i % 28)},

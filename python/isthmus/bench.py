@@ -22,8 +22,7 @@ from . import measure
 from .buffer import Buffer
 from .device import Recorder, device
 from .measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
-from .ops.registry import FAMILIES
-from .workloads import sizes_for, standard, tolerance
+from .workloads import sizes_for, standard
 
 
 class Recording(Recorder):
@@ -71,20 +70,12 @@ class DirectCalls:
 
 
 def _vendor(dev, w, args):
-    """The vendor-library call a user of the backend would make (CuPy / cuBLAS on CUDA), or None."""
+    """The vendor-library call a user of the backend would make (the spec's reference through CuPy /
+    cuBLAS on CUDA), or None."""
     def make(views):
         import cupy
 
-        return {
-            "axpy": lambda: views[1].__iadd__(2.0 * views[0]),
-            "sum": lambda: views[0].sum(),
-            "max": lambda: views[0].max(),
-            "scale": lambda: 2.0 * views[0],  # (the spec's call: scale(2.0, x))
-            "softmax": lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
-                cupy.exp(views[0] - views[0].max(axis=1, keepdims=True))),
-            "transpose": lambda: cupy.ascontiguousarray(views[0].T),
-            "gemm": lambda: cupy.matmul(views[0], views[1]),
-        }[w.op]
+        return lambda: w.vendor(cupy, tuple(views))
     return dev._vendor_call(make, args)
 
 
@@ -97,17 +88,19 @@ def host_numpy_ms(fn) -> float:
     return host_ms(fn, repeat=NUMPY_REPEAT, warmup=1)
 
 
-def run(dev, quick: bool = False) -> dict:
-    sizes = sizes_for(dev, quick)
+def run(dev, quick: bool = False, specs=None) -> dict:
+    """Every library op (or ``specs``) at its standard problem for ``dev``."""
+    which = sizes_for(dev, quick)
     repeat = 5 if quick else 20
     copy_bytes = (64 << 20) if (quick or dev.kind != "gpu") else (1 << 30)
     ceiling = copy_bandwidth(dev, copy_bytes)
-    rows = []
-    for w in standard(sizes):
+    rows, sizes = [], {}
+    for w in standard(which, specs):
+        sizes[w.op] = w.problem
         args = w.make(dev)
         with recording(dev) as rec:
             result = w.call(*args)
-        ok = w.error(result.to_numpy()) <= tolerance(w.op, np.float32, k=w.host[0].shape[-1])
+        ok = w.error(result.to_numpy()) <= w.tolerance(np.float32)
         direct = DirectCalls(dev, rec)
         batch = 10 if dev.kind == "gpu" else 1
         ms = device_ms(dev, lambda: w.call(*args), repeat=repeat, batch=batch)
@@ -116,7 +109,7 @@ def run(dev, quick: bool = False) -> dict:
         vendor_ms = device_ms(dev, vendor, repeat=repeat, batch=batch) if vendor else None
         numpy_ms = host_numpy_ms(w.numpy)
         value, unit = w.metric(ms)
-        row = {"op": w.op, "label": w.label, "correct": bool(ok), "unit": unit,
+        row = {"op": w.op, "label": w.label, "correct": bool(ok), "unit": unit, "in_place": bool(w.spec.in_place),
                "isthmus_ms": ms, "isthmus": value, "direct_ms": direct_ms, "direct": w.metric(direct_ms)[0],
                "vendor_ms": vendor_ms, "vendor": w.metric(vendor_ms)[0] if vendor_ms else None,
                "numpy_ms": numpy_ms, "numpy": w.metric(numpy_ms)[0],
@@ -127,32 +120,32 @@ def run(dev, quick: bool = False) -> dict:
         for a in args:
             a.close()
     return {"device": dev.info(), "machine": machine(), "sizes": sizes, "copy_GBps": ceiling,
-            "kernels": rows, "overhead": overhead(dev, calls=200 if quick else 2000),
+            "kernels": rows, "overhead": overhead(dev, calls=200 if quick else 2000, specs=specs),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat()}
 
 
-def overhead(dev, calls: int = 2000, rounds: int = 7) -> list[dict]:
-    """Host time per call of tiny problems: the library call (allocating its result, and with
-    ``out=`` where the op has one) vs the direct call of the very same launches, writing into the
-    buffers the library call used. Rounds of the three alternate, so that drift (clocks, other
-    load) touches each alike; each is the median over rounds."""
-    tiny = {"n": 1 << 10, "rows": 8, "cols": 32, "mnk": 16}
+def overhead(dev, calls: int = 2000, rounds: int = 7, specs=None) -> list[dict]:
+    """Host time per call of tiny problems (each spec's ``tiny``): the library call (allocating its
+    result, and with ``out=`` where the op has one) vs the direct call of the very same launches,
+    writing into the buffers the library call used. Rounds of the three alternate, so that drift
+    (clocks, other load) touches each alike; each is the median over rounds."""
     out = []
-    for w in standard(tiny):
+    for w in standard("tiny", specs):
         args = w.make(dev)
         with recording(dev) as rec:
             result = w.call(*args)
         fns = {"isthmus_us": lambda: w.call(*args), "direct_us": DirectCalls(dev, rec)}
-        into = FAMILIES[w.op].into  # the same call into an existing output: no allocation per call
-        if into is not None:
-            into = functools.partial(into, result, *args)
+        into = None
+        if w.spec.has_out:  # the same call into an existing output: no allocation per call
+            into = functools.partial(w.call, *args, out=result)
             with recording(dev) as rec_into:
                 into()
             if _signature(rec_into) != _signature(rec):
                 raise RuntimeError(f"bench: {w.op} with out= makes other launches than without")
             fns["isthmus_out_us"] = into
         us = _interleaved(fns, calls, dev.synchronize, rounds)
-        row = {"op": w.op, "launches": len(rec), **us, "ratio": us["isthmus_us"] / us["direct_us"]}
+        row = {"op": w.op, "launches": len(rec), "in_place": bool(w.spec.in_place), **us,
+               "ratio": us["isthmus_us"] / us["direct_us"]}
         if into is not None:
             row["ratio_out"] = us["isthmus_out_us"] / us["direct_us"]
         out.append(row)
@@ -195,7 +188,7 @@ def report(result: dict) -> "measure.Report":
                    "isthmus / copy"], rows)
     rows = []
     for o in result["overhead"]:
-        in_place = "in place" if o["op"] == "axpy" else "-"
+        in_place = "in place" if o.get("in_place") else "-"
         with_out = f"{o['isthmus_out_us']:.2f}" if "isthmus_out_us" in o else in_place
         ratio_out = f"{o['ratio_out']:.2f}" if "ratio_out" in o else in_place
         rows.append([o["op"], o["launches"], f"{o['isthmus_us']:.2f}", with_out, f"{o['direct_us']:.2f}",

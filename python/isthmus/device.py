@@ -28,6 +28,7 @@ from .memo import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
+    from .ops.registry import BoundOp
     from .graph import Graph
     from .kernel import Kernel
 
@@ -91,7 +92,7 @@ class Device:
         self._dtype_set = frozenset(dtypes)
         self._kernels = BoundedMemo()  # memo for library kernels and programs on this device (LRU)
         self._lock = threading.Lock()
-        self._configs: dict = {}  # LaunchConfig -> its checked sizes on this device
+        self._configs = BoundedMemo(4096)  # LaunchConfig -> its checked sizes on this device
         self._local = threading.local()  # per-thread state: the scratch memory of _scratch()
         self._workspaces = BoundedMemo(256)  # (owner, nbytes) -> a zeroed _Scratch (_workspace)
 
@@ -184,10 +185,11 @@ class Device:
         """
         return Program.build(self, source, defines or {}, name, user=True).kernel(name)
 
-    def kernel(self, name: str) -> "Kernel":
-        """A library kernel (``"axpy"``, ``"sum"``, ``"max"``, ``"softmax"``, ``"transpose"``, ``"gemm"``)
-        bound to this device; calling it runs the op with the same arguments as ``isthmus.ops``."""
-        return plugins.library_kernel(self, name)
+    def library(self, name: str) -> "BoundOp":
+        """The op ``name`` of the library (``"softmax"``, ``"gemm"``, ...; ``isthmus.ops.__all__``) or
+        one registered by a user, bound to this device: calling it runs the op with the arguments of
+        ``isthmus.ops.<name>``, checking that its buffers live here; ``.prepare(...)`` records it."""
+        return plugins.library(self, name)
 
     def capture(self) -> "Graph":
         """Record launches and device copies into a graph replayed with one call:
@@ -311,7 +313,7 @@ class Device:
         if found is None:
             found = check_config(config, self.max_work_group_size, self.max_work_item_sizes, self.id,
                                  self.grid_limits)
-            if known and len(self._configs) < 4096:
+            if known:
                 self._configs[config] = found  # a config valid here once is valid here always
         return found
 
@@ -531,7 +533,7 @@ class _Plugins:
     :meth:`Device.fuse`. Core imports none of them, so core, backends and ops form no import circle."""
 
     backends: tuple = ()
-    library_kernel = None  # (device, name) -> a library kernel bound to the device
+    library = None  # (device, name) -> an op bound to the device (ops.registry.BoundOp)
     fuse = None  # (expression, device=...) -> a Fused expression
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .buffer import Buffer
 from .errors import InvalidArgumentError, LaunchConfigError
 from .launch import LaunchConfig, check_kernel
+from .memo import BoundedMemo
 from .plan import Plan
 from .signature import Param, _quick_scalar, convert_scalar, parse_signature  # noqa: F401 - the kernel API
 
@@ -33,7 +34,7 @@ class Kernel:
         self.name = name
         self.params = params
         self.native = native
-        self._configs: dict = {}  # LaunchConfig -> its sizes, checked against the device and this kernel
+        self._configs = BoundedMemo(256)  # LaunchConfig -> its sizes, checked against the device and this kernel
         self._limits = None  # launch.KernelLimits, asked of the backend on the first check
         # Local memory the kernel takes at launch rather than in static arrays (CUDA: dynamic shared
         # memory, `extern __shared__`; may exceed the static 48 KiB up to Device.local_mem_optin).
@@ -69,8 +70,7 @@ class Kernel:
             dev = self.device
             check_kernel(self.name, found[1], self._resource_limits(), dev.local_mem_static, dev.private_mem_limit,
                          dev.id)
-            if len(self._configs) < 256:
-                self._configs[config] = found  # valid for this kernel once, valid always
+            self._configs[config] = found  # valid for this kernel once, valid always
         return found
 
     def _resource_limits(self):

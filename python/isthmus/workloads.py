@@ -1,45 +1,66 @@
-"""Standard workloads of the kernel library: inputs, the isthmus call, the NumPy reference and
-the bytes/flops each moves — shared by the demo, the benchmarks and the tuner."""
+"""Standard workloads of the kernel library: inputs, the isthmus call, the reference and the bytes/
+flops each moves, all read from the op specs (their sample problems, inputs, call, reference and
+error kind), shared by the demo, ``isthmus bench`` and the benchmarks. Nothing here knows an op by
+name or a problem vocabulary: a spec that declares ``batch, heads, seq, head_dim`` runs as any other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Iterable
 
 import numpy as np
 
-from .ops.registry import FAMILIES
+from .ops.registry import OPS
+from .ops.spec import OpSpec
 
 
 @dataclass
 class Workload:
-    op: str
+    spec: OpSpec
     label: str
+    problem: dict
     host: tuple  # NumPy inputs
-    make: Callable  # dev -> device args
-    call: Callable  # *device args -> Buffer (the result)
-    expect: Callable  # () -> NumPy reference result
     bytes: int  # fewest bytes moved through device memory
     flops: int
-    numpy: Callable  # () -> the NumPy call a user would otherwise make
+
+    @property
+    def op(self) -> str:
+        return self.spec.name
+
+    def make(self, dev) -> tuple:
+        """The device inputs."""
+        return tuple(dev.asarray(h) for h in self.host)
+
+    def call(self, *args, out=None):
+        """The op on device inputs (into ``out`` when given)."""
+        return self.spec.sample_call(*args, out=out)
+
+    def expect(self) -> np.ndarray:
+        """The reference result in float64 arithmetic, rounded to the result's dtype."""
+        return self.spec.sample_expect(*self.host, exact=True)
+
+    def numpy(self):
+        """The call a NumPy user makes instead (the spec's reference, in the kernel's precision)."""
+        return self.spec.sample_expect(*self.host)
+
+    def vendor(self, xp, views: tuple):
+        """The same call with another array module (CuPy) on its views of the device inputs."""
+        return self.spec.sample_expect(*views, xp=xp)
 
     def error(self, out: np.ndarray) -> float:
-        """Relative error of a result. A sum is judged against the sum of magnitudes: with mixed
-        signs the sum itself can be tiny, and rounding error scales with the magnitudes."""
+        """Relative error of a result, of the spec's kind: "relative" (over the reference's norm),
+        "magnitude" (over the inputs' magnitudes: a sum of mixed signs can cancel to near zero, and
+        its rounding error scales with the magnitudes)."""
         ref = self.expect()
-        if self.op == "sum":
-            scale = float(np.abs(self.host[0].astype(np.float64)).sum()) or 1.0
-            return float(abs(float(out.ravel()[0]) - float(ref.ravel()[0]))) / scale
+        if self.spec.error == "magnitude":
+            scale = sum(float(np.abs(h.astype(np.float64)).sum()) for h in self.host) or 1.0
+            return float(np.linalg.norm((out.astype(np.float64) - ref.astype(np.float64)).ravel())) / scale
         return rel_error(out, ref)
+
+    def tolerance(self, dtype=np.float32) -> float:
+        return tolerance(self.spec, dtype, k=self.host[0].shape[-1])
 
     def metric(self, ms: float) -> tuple[float, str]:
         return (self.flops / ms / 1e6, "GFLOP/s") if self.flops else (self.bytes / ms / 1e6, "GB/s")
-
-
-def problem(spec, sizes: dict) -> dict:
-    """The spec's problem at the standard sizes: n (1-D ops), rows/cols (2-D ops), mnk (gemm)."""
-    if spec.problem == ("m", "n", "k"):
-        return dict.fromkeys("mnk", sizes["mnk"])
-    return {p: sizes[p] for p in spec.problem}
 
 
 def _label(name: str, p: dict) -> str:
@@ -50,40 +71,38 @@ def _label(name: str, p: dict) -> str:
         str(v) for v in p.values())
 
 
-def standard(sizes: dict, dtype=np.float32, seed: int = 0) -> list[Workload]:
-    """A workload of every library op (its spec's sample inputs, call, reference) at the given
-    sizes: n (1-D ops), rows/cols (2-D ops), mnk (gemm)."""
+def workload(spec: OpSpec, problem: dict, dtype=np.float32, rng=None, host: tuple | None = None) -> Workload:
+    """``spec`` at ``problem``: its sample inputs (``host`` when given), call, reference, bytes and flops."""
+    if host is None:
+        host = tuple(spec.inputs(problem, dtype, rng if rng is not None else np.random.default_rng(0)))
+    moved = spec.moved(problem, np.dtype(dtype).itemsize)
+    return Workload(spec, _label(spec.name, problem), dict(problem), host, moved, spec.flops(problem) if spec.flops else 0)
+
+
+def standard(which: str, specs: Iterable[OpSpec] | None = None, dtype=np.float32, seed: int = 0) -> list[Workload]:
+    """A workload of every library op (or of ``specs``) at its spec's sample problem ``which``:
+    "gpu", "cpu", "quick" (the standard ones) or "tiny" (host overhead)."""
     rng = np.random.default_rng(seed)
-    it = np.dtype(dtype).itemsize
-    out = []
-    for spec in FAMILIES.values():
-        p = problem(spec, sizes)
-        host = tuple(spec.inputs(p, dtype, rng))
-        out.append(Workload(
-            spec.name, _label(spec.name, p), host, lambda d, host=host: tuple(d.asarray(h) for h in host),
-            spec.sample_call, lambda spec=spec, host=host: spec.sample_expect(*host), spec.moved(p, it),
-            spec.flops(p) if spec.flops else 0, lambda spec=spec, host=host: spec.numpy(*host)))
-    return out
+    specs = OPS.values() if specs is None else specs
+    return [workload(spec, getattr(spec.sizes, which), dtype, rng) for spec in specs]
 
 
-def tolerance(op: str, dtype, k: int = 1) -> float:
+def sizes_for(dev, quick: bool = False) -> str:
+    """Which standard problems suit ``dev``: "quick", "gpu" or "cpu"."""
+    return "quick" if quick else "gpu" if dev.kind == "gpu" else "cpu"
+
+
+def tolerance(spec: OpSpec | str, dtype, k: int = 1) -> float:
     """Relative-error bound (||out-ref|| / ||ref||) fitted to the dtype: the spec's tolerance in
-    units of the dtype's, growing with the length k of a contraction's sums."""
-    spec = FAMILIES.get(op)
-    base = {np.dtype(np.float16): 3e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}.get(np.dtype(dtype), 0.0)
-    scale = 4.0 if spec is None else spec.tolerance
-    return base * scale * (max(1.0, np.sqrt(k)) if spec is not None and spec.flops else 1.0)
+    units of the dtype's, growing with the length k of a contraction's sums (ops that count flops)."""
+    if isinstance(spec, str):
+        spec = OPS.get(spec) or OpSpec  # (a name the library does not have: the default tolerance)
+    units = {np.dtype(np.float16): 3e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+    base = units.get(np.dtype(dtype), 0.0)
+    return base * spec.tolerance * (max(1.0, np.sqrt(k)) if spec.flops else 1.0)
 
 
 def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     ref64 = ref.astype(np.float64)
     denom = np.linalg.norm(ref64.ravel()) or 1.0
     return float(np.linalg.norm((out.astype(np.float64) - ref64).ravel()) / denom)
-
-
-def sizes_for(dev, quick: bool = False) -> dict:
-    if dev.kind == "gpu" and not quick:
-        return {"n": 64 << 20, "rows": 8192, "cols": 8192, "mnk": 4096}
-    if quick:
-        return {"n": 1 << 20, "rows": 512, "cols": 1024, "mnk": 256}
-    return {"n": 16 << 20, "rows": 2048, "cols": 2048, "mnk": 512}

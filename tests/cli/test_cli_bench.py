@@ -3,7 +3,7 @@ direct call of the same launches."""
 import numpy as np
 
 from isthmus import bench, ops
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 
 
 def test_recording_sees_every_launch_and_its_replay_computes_the_same(dev):
@@ -20,10 +20,12 @@ def test_recording_sees_every_launch_and_its_replay_computes_the_same(dev):
 
 def test_overhead_rows_have_the_allocating_and_the_out_call(dev):
     rows = {r["op"]: r for r in bench.overhead(dev, calls=3, rounds=1)}
-    assert set(rows) == set(FAMILIES)  # every library op, read from the registry
+    assert set(rows) == set(OPS)  # every library op, read from the registry
     for op, r in rows.items():
         assert r["isthmus_us"] > 0 and r["direct_us"] > 0 and r["launches"] == (2 if op in ("sum", "max") else 1)
-        assert ("isthmus_out_us" in r) == (op != "axpy")  # axpy works in place: no allocating variant
+        # an op that works in place (axpy) has no out= variant; the table says "in place" from the spec
+        assert ("isthmus_out_us" in r) == OPS[op].has_out and r["in_place"] == bool(OPS[op].in_place)
+    assert rows["axpy"]["in_place"] and not rows["scale"]["in_place"]
     table = bench.markdown({"device": dev.info(), "machine": bench.machine(), "sizes": {}, "copy_GBps": 1.0,
                             "kernels": [], "overhead": list(rows.values()), "date": "today"})
     assert "| axpy | 1 |" in table and "in place" in table

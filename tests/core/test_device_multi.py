@@ -45,7 +45,7 @@ moved = b.to(d1)                                       # a copy across devices
 assert moved.device is d1 and np.array_equal(moved.to_numpy(), 2 * x)
 assert np.array_equal(b.to(d2.id).to_numpy(), 2 * x)
 try:
-    d1.kernel("sum")(b)
+    d1.library("sum")(b)
     raise SystemExit("library kernel accepted a buffer of another device")
 except isthmus.InvalidArgumentError:
     pass
@@ -91,7 +91,7 @@ mixed = [lambda: isthmus.ops.axpy(1.0, a1, b2), lambda: isthmus.ops.sum(a1, out=
          lambda: isthmus.ops.max(a2, out=s1), lambda: isthmus.ops.softmax(m1, out=sm2),
          lambda: isthmus.ops.transpose(m2, out=t1), lambda: isthmus.ops.gemm(m1, mt2),
          lambda: isthmus.ops.gemm(m1, mt1, dev_c := d2.zeros((6, 6), np.float32)),
-         lambda: d1.kernel("sum")(a2)]
+         lambda: d1.library("sum")(a2)]
 for i, call in enumerate(mixed):
     try:
         call()

@@ -121,16 +121,16 @@ def test_library_kernels_prepare(dev, rng):
     xh = rng.standard_normal(n).astype(np.float32)
     yh = rng.standard_normal(n).astype(np.float32)
     x, y = dev.asarray(xh), dev.asarray(yh)
-    plan = dev.kernel("axpy").prepare(2.0, x, y)
+    plan = dev.library("axpy").prepare(2.0, x, y)
     assert isinstance(plan, isthmus.plan.Plan) and plan.result is y
     plan.launch()
     plan.bind("a", -1.0).launch()
     np.testing.assert_allclose(y.to_numpy(), yh + xh, rtol=1e-5, atol=1e-6)
-    total = dev.kernel("sum").prepare(x)  # two launches and a scratch buffer: a graph
+    total = dev.library("sum").prepare(x)  # two launches and a scratch buffer: a graph
     total.launch()
     np.testing.assert_allclose(total.result.to_numpy()[0], xh.sum(dtype=np.float64), rtol=1e-4, atol=1e-4)
     with pytest.raises(isthmus.InvalidArgumentError):
-        dev.kernel("axpy").prepare(1.0, x, dev.zeros(3, np.float32))
+        dev.library("axpy").prepare(1.0, x, dev.zeros(3, np.float32))
 
 
 def test_cuda_parameter_block_is_packed_once_and_rebound_in_place():

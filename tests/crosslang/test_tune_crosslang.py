@@ -32,10 +32,10 @@ def test_java_tunes_python_process_launch_uses_it(jvm, J, dev, tuning_db):
     jdev = J.Isthmus.get().device(dev.id)
     r = J.Tuner.of("softmax").device(jdev).size("rows", 5).size("cols", 70).strategy(J.Strategy.RANDOM).budget(3).seed(1).run()
     best = {str(k): int(v) for k, v in dict(r.best()).items()}
-    code = ("import json, isthmus; from isthmus.ops import registry; from isthmus.ops.resolve import resolve; "
+    code = ("import json, isthmus; from isthmus.ops.registry import OPS; from isthmus.ops.resolve import resolve; "
             "from isthmus.dtypes import lookup; "
             f"d = isthmus.device({dev.id!r}); "
-            "print(json.dumps(resolve(registry.op('softmax'), d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
+            "print(json.dumps(resolve(OPS['softmax'], d, lookup('float32'), {'rows': 6, 'cols': 100})[0]))")
     used = json.loads(_python(code, dict(os.environ, ISTHMUS_TUNING_DB=str(tuning_db))).strip().splitlines()[-1])
     assert used == best
 

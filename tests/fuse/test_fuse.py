@@ -190,3 +190,18 @@ def test_a_long_expression_within_the_bound_runs(dev, rng):
     out = f(dev.asarray(x))
     scale = sum((i % 7) + 1 for i in range(terms))
     np.testing.assert_allclose(out.to_numpy(), scale * x, rtol=1e-4, atol=1e-3)
+
+
+def test_the_cache_of_fused_expressions_is_bounded(monkeypatch):
+    """isthmus.fuse remembers expressions in a bounded LRU (ISTHMUS_PROGRAM_MEMO entries), not one
+    entry per expression ever fused: a long-running process that builds expressions keeps few."""
+    from isthmus.fuse import fused
+
+    monkeypatch.setenv("ISTHMUS_PROGRAM_MEMO", "2")
+    fused._cache.clear()
+    first = isthmus.fuse("out = x + 1")
+    assert isthmus.fuse("out = x + 1") is first  # remembered
+    for k in range(2, 6):
+        isthmus.fuse(f"out = x + {k}")
+    assert len(fused._cache) == 2
+    assert isthmus.fuse("out = x + 1") is not first  # dropped, least recently used first

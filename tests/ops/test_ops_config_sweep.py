@@ -34,7 +34,7 @@ IN_TURN = {"gemm_mma"}
 _ISSUE_26 = dict(VARIANT=1, TM=16, TN=64, WPTM=2, WPTN=4, TK=16, KS=8)
 KNOWN = {"gemm": [_ISSUE_26], "gemm x@W.T": [_ISSUE_26]}
 # every op, the tensor-core gemm (16-bit floats) and gemm's x @ W.T build (its own tuning key)
-SPECS = {**{name: registry.get(name) for name in (*registry.FAMILIES, "gemm_mma")},
+SPECS = {**{name: registry.get(name) for name in (*registry.OPS, "gemm_mma")},
          "gemm x@W.T": G.family_for(False, True)}
 
 
@@ -56,11 +56,11 @@ def _sample(name: str, spec, dev, dt, problem: dict, rng):
     m, n, k = problem.get("m"), problem.get("n"), problem.get("k")
     if name == "gemm_mma":  # a family of gemm: gemm's inputs and call, in a 16-bit float
         host = (rng.standard_normal((m, k)).astype(dt.np), rng.standard_normal((k, n)).astype(dt.np))
-        return host, isthmus.ops.gemm, G.reference
+        return host, isthmus.ops.gemm, lambda a, b: G.reference(np, a, b)
     if name == "gemm x@W.T":
         host = (rng.standard_normal((m, k)).astype(dt.np), rng.standard_normal((n, k)).astype(dt.np))
         return (host, lambda a, w: isthmus.ops.gemm(a, w, trans_b=True),
-                lambda a, w: G.reference(a, w, trans_b=True))
+                lambda a, w: G.reference(np, a, w, trans_b=True))
     return spec.inputs(problem, np.dtype(dt.np), rng), spec.sample_call, spec.sample_expect
 
 
@@ -97,9 +97,9 @@ def test_a_covering_sample_of_every_ops_configs_matches_the_reference(dev, rng, 
                 ref = np.asarray(expect(*host))
                 bufs = [dev.asarray(h) for h in host]
                 with forced(spec, params):
-                    if spec.into is not None and ref.dtype.kind == "f" and name in registry.FAMILIES:  # into NaN
+                    if spec.has_out and ref.dtype.kind == "f" and name in registry.OPS:  # into NaN
                         out = dev.asarray(np.full(ref.shape, np.nan, ref.dtype))
-                        spec.into(out, *bufs)
+                        spec.sample_call(*bufs, out=out)
                     else:
                         out = call(*bufs)
                 got = out.to_numpy()
@@ -119,7 +119,7 @@ def test_the_issue_26_config_is_kept_off_cpu_devices():
         kind, max_work_group_size, local_mem_size = "gpu", 1024, 49152
 
     f32, problem = lookup("float32"), {"m": 3, "n": 96, "k": 40}
-    for fam in (G.FAMILY, G.family_for(False, True)):
+    for fam in (G.SPEC, G.family_for(False, True)):
         params = {**{t.name: t.default for t in fam.tunables}, **_ISSUE_26}
         assert fam.is_valid(params, Gpu(), problem, f32) and not fam.is_valid(params, Cpu(), problem, f32)
         assert fam.is_valid({**params, "TN": 32}, Cpu(), problem, f32)  # 64 quads for 64 work-items
@@ -131,8 +131,8 @@ def test_the_covering_set_holds_every_value_in_few_configs():
 
     problem = SHAPES[("m", "n", "k")][1]
     f32 = lookup("float32")
-    picked = covering(G.FAMILY, Gpu(), problem, f32)
-    space = list(G.FAMILY.space(Gpu(), problem, f32))
+    picked = covering(G.SPEC, Gpu(), problem, f32)
+    space = list(G.SPEC.space(Gpu(), problem, f32))
     assert {(k, v) for p in picked for k, v in p.items()} == {(k, v) for p in space for k, v in p.items()}
     assert len(picked) <= 12 < len(space) // 100
     assert {p["VARIANT"] for p in picked} == {0, 1, 3}

@@ -81,7 +81,7 @@ def test_gemm_mma_empty_output(dev):
 ])
 def test_gemm_mma_other_tilings(dev, rng, params):
     """Tiles larger than the problem and smaller, deeper pipelines, more warps: every config is exact."""
-    with forced(gemm_mma.FAMILY, params):
+    with forced(gemm_mma.SPEC, params):
         _check(dev, rng, BF16, 70, 45, 83, tb=True, out="float32")
 
 
@@ -89,7 +89,7 @@ def test_gemm_mma_swizzled_tiles(dev, rng):
     """SWZ=1 (16-byte chunks permuted instead of padded rows) with a 3-stage ring: both layouts of
     each operand, odd sizes (element-wise copies) and aligned ones (16-byte copies)."""
     params = dict(BM=64, BN=32, BK=32, WM=2, WN=1, STAGES=3, GM=4, LDSM=1, ASYNC=1, SWZ=1)
-    with forced(gemm_mma.FAMILY, params):
+    with forced(gemm_mma.SPEC, params):
         _check(dev, rng, np.dtype(np.float16), 70, 45, 83, ta=True, out="float32", beta=0.5)
         _check(dev, rng, BF16, 64, 48, 96, tb=True)
 
@@ -106,7 +106,7 @@ def test_gemm_mma_warpgroup_mma(dev, rng, params, ta, tb):
     both dtypes, 16-bit and f32 results."""
     if not dev.wgmma:
         pytest.skip("no warpgroup MMA on this device (Hopper under CUDA only)")
-    with forced(gemm_mma.FAMILY, params):
+    with forced(gemm_mma.SPEC, params):
         _check(dev, rng, np.dtype(np.float16), 200, 264, 328, ta, tb, out="float32", beta=0.5)
         _check(dev, rng, BF16, 136, 72, 520, ta, tb)
         _check(dev, rng, BF16, 70, 45, 83, ta, tb, out="float32")
@@ -119,7 +119,7 @@ def test_gemm_mma_split_k(dev, rng, splits):
     output dtype; K not a multiple of the splits or of BK (the last splits get nothing), every
     operand layout, batches, and a graph-free second call reusing the same scratch."""
     params = dict(BM=32, BN=32, BK=16, WM=1, WN=2, STAGES=3, GM=1, LDSM=1, ASYNC=1, SPLITK=splits)
-    with forced(gemm_mma.FAMILY, params):
+    with forced(gemm_mma.SPEC, params):
         for ta, tb in [(False, True), (True, False), (False, False), (True, True)]:
             _check(dev, rng, BF16, 19, 40, 83, ta, tb, out="float32", beta=0.5)
         _check(dev, rng, np.dtype(np.float16), 16, 72, 256, tb=True, batch_a=3)    # x[b] @ W.T, 16-bit result
@@ -133,7 +133,7 @@ def test_gemm_mma_split_k_in_a_captured_graph(dev, rng):
     a, b = _operands(rng, BF16, 16, 48, 200, False, True)
     da, db = dev.asarray(a), dev.asarray(b)
     c = dev.asarray(np.full((16, 48), np.nan, np.float32))
-    with forced(gemm_mma.FAMILY, params), dev.capture() as graph:
+    with forced(gemm_mma.SPEC, params), dev.capture() as graph:
         gemm_mma.run(da, db, c, 2.0, 0.0, trans_b=True, out_dtype="float32")
     assert np.isnan(c.to_numpy()).all()
     try:
@@ -151,23 +151,23 @@ def test_gemm_mma_rule_splits_k_for_few_long_tiles():
     """x @ W.T with a batch of rows and a long K gets K splits up to two work-groups a compute unit;
     short K, many tiles and squares keep one."""
     dev = _NvidiaLike("cuda", 227 * 1024, True)
-    pick = lambda m, n, k: gemm_mma.FAMILY.defaults(dev, {"m": m, "n": n, "k": k}).get("SPLITK", 1)  # noqa: E731
+    pick = lambda m, n, k: gemm_mma.SPEC.defaults(dev, {"m": m, "n": n, "k": k}).get("SPLITK", 1)  # noqa: E731
     assert pick(16, 4096, 11008) == 4 and pick(64, 4096, 11008) == 4
     assert pick(16, 4096, 4096) == 1 and pick(16, 11008, 4096) == 1 and pick(4096, 4096, 16384) == 1
     assert pick(16, 128, 1 << 20) == 8  # at most SPLITK's largest value
     for m, n, k in [(16, 4096, 11008), (64, 4096, 8193), (16, 4096, 5000), (16, 128, 1 << 20)]:  # valid picks
         problem = {"m": m, "n": n, "k": k}
-        assert gemm_mma.FAMILY.is_valid(gemm_mma.FAMILY.defaults(dev, problem), dev, problem), problem
+        assert gemm_mma.SPEC.is_valid(gemm_mma.SPEC.defaults(dev, problem), dev, problem), problem
 
 
 def test_gemm_mma_tuning_space_keeps_its_size():
     """The wgmma and split-K tunables add configs only where they apply (a Hopper device; skinny
     problems with a long K): elsewhere the tuner's space is what it was without them."""
     dev = _NvidiaLike("opencl", None, False)
-    space = list(gemm_mma.FAMILY.space(dev, {"m": 4096, "n": 4096, "k": 4096}))
+    space = list(gemm_mma.SPEC.space(dev, {"m": 4096, "n": 4096, "k": 4096}))
     assert all(p["WGMMA"] == 0 and p["SPLITK"] == 1 and p["STAGES"] <= 4 and p["WM"] <= 4 for p in space)
     assert len(space) < 60000
-    skinny = {p["SPLITK"] for p in gemm_mma.FAMILY.space(dev, {"m": 16, "n": 4096, "k": 11008})}
+    skinny = {p["SPLITK"] for p in gemm_mma.SPEC.space(dev, {"m": 16, "n": 4096, "k": 11008})}
     assert skinny == {1, 2, 4}
 
 
@@ -230,7 +230,7 @@ def test_gemm_mma_rule_picks_a_valid_tile_per_shape_class(backend, optin, wgmma)
     fits the device with its 128 bytes of alignment (NVIDIA's OpenCL: static arrays up to the opt-in
     maximum on the compute capabilities it is known for, 48 KiB elsewhere); warpgroup MMA only where
     the device has it (Hopper under CUDA), for every problem but the skinny ones."""
-    fam, dev = gemm_mma.FAMILY, _NvidiaLike(backend, optin, wgmma)
+    fam, dev = gemm_mma.SPEC, _NvidiaLike(backend, optin, wgmma)
     picks = {}
     for m, n, k in [(16, 4096, 4096), (4096, 64, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 4096, 64)]:
         problem = {"m": m, "n": n, "k": k}
@@ -250,7 +250,7 @@ def test_every_ring_keeps_128_bytes_to_start_on_a_128_byte_boundary():
     """A static ring starts on a 128-byte boundary (NVIDIA's OpenCL puts bytes of its own before a
     kernel's arrays): a ring of exactly 48 KiB no longer fits in 48 KiB, one of 32 KiB does, and so
     does the 48 KiB ring where the device allows more (NVIDIA's OpenCL on sm_90, CUDA)."""
-    fam, problem = gemm_mma.FAMILY, {"m": 4096, "n": 4096, "k": 4096}
+    fam, problem = gemm_mma.SPEC, {"m": 4096, "n": 4096, "k": 4096}
     full = dict(fam.defaults(_NvidiaLike("opencl")), BM=128, BN=128, BK=32, WM=2, WN=2, SWZ=1, STAGES=3)
     assert gemm_mma.smem_bytes(full, False, False) == 48 * 1024
     assert not fam.is_valid(full, _NvidiaLike("opencl"), problem)
@@ -297,7 +297,7 @@ def test_gemm_mma_rule_leaves_other_devices_on_the_defaults(dev):
     """Devices without mma.sync (PoCL here) run the portable path with the defaults (CPU ones on a CPU)."""
     if dev.mma_sync:
         pytest.skip("a device with mma.sync")
-    assert gemm_mma.FAMILY.defaults(dev, {"m": 8192, "n": 8192, "k": 8192}) == gemm_mma.FAMILY.defaults(dev)
+    assert gemm_mma.SPEC.defaults(dev, {"m": 8192, "n": 8192, "k": 8192}) == gemm_mma.SPEC.defaults(dev)
 
 
 def test_ops_gemm_takes_16_bit_floats_to_tensor_cores(dev, rng):

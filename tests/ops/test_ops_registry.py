@@ -1,56 +1,71 @@
 """isthmus.ops.registry and spec: every library op is declared once and found by the registry;
 its spec's sample inputs, call and NumPy reference are what the tests, the tuner and the
 benchmarks use, so each op is checked here from its spec alone (every dtype it lists, odd sizes)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 import isthmus
-from isthmus import ops
+from isthmus import knobs, ops
 from isthmus.ops import registry
 from isthmus.ops.spec import OpSpec
-from isthmus.workloads import rel_error, tolerance
+from isthmus.ops.spec import Launch, Output, Scalar, Sizes, Tensor, Tunable, sample
+from isthmus.workloads import standard, workload
 
-# odd problem sizes for each kind of problem: primes, 1, non-multiples of any work-group size
-_ODD = {("n",): [{"n": 1}, {"n": 1009}, {"n": 65537}],
-        ("rows", "cols"): [{"rows": 1, "cols": 7}, {"rows": 13, "cols": 257}, {"rows": 97, "cols": 1}],
-        ("m", "n", "k"): [{"m": 1, "n": 5, "k": 3}, {"m": 17, "n": 33, "k": 65}]}
-_CASES = [(name, dt, tuple(p.items())) for name, spec in registry.FAMILIES.items() for dt in spec.dtypes
-          for p in _ODD[spec.problem]]
+def _cases(specs):
+    """(spec, dtype, odd problem) for every dtype of every spec: the odd problems are the spec's own
+    (1, primes, non-multiples of any work-group size), in the spec's own vocabulary."""
+    return [(spec, dt, tuple(p.items())) for spec in specs for dt in spec.dtypes for p in spec.sizes.odd]
 
 
-@pytest.mark.parametrize("name,dtype,problem", _CASES, ids=[f"{n}-{d}-{'x'.join(str(v) for _, v in p)}"
-                                                             for n, d, p in _CASES])
-def test_every_library_op_matches_its_reference_on_its_sample_inputs(dev, rng, name, dtype, problem):
-    spec = registry.FAMILIES[name]
+_CASES = _cases(registry.OPS.values())
+
+
+def _ids(cases):
+    return [f"{s.name}-{d}-{'x'.join(str(v) for _, v in p)}" for s, d, p in cases]
+
+
+def _check_sample(dev, rng, spec, dtype, problem):
+    """The spec's sample call on its sample inputs against its reference in float64, within its
+    tolerance (the error of its kind), into a new buffer and, where the op has one, into out=."""
     if not dev.supports(dtype):
         pytest.skip(f"{dev.id} has no {dtype}")
     p = dict(problem)
     host = spec.inputs(p, np.dtype(isthmus.dtypes.lookup(dtype).np), rng)
-    bufs = [dev.asarray(h) for h in host]
-    out = spec.sample_call(*bufs).to_numpy()
-    ref = spec.sample_expect(*host)
-    assert out.shape == ref.shape and out.dtype == ref.dtype
-    if ref.dtype.kind in "iu":
-        np.testing.assert_array_equal(out, ref)
-    else:
-        k = p.get("k", 1)
+    ref = spec.sample_expect(*host, exact=True)
+    results = [spec.sample_call(*[dev.asarray(h) for h in host]).to_numpy()]
+    if spec.has_out:
+        out = dev.asarray(np.full(ref.shape, 7, ref.dtype))  # poisoned
+        results.append(spec.sample_call(*[dev.asarray(h) for h in host], out=out).to_numpy())
+    for out in results:
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        if ref.dtype.kind in "iu":
+            np.testing.assert_array_equal(out, ref)
+            continue
+        w = workload(spec, p, ref.dtype, host=tuple(host))
         wide = ref.dtype.itemsize == 2  # float16/bfloat16: judged in float16's units
-        bound = tolerance(name, np.float16 if wide else ref.dtype, k) * (8 if ref.dtype.name == "bfloat16" else 1)
-        assert rel_error(out.astype(np.float64), ref.astype(np.float64)) <= bound
+        bound = w.tolerance(np.float16 if wide else ref.dtype) * (8 if ref.dtype.name == "bfloat16" else 1)
+        assert w.error(out) <= bound
+
+
+@pytest.mark.parametrize("spec,dtype,problem", _CASES, ids=_ids(_CASES))
+def test_every_library_op_matches_its_reference_on_its_sample_inputs(dev, rng, spec, dtype, problem):
+    _check_sample(dev, rng, spec, dtype, problem)
 
 
 def test_the_registry_finds_every_spec_file_and_ops_exposes_each_library_op():
     names = registry.names()
-    for name, spec in registry.FAMILIES.items():
+    for name, spec in registry.OPS.items():
         assert isinstance(spec, OpSpec) and spec.library and registry.get(name) is spec
         assert getattr(ops, name) is spec.run and spec.run.__doc__  # the public function, documented
         assert spec.reference is not None and spec.inputs is not None and spec.moved is not None
-    assert set(ops.__all__) == set(registry.FAMILIES) >= {"axpy", "sum", "max", "softmax", "transpose", "gemm",
+    assert set(ops.__all__) == set(registry.OPS) >= {"axpy", "sum", "max", "softmax", "transpose", "gemm",
                                                             "scale"}
-    assert registry.get("gemm_mma") is not None and "gemm_mma" not in registry.FAMILIES  # a family of gemm
-    assert names[:len(registry.FAMILIES)] == list(registry.FAMILIES)
+    assert registry.get("gemm_mma") is not None and "gemm_mma" not in registry.OPS  # a family of gemm
+    assert names[:len(registry.OPS)] == list(registry.OPS)
     with pytest.raises(isthmus.InvalidArgumentError, match="the library has axpy"):
-        registry.family("nope")
+        registry.library_op("nope")
 
 
 def test_users_kernels_join_the_same_registry_but_not_under_a_library_name():
@@ -61,10 +76,10 @@ def test_users_kernels_join_the_same_registry_but_not_under_a_library_name():
               (c["WG"],)), inputs=lambda p, dt, rng: (np.ones(p["n"], dt),), scalars=lambda p: (p["n"],),
               output=0, reference=lambda x: 2 * x)
     kernel = declare("r12_twice", src, **kw)
-    assert registry.get("r12_twice") is kernel.family and "r12_twice" not in registry.FAMILIES
+    assert registry.get("r12_twice") is kernel.family and "r12_twice" not in registry.OPS
     assert "r12_twice" in registry.names()
     for taken in ("softmax", "gemm_mma"):
-        with pytest.raises(ValueError, match="library kernel"):
+        with pytest.raises(isthmus.InvalidArgumentError, match="is an op of the library"):
             declare(taken, src.replace("r12_twice", taken), **kw)
 
 
@@ -87,10 +102,10 @@ def test_capture_and_bench_install_a_recorder_and_patch_nothing(dev, rng):
 def test_registry_op_is_the_op_table_library_ops_and_users_registered_ones(dev, rng, monkeypatch):
     """``registry.op`` (what Java's op handles read): every library op, and a spec with a function
     that a user registers; not the library's internal families nor a tunable kernel without one."""
-    for name, spec in registry.FAMILIES.items():
+    for name, spec in registry.OPS.items():
         assert registry.op(name) is spec
     for internal in ("gemm_mma", "nope"):
-        with pytest.raises(isthmus.InvalidArgumentError, match="no library kernel .*the library has axpy"):
+        with pytest.raises(isthmus.InvalidArgumentError, match="no op .*the library has axpy"):
             registry.op(internal)
 
     def halve(x, out=None):
@@ -104,4 +119,71 @@ def test_registry_op_is_the_op_table_library_ops_and_users_registered_ones(dev, 
         registry.op("r12jv_nofn")
     host = rng.standard_normal(int(rng.integers(1, 999))).astype(np.float32)
     x = dev.asarray(host)
-    np.testing.assert_allclose(dev.kernel("r12jv_halve")(x).to_numpy(), host * np.float32(0.5), rtol=1e-6)
+    np.testing.assert_allclose(dev.library("r12jv_halve")(x).to_numpy(), host * np.float32(0.5), rtol=1e-6)
+
+
+# ---- a vocabulary no library op has: the op of attention's shape ---------------------------------
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Text(OpSpec):
+    """A spec whose kernel source is given as text (a test's own kernel, not a file of the library)."""
+    text: str = ""
+
+    def source_text(self) -> str:
+        return (knobs.kernel_dir() / "dtype.h").read_text() + "\n" + self.text
+
+
+_BHSD_SRC = """
+__kernel void r25_bhsd(const int batch, const int heads, const int seq, const int head_dim, const T alpha,
+                       __global const T* x, __global T* out) {
+    long i = get_global_id(0);
+    if (i < (long)batch * heads * seq * head_dim) out[i] = alpha * x[i];
+}"""
+_BHSD = _Text(
+    name="r25_bhsd", source="<r25_bhsd>", entries=("r25_bhsd",), dtypes=("float32", "float64"), library=False,
+    text=_BHSD_SRC, args=(Tensor("x", ndim=4), Scalar("alpha", default=1.0, sample=0.5)),
+    problem={"batch": "x.shape[0]", "heads": "x.shape[1]", "seq": "x.shape[2]", "head_dim": "x.shape[3]"},
+    out=Output(like="x"),
+    launch=Launch("r25_bhsd", lambda p, c: ((-(-p["batch"] * p["heads"] * p["seq"] * p["head_dim"] // c["WG"])
+                                             * c["WG"],), (c["WG"],)),
+                  args=("batch:int", "heads:int", "seq:int", "head_dim:int", "alpha", "x", "out")),
+    tunables=(Tunable("WG", (16, 32, 64), 32),), restrictions=("WG <= max_work_group_size",),
+    reference=lambda xp, x, alpha=1.0: (alpha * x.astype(xp.float64)).astype(x.dtype),
+    inputs=lambda p, dt, rng: (sample(rng, (p["batch"], p["heads"], p["seq"], p["head_dim"]), dt),),
+    moved=lambda p, size: 2 * p["batch"] * p["heads"] * p["seq"] * p["head_dim"] * size,
+    sizes=Sizes(gpu={"batch": 4, "heads": 32, "seq": 1024, "head_dim": 128},
+                cpu={"batch": 2, "heads": 8, "seq": 256, "head_dim": 64},
+                quick={"batch": 1, "heads": 4, "seq": 64, "head_dim": 32},
+                tiny={"batch": 1, "heads": 2, "seq": 3, "head_dim": 8},
+                odd=({"batch": 1, "heads": 1, "seq": 1, "head_dim": 1},
+                     {"batch": 3, "heads": 5, "seq": 7, "head_dim": 11})),
+)
+_BHSD_CASES = _cases([_BHSD])
+
+
+@pytest.mark.parametrize("spec,dtype,problem", _BHSD_CASES, ids=_ids(_BHSD_CASES))
+def test_a_four_name_vocabulary_goes_through_the_tests_parametrization(dev, rng, spec, dtype, problem):
+    _check_sample(dev, rng, spec, dtype, problem)
+
+
+def test_a_four_name_vocabulary_goes_through_workloads_and_bench(dev):
+    from isthmus import bench
+
+    (w,) = standard("tiny", [_BHSD])
+    assert w.problem == {"batch": 1, "heads": 2, "seq": 3, "head_dim": 8} and w.label == "r25_bhsd 1x2x3x8"
+    (row,) = bench.overhead(dev, calls=3, rounds=1, specs=[_BHSD])
+    assert row["op"] == "r25_bhsd" and row["launches"] == 1 and "isthmus_out_us" in row and not row["in_place"]
+    result = bench.run(dev, quick=True, specs=[_BHSD])
+    (k,) = result["kernels"]
+    assert k["correct"] and k["unit"] == "GB/s" and result["sizes"] == {"r25_bhsd": _BHSD.sizes.quick}
+    assert "r25_bhsd" in bench.markdown(result)
+
+
+def test_a_declared_op_checks_its_arguments_and_links(dev):
+    x = dev.zeros((2, 3, 4, 5), np.float32)
+    assert _BHSD.run(x).shape == (2, 3, 4, 5) and _BHSD.run(x, alpha=2.0, out=dev.zeros((2, 3, 4, 5), np.float32))
+    for call, match in [(lambda: _BHSD.run(dev.zeros((2, 3), np.float32)), "x must be 4-D"),
+                        (lambda: _BHSD.run(x, 1.0, x), "input's memory|shares memory"),
+                        (lambda: _BHSD.run(x, "a"), "r25_bhsd: alpha must be a real number, got str"),
+                        (lambda: _BHSD.run(np.zeros((1, 1, 1, 1), np.float32)), "must be an isthmus Buffer")]:
+        with pytest.raises(isthmus.InvalidArgumentError, match=match):
+            call()

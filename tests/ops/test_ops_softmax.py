@@ -15,7 +15,7 @@ import isthmus
 from isthmus.dtypes import lookup
 from isthmus.ops.resolve import forced, resolve
 from isthmus.ops.spec import bucket
-from isthmus.ops.specs.softmax import FAMILY, rule
+from isthmus.ops.specs.softmax import SPEC, rule
 from isthmus.tune import db as dbmod
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
@@ -64,7 +64,7 @@ def _run(dev, params, x, *, in_place=False):
     """softmax of x with ``params`` forced, into a NaN-poisoned output (or x itself)."""
     out = dev.asarray(x) if in_place else dev.asarray(np.full(x.shape, np.nan, x.dtype))
     src = out if in_place else dev.asarray(x)
-    with forced(FAMILY, params):
+    with forced(SPEC, params):
         assert isthmus.ops.softmax(src, out=out) is out
     return out.to_numpy()
 
@@ -157,7 +157,7 @@ def test_every_variant_in_place(dev, rng, variant):
 @pytest.mark.parametrize("cols", [4, 128, 4096, 40000])
 def test_the_rules_gpu_configs_compute_right(dev, rng, cols):
     """What the rule picks on a GPU (narrow, held, wide), run here at odd row counts."""
-    params = FAMILY.defaults(_Big(), {"rows": 3, "cols": cols}, lookup("float32"))
+    params = SPEC.defaults(_Big(), {"rows": 3, "cols": cols}, lookup("float32"))
     if params["WG"] > dev.max_work_group_size:
         pytest.skip(f"{dev.id}: work-groups of at most {dev.max_work_group_size}")
     for shape in [(1, cols), (37, cols - 1)]:
@@ -174,7 +174,7 @@ def test_library_path_at_odd_shapes(dev, rng):
 
 def test_empty(dev):
     for params in (VARIANTS["narrow"][0], VARIANTS["held"][0]):
-        with forced(FAMILY, params):
+        with forced(SPEC, params):
             assert isthmus.ops.softmax(dev.empty((0, 5), np.float32)).shape == (0, 5)
             assert isthmus.ops.softmax(dev.empty((4, 0), np.float32)).shape == (4, 0)
 
@@ -208,7 +208,7 @@ class _TinyGpu(_Big):
 
 
 def _valid(params, cols, dtype="float32", device=_Big()):
-    return FAMILY.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols},
+    return SPEC.is_valid({"RPG": 1, "SPLIT": 1, "ROWLOOP": 0, **params}, device, {"rows": 8, "cols": cols},
                            lookup(dtype))
 
 
@@ -224,7 +224,7 @@ def _variant(p: dict, cols: int) -> str:
 
 def test_rule_picks_the_variant_from_the_row_length():
     def pick(cols, dtype="float32"):
-        p = FAMILY.defaults(_Big(), {"rows": 1000, "cols": cols}, lookup(dtype))
+        p = SPEC.defaults(_Big(), {"rows": 1000, "cols": cols}, lookup(dtype))
         assert p.pop("ROWLOOP") == 0  # a CPU's variant
         return _variant(p, cols), p
     assert pick(128) == ("narrow", {"WG": 256, "RPG": 32, "VPT": 8, "CACHE": 2, "SPLIT": 1})  # teams of 8 hold 16
@@ -243,7 +243,7 @@ def test_rule_picks_the_variant_from_the_row_length():
     assert pick((1 << 19) + 1) == ("two-pass", {"WG": 1024, "RPG": 1, "VPT": 8, "CACHE": 0, "SPLIT": 1})
     # a CPU: a row per item at every width, about rows/8 rows per group (at most 64)
     def cpu(rows, cols):
-        return FAMILY.defaults(_Cpu(), {"rows": rows, "cols": cols}, lookup("float32"))
+        return SPEC.defaults(_Cpu(), {"rows": rows, "cols": cols}, lookup("float32"))
     assert cpu(9, 128) == {"WG": 2, "RPG": 2, "VPT": 4, "CACHE": 0, "SPLIT": 1, "ROWLOOP": 1}
     assert cpu(256, 32000) == {"WG": 32, "RPG": 32, "VPT": 4, "CACHE": 0, "SPLIT": 1, "ROWLOOP": 1}
     assert cpu(16384, 128) == cpu(16384, 3) == cpu(16384, 1 << 20) == {**cpu(256, 1), "WG": 64, "RPG": 64}
@@ -256,9 +256,9 @@ def test_rule_picks_the_variant_from_the_row_length():
 def test_rule_configs_are_valid_at_every_bucket(dtype, device):
     for e in range(0, 21):
         for cols in {1 << e, (1 << e) // 2 + 1}:
-            p = FAMILY.defaults(device, {"rows": 7, "cols": cols}, lookup(dtype))
-            assert FAMILY.is_valid(p, device, {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
-            assert p == FAMILY.defaults(device) | rule({"rows": 8, "cols": bucket(cols)}, device, lookup(dtype))
+            p = SPEC.defaults(device, {"rows": 7, "cols": cols}, lookup(dtype))
+            assert SPEC.is_valid(p, device, {"rows": 7, "cols": cols}, lookup(dtype)), (cols, p)
+            assert p == SPEC.defaults(device) | rule({"rows": 8, "cols": bucket(cols)}, device, lookup(dtype))
             if p["CACHE"]:  # a held config holds the row (in SPLIT groups), or at least _HOLD_WIDE bytes of it
                 assert (cols <= p["WG"] // p["RPG"] * p["VPT"] * p["CACHE"] * p["SPLIT"]
                         or p["WG"] * p["VPT"] * p["CACHE"] >= 16384)
@@ -293,7 +293,7 @@ def test_narrow_restrictions():
 def test_held_configs_at_the_gpu_sizes():
     """One held config per work-group size whose registers fit the row (one row per group)."""
     def held(cols, dtype):
-        return {(p["WG"], p["VPT"], p["CACHE"]) for p in FAMILY.space(_Big(), {"rows": 8, "cols": cols},
+        return {(p["WG"], p["VPT"], p["CACHE"]) for p in SPEC.space(_Big(), {"rows": 8, "cols": cols},
                                                                       lookup(dtype))
                 if p["CACHE"] and p["RPG"] == 1 and p["SPLIT"] == 1}
     assert held(8192, "float32") == {(1024, 8, 1), (512, 8, 2), (256, 8, 4), (128, 8, 8)}
@@ -311,7 +311,7 @@ def test_split_configs_hold_their_chunk():
     """Split rows: every config holds its chunk (cols / SPLIT) entirely and more than half full,
     one row per group, on GPUs only; the rule's vocabulary configs are among them."""
     def split(cols, device=_Big()):
-        return [p for p in FAMILY.space(device, {"rows": 8, "cols": cols}, lookup("float32")) if p["SPLIT"] > 1]
+        return [p for p in SPEC.space(device, {"rows": 8, "cols": cols}, lookup("float32")) if p["SPLIT"] > 1]
     found = split(32000)
     assert {"WG": 512, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 4, "ROWLOOP": 0} in found
     for p in found:
@@ -329,7 +329,7 @@ def test_in_place_split_rows_run_one_group_per_row(dev):
     """In place, a split config runs with SPLIT = 1 (a late sibling's group reads the whole row,
     which the others may have written already): the same chunk held, the rest streamed."""
     from isthmus.ops.specs import softmax as sm
-    with forced(FAMILY, VARIANTS["split"][0]):
+    with forced(SPEC, VARIANTS["split"][0]):
         assert sm._steps(dev, lookup("float32"), 5, 3001)[-1] > 8  # (..., workspace bytes): split rows'
         assert sm._steps(dev, lookup("float32"), 5, 3001, in_place=True)[-1] == 8  # a ticket only: no split
 
@@ -340,7 +340,7 @@ def test_split_rows_reuse_their_workspace(dev, rng):
     fresh data each time must give fresh results; rows of 1 and 2 groups' worth, an odd count."""
     from isthmus.ops.specs import softmax as sm
     params = VARIANTS["split"][0]
-    with forced(FAMILY, params):
+    with forced(SPEC, params):
         kernel, g, loc, rows, cols, _, ws_nbytes = sm._steps(dev, lookup("float32"), 5, 3001)
     assert ws_nbytes == 8 * (1 + 2 * 5 * 4)
     ws = dev._workspace(kernel, ws_nbytes)
@@ -355,9 +355,9 @@ def test_split_rows_reuse_their_workspace(dev, rng):
 def test_validity_is_the_same_across_a_bucket():
     """Configs are memoized per problem bucket, so a config valid for one row length must be valid
     for every length in its bucket."""
-    configs = [dict(zip([t.name for t in FAMILY.tunables], v)) for v in itertools.product(*(t.values for t in FAMILY.tunables))]
+    configs = [dict(zip([t.name for t in SPEC.tunables], v)) for v in itertools.product(*(t.values for t in SPEC.tunables))]
     # (what the tunables' `when` leaves out, and a CPU's small groups, kept out of the loop: too many)
-    configs = [p for p in configs if all(p[t.name] == t.default or t.applies(p) for t in FAMILY.tunables)
+    configs = [p for p in configs if all(p[t.name] == t.default or t.applies(p) for t in SPEC.tunables)
                and (p["WG"] >= 32 or p["ROWLOOP"])]
     for cols in list(range(1, 300)) + [511, 512, 513, 1000, 1023, 1024, 1025, 4097, 8191, 8192, 8193, 12000,
                                        32000, 32769, 128256]:
@@ -371,13 +371,13 @@ def test_a_tuned_held_config_is_not_used_for_longer_rows(dev, tuning_db):
     from isthmus.tune.db import key_for
 
     held = {"WG": 64, "RPG": 1, "VPT": 8, "CACHE": 2, "SPLIT": 1, "ROWLOOP": 0}
-    assert FAMILY.is_valid(held, dev, {"rows": 4, "cols": 1024}, lookup("float32"))
-    dbmod.user().record(key_for(FAMILY, dev, "float32", {"rows": 4, "cols": 1024}), {"rows": 4, "cols": 1024},
+    assert SPEC.is_valid(held, dev, {"rows": 4, "cols": 1024}, lookup("float32"))
+    dbmod.user().record(key_for(SPEC, dev, "float32", {"rows": 4, "cols": 1024}), {"rows": 4, "cols": 1024},
                         held, 1.0, "ok")
     dbmod.forget()
     f32 = lookup("float32")
-    assert resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1000})[0] == held
-    longer = resolve(FAMILY, dev, f32, {"rows": 4, "cols": 1500})[0]
+    assert resolve(SPEC, dev, f32, {"rows": 4, "cols": 1000})[0] == held
+    longer = resolve(SPEC, dev, f32, {"rows": 4, "cols": 1500})[0]
     assert longer["CACHE"] == 0 or longer["WG"] * longer["VPT"] * longer["CACHE"] >= 1500
 
 
@@ -388,7 +388,7 @@ def test_a_captured_split_launch_replays_right(dev, rng):
     params = VARIANTS["split"][0]
     shape = (3, 2500)
     bx, by = dev.asarray(_data(rng, shape, "float32")), dev.empty(shape, np.float32)
-    with forced(FAMILY, params), dev.capture() as graph:
+    with forced(SPEC, params), dev.capture() as graph:
         isthmus.ops.softmax(bx, out=by)
     assert len(graph.steps) == 1  # the launch alone
     try:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from isthmus.dtypes import lookup as dtype
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.ops.spec import problem_bucket, shape_class
 from isthmus.tune import db as dbmod
 from isthmus.tune.db import key_for
 
 F32 = dtype("float32")
-TRANSPOSE, SOFTMAX, GEMM, AXPY = (FAMILIES[k] for k in ("transpose", "softmax", "gemm", "axpy"))
+TRANSPOSE, SOFTMAX, GEMM, AXPY = (OPS[k] for k in ("transpose", "softmax", "gemm", "axpy"))
 
 
 class FakeGpu:

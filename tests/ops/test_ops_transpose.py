@@ -9,7 +9,7 @@ import pytest
 import isthmus
 from isthmus.dtypes import lookup
 from isthmus.ops.resolve import forced
-from isthmus.ops.specs.transpose import FAMILY, grid
+from isthmus.ops.specs.transpose import SPEC, grid
 
 CONFIGS = [{"TILE": 16, "BLOCK_ROWS": 4, "ORDER": 0}, {"TILE": 8, "BLOCK_ROWS": 8, "ORDER": 1},
            {"TILE": 32, "BLOCK_ROWS": 2, "ORDER": 1}, {"TILE": 64, "BLOCK_ROWS": 4, "ORDER": 0}]
@@ -31,7 +31,7 @@ def _data(rng, shape, dtype):
 
 def _run(dev, params, x):
     out = _poisoned_out(dev, x.shape, x.dtype)
-    with forced(FAMILY, params):
+    with forced(SPEC, params):
         assert isthmus.ops.transpose(dev.asarray(x), out=out) is out
     return out.to_numpy()
 
@@ -72,15 +72,15 @@ def test_every_config_of_the_space_is_valid_for_tall_problems():
         local_mem_optin = None
         wgmma = False
 
-    space = list(FAMILY.space(Big(), {"rows": 1 << 30, "cols": 1}, lookup("float32")))
-    assert len(space) == len(list(FAMILY.space(Big(), {"rows": 64, "cols": 64}, lookup("float32")))) > 0
+    space = list(SPEC.space(Big(), {"rows": 1 << 30, "cols": 1}, lookup("float32")))
+    assert len(space) == len(list(SPEC.space(Big(), {"rows": 64, "cols": 64}, lookup("float32")))) > 0
 
 
 def test_grid_runs_along_dimension_0():
     p = {"TILE": 64, "BLOCK_ROWS": 4, "ORDER": 0}
-    assert grid(8 << 20, 1, p) == (((8 << 20) // 64, 4), (64, 4))  # a copy: 4096 elements per group
-    assert grid(12345, 6789, p) == ((193 * 107 * 64, 4), (64, 4))
-    assert grid(1, 1, p) == ((64, 4), (64, 4))
+    assert grid({"rows": 8 << 20, "cols": 1}, p) == (((8 << 20) // 64, 4), (64, 4))  # a copy: 4096 elements per group
+    assert grid({"rows": 12345, "cols": 6789}, p) == ((193 * 107 * 64, 4), (64, 4))
+    assert grid({"rows": 1, "cols": 1}, p) == ((64, 4), (64, 4))
 
 
 def test_cpu_devices_default_to_whole_32x32_tiles(dev, rng):
@@ -88,14 +88,14 @@ def test_cpu_devices_default_to_whole_32x32_tiles(dev, rng):
     on PoCL), correct at odd shapes."""
     from isthmus.dtypes import lookup
     from isthmus.ops.resolve import resolve
-    from isthmus.ops.specs.transpose import FAMILY
+    from isthmus.ops.specs.transpose import SPEC
 
     class _Cpu:
         kind = "cpu"
 
-    assert FAMILY.defaults(_Cpu()) == {"TILE": 32, "BLOCK_ROWS": 32, "ORDER": 0}
+    assert SPEC.defaults(_Cpu()) == {"TILE": 32, "BLOCK_ROWS": 32, "ORDER": 0}
     if dev.kind == "cpu" and dev.max_work_group_size >= 1024:
-        assert resolve(FAMILY, dev, lookup("float32"), {"rows": 3001, "cols": 77})[0]["TILE"] == 32
+        assert resolve(SPEC, dev, lookup("float32"), {"rows": 3001, "cols": 77})[0]["TILE"] == 32
     for shape in [(3001, 77), (33, 31), (1, 1)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_array_equal(isthmus.ops.transpose(dev.asarray(x)).to_numpy(), x.T)

@@ -93,7 +93,8 @@ def test_wheel_and_sdist_carry_everything(dist):
     assert bundled and {f"isthmus/tune/bundled/{b}" for b in bundled} <= names
     lib = {f"isthmus/java/lib/isthmus-{V}{s}" for s in (".jar", ".pom", "-sources.jar", "-javadoc.jar")}
     assert lib <= names
-    assert {"isthmus/py.typed", f"isthmus-{V}.dist-info/licenses/LICENSE", "isthmus/__main__.py"} <= names
+    assert {"isthmus/py.typed", "isthmus/ops/__init__.pyi", f"isthmus-{V}.dist-info/licenses/LICENSE",
+            "isthmus/__main__.py"} <= names
     assert not any(n.startswith(("tests/", "benchmarks/", "examples/")) for n in names)
     with zipfile.ZipFile(wheel) as z:
         metadata = z.read(f"isthmus-{V}.dist-info/METADATA").decode()

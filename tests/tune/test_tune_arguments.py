@@ -7,11 +7,11 @@ import pytest
 
 import isthmus
 from isthmus.errors import InvalidArgumentError
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.tune import arguments
 from isthmus.tune.arguments import CLI, JAVA, PYTHON
 
-GEMM = FAMILIES["gemm"]
+GEMM = OPS["gemm"]
 
 BAD_PROBLEMS = [  # (problem, what the message says)
     ({"m": 0, "n": 64, "k": 64}, "size m must be at least 1"),
@@ -44,7 +44,7 @@ def test_the_hint_keeps_the_sizes_the_user_gave():
         arguments.problem(GEMM, {"m": 0, "n": 96, "k": 40}, CLI)
     assert "got --size m=0" in str(caught.value) and "e.g. --size m=1024 n=96 k=40" in str(caught.value)
     with pytest.raises(InvalidArgumentError) as caught:
-        arguments.problem(FAMILIES["softmax"], {"rows": 7}, JAVA)
+        arguments.problem(OPS["softmax"], {"rows": 7}, JAVA)
     assert '.size("rows", 7).size("cols", 1024)' in str(caught.value)
 
 

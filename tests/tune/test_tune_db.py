@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from isthmus.dtypes import lookup as dtype
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.tune import db as dbmod
 from isthmus.tune.db import Database, TuningDatabaseWarning, key_for
 
-AXPY, GEMM = FAMILIES["axpy"], FAMILIES["gemm"]
+AXPY, GEMM = OPS["axpy"], OPS["gemm"]
 # gemm's tunables besides the tile: the tiled variant, the other variants' parameters at their defaults
 _G = {"VARIANT": 0, "KS": 4, "CM": 4, "CN": 2, "CV": 8, "CR": 1, "VLD": 1, "RM": 4, "RN": 2, "RW": 8}
 F32 = dtype("float32")

@@ -9,7 +9,7 @@ import pytest
 
 from isthmus.errors import DatabaseError
 from isthmus.tune import db as dbmod
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.tune.db import Database
 from test_tune_db import GEMM, FakeDevice, _G, _record
 
@@ -63,7 +63,7 @@ def test_bad_import_is_rejected_naming_the_entry_and_changes_nothing(db, bad, me
 
 
 def _softmax(**params):
-    softmax = FAMILIES["softmax"]
+    softmax = OPS["softmax"]
     source, options = dbmod.fingerprint(softmax, "float32")
     base = {"WG": 256, "VPT": 4, "CACHE": 0, "RPG": 1, "SPLIT": 1, "ROWLOOP": 0}
     return _entry(kernel="softmax", source_hash=source, options=options, bucket={"rows": 1024, "cols": 2048},
@@ -76,7 +76,7 @@ def _softmax(**params):
 ])
 def test_a_restriction_error_names_only_the_clauses_that_fail(db, params, failing):
     """Issue 26, item 11: softmax has 13 restriction clauses; the message lists the failing ones."""
-    softmax = FAMILIES["softmax"]
+    softmax = OPS["softmax"]
     assert len(softmax.restrictions) > 10
     with pytest.raises(DatabaseError) as caught:
         db.import_document(_doc(_softmax(**params)))
@@ -119,7 +119,7 @@ def test_shipped_bundled_configs_are_valid(db):
     with pytest.raises(DatabaseError, match="read-only"):
         bundled.clear()
     for entry in bundled.export()["entries"]:
-        assert entry["kernel"] in FAMILIES
+        assert entry["kernel"] in OPS
 
 
 def _write_doc(path, text: str, encoding="utf-8"):

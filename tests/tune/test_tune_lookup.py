@@ -9,12 +9,12 @@ import json
 import pytest
 
 from isthmus.dtypes import lookup as dtype
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 from isthmus.tune import db as dbmod
 from isthmus.tune import lookup
 from isthmus.tune.db import Database, key_for
 
-AXPY, SOFTMAX = FAMILIES["axpy"], FAMILIES["softmax"]
+AXPY, SOFTMAX = OPS["axpy"], OPS["softmax"]
 F32 = dtype("float32")
 
 
@@ -176,11 +176,11 @@ def test_bundled_x86_configs_reach_this_machines_pocl_cpu(dev, tmp_path, monkeyp
         entries = json.loads((dbmod.Path(dbmod.__file__).parent / "bundled" / "opencl-pocl-x86_64.json")
                              .read_text())["entries"]
         current = [e for e in entries
-                   if dbmod.fingerprint(FAMILIES[e["kernel"]], e["dtype"]) == (e["source_hash"], e["options"])]
+                   if dbmod.fingerprint(OPS[e["kernel"]], e["dtype"]) == (e["source_hash"], e["options"])]
         mine = {(e["kernel"], e["dtype"]) for e in current if e["device"]["name"] == dev.name}
         reached = 0
         for e in current:  # (a stale entry, for an older kernel source, is never used)
-            fam = FAMILIES[e["kernel"]]
+            fam = OPS[e["kernel"]]
             found = dbmod.explain(fam, dev, dtype(e["dtype"]), dict(e["bucket"]))
             assert found is not None and found[0].startswith("bundled database")
             if e["device"]["name"] != dev.name and (e["kernel"], e["dtype"]) not in mine:
@@ -204,7 +204,7 @@ def test_bundled_reduce_configs_are_found_for_the_devices_they_name(tuning_db, k
         d = e["device"]
         dev = StandIn(d["name"], backend=d["backend"], vendor=d["vendor"], driver=d["driver"],
                       kind="gpu" if "NVIDIA" in d["vendor"] else "cpu", wg=1024, local=48 << 10)
-        assert dbmod.explain(FAMILIES[kernel], dev, dtype(e["dtype"]), dict(e["bucket"])) == (
+        assert dbmod.explain(OPS[kernel], dev, dtype(e["dtype"]), dict(e["bucket"])) == (
             "bundled database, exact", e["params"]), e
 
 
@@ -232,7 +232,7 @@ def test_a_cpu_of_another_name_gets_its_class_configs_and_another_class_does_not
         sse = StandIn("pthread-nehalem-Intel(R) Xeon(R) CPU X5650", driver="3.1+debian")
         simd512 = {json.dumps(e["params"], sort_keys=True) for e in _shipped("opencl-pocl-x86_64.json")}
         for e in avx2:
-            fam, problem = FAMILIES[e["kernel"]], dict(e["bucket"])
+            fam, problem = OPS[e["kernel"]], dict(e["bucket"])
             assert dbmod.explain(fam, epyc, F32, problem) == (
                 "bundled database, same architecture (x86-64-simd256)", e["params"]), e
             assert dbmod.explain(fam, sse, F32, problem) is None
@@ -244,7 +244,7 @@ def test_a_cpu_of_another_name_gets_its_class_configs_and_another_class_does_not
                 assert json.dumps(found[1], sort_keys=True) in simd512
         # an exact entry of this device still wins over its class
         mine = next(e for e in _shipped("opencl-pocl-x86_64.json") if e["device"]["name"] == avx512.name)
-        assert dbmod.explain(FAMILIES[mine["kernel"]], avx512, F32, dict(mine["bucket"])) == (
+        assert dbmod.explain(OPS[mine["kernel"]], avx512, F32, dict(mine["bucket"])) == (
             "bundled database, exact", mine["params"])
     finally:
         dbmod.reset()

@@ -34,7 +34,7 @@ def test_records_every_run_and_keeps_the_best(db):
 _WRITER = """
 import sys
 from isthmus.tune.db import Database, key_for
-from isthmus.ops.registry import FAMILIES
+from isthmus.ops.registry import OPS
 sys.path.insert(0, {here!r})
 from test_tune_db import FakeDevice
 db = Database(sys.argv[1])
@@ -43,7 +43,7 @@ tag, count = int(sys.argv[2]), int(sys.argv[3])
 print("ready", flush=True)
 for i in range(count):
     wg = (32, 64, 128, 256, 512, 1024)[i % 6]
-    db.record(key_for(FAMILIES["axpy"], dev, "float32", {{"n": 1000}}), {{"n": 1000}}, {{"WG": wg, "VPT": 1}},
+    db.record(key_for(OPS["axpy"], dev, "float32", {{"n": 1000}}), {{"n": 1000}}, {{"WG": wg, "VPT": 1}},
               1.0 + tag + i * 1e-3, "ok")
 """
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from isthmus.ops.spec import Family, Tunable
+from isthmus.ops.spec import OpSpec, Tunable
 from isthmus.tune import strategies
 from isthmus.tune.runner import Budget, Cost, Evaluation, replay, search
 from isthmus.tune.space import Space
@@ -19,14 +19,14 @@ class _Dev:
     kind = "gpu"
 
 
-FAMILY = Family(name="synthetic", source="none.cl", entries=("k",), dtypes=("float32",),
+SPEC = OpSpec(name="synthetic", source="none.cl", entries=("k",), dtypes=("float32",),
                 tunables=(Tunable("A", (1, 2, 4, 8, 16, 32), 4), Tunable("B", (1, 2, 4, 8, 16, 32), 4),
                           Tunable("C", (1, 2, 3, 4, 5, 6, 7), 1)),
                 problem=("n",), restrictions=("A * B <= max_work_group_size // 4",))
 
 
 def _space():
-    return Space.of(FAMILY, _Dev(), {"n": 1024}, None)
+    return Space.of(SPEC, _Dev(), {"n": 1024}, None)
 
 
 def _times(space):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import tune as tuning  # prepare() checks a run, run() measures it
 from ..errors import InvalidArgumentError, IsthmusError
-from ..ops.registry import FAMILIES
+from ..ops.registry import OPS
 from ..tune.arguments import CLI, DEFAULT_BUDGET
 from ..tune.runner import Measure
 from ..tune.strategies import NAMES
@@ -31,9 +31,9 @@ def parser() -> argparse.ArgumentParser:
                                 "and store the best in the tuning database; every evaluation is stored as it is "
                                 "made, so Ctrl-C keeps what was measured and the same command again goes on from there")
     by_problem: dict = {}
-    for spec in FAMILIES.values():
+    for spec in OPS.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
-    p.add_argument("kernel", help=f"library kernel: {', '.join(FAMILIES)} (or a kernel declared tunable)")
+    p.add_argument("kernel", help=f"library kernel: {', '.join(OPS)} (or a kernel declared tunable)")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--size", type=_size, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))

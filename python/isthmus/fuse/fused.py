@@ -14,7 +14,6 @@ When the target also appears on the right (``y = a * x + y``) the result goes in
 from __future__ import annotations
 
 import ast
-import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,15 +21,16 @@ import numpy as np
 from ..buffer import Buffer
 from ..errors import InvalidArgumentError, UnsupportedDtypeError
 from .expr import HALF_ROUNDING, Emitter, Expression, ctype, evaluate, infer, parse
+from .. import knobs
 from ..kernel import convert_scalar
 from ..launch import LaunchConfig
+from ..memo import BoundedMemo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
     from ..plan import Plan
 
-_cache: dict = {}
-_cache_lock = threading.Lock()
+_cache = BoundedMemo(knobs.program_memo_entries)  # (expression, device id) -> Fused, LRU
 
 
 def fuse(expression: str, device: "Device | None" = None) -> "Fused":
@@ -38,9 +38,7 @@ def fuse(expression: str, device: "Device | None" = None) -> "Fused":
     key = (expression, None if device is None else device.id)
     found = _cache.get(key)
     if found is None:
-        found = Fused(parse(expression), device)
-        with _cache_lock:
-            found = _cache.setdefault(key, found)
+        found = _cache[key] = Fused(parse(expression), device)
     return found
 
 

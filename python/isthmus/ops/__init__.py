@@ -9,7 +9,7 @@ Each function is the ``run`` of its op's spec (``ops/specs/<op>.py``), taken fro
 """
 from __future__ import annotations
 
-from .registry import FAMILIES as _FAMILIES
+from .registry import OPS as _OPS
 
-globals().update({_name: _spec.run for _name, _spec in _FAMILIES.items()})
-__all__ = list(_FAMILIES)
+globals().update({_name: _spec.run for _name, _spec in _OPS.items()})
+__all__ = list(_OPS)

@@ -28,11 +28,17 @@ def buffer(op: str, what: str, value, ndim: int | None = None) -> Buffer:
     return value
 
 
+def dtype(x: Buffer):
+    """``x``'s dtype; raises ClosedBufferError when x was closed since its check (a buffer closed
+    by another thread between the check and the use). Hot paths write ``x._dt or dtype(x)``."""
+    return x._dt or x._check()
+
+
 def output(op: str, out, x: Buffer, shape: tuple, nbytes: int | None = None) -> Buffer:
     """``out`` checked to take the result (device, dtype, shape), or a new buffer when None
     (``nbytes``: its size, when the caller knows it)."""
     if out is None:
-        dt = x._dt or x._check()  # (closed since the caller's check: raises)
+        dt = x._dt or dtype(x)
         if nbytes is None:
             nbytes = dt.np.itemsize
             for s in shape:
@@ -55,7 +61,7 @@ def same(op: str, first: Buffer, **others: Buffer) -> tuple:
                                        f"{first.device.id}; copy it with .to({first.device.id!r})")
         if b.dtype != first.dtype:
             raise InvalidArgumentError(f"{op}: {name} has dtype {b.dtype}, the other arguments {first.dtype}")
-    return first.device, first._dt or first._check()
+    return first.device, first._dt or dtype(first)
 
 
 def like(op: str, first: Buffer, name: str, other: Buffer) -> None:

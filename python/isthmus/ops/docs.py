@@ -1,8 +1,9 @@
-"""opencl/README.md's per-kernel part, written from the op specs, so that the tunables, their
-values, defaults and restrictions are stated once (in the specs) and the README cannot drift:
+"""opencl/README.md's per-kernel part and the typed stub of ``isthmus.ops`` (``ops/__init__.pyi``),
+written from the op specs, so that the signatures, tunables, their values, defaults and
+restrictions are stated once (in the specs) and neither the README nor the stub can drift:
 
-    python -m isthmus.ops.docs opencl/README.md            # rewrite the part below the marker
-    python -m isthmus.ops.docs --check opencl/README.md    # exit 1 when it is out of date
+    python -m isthmus.ops.docs opencl/README.md            # rewrite the part below the marker, and the stub
+    python -m isthmus.ops.docs --check opencl/README.md    # exit 1 when either is out of date
 
 The text above the marker (the contracts every kernel shares) is written by hand.
 """
@@ -10,24 +11,82 @@ from __future__ import annotations
 
 import argparse
 import re
+import inspect
 import sys
 from pathlib import Path
 
 from .. import knobs
 from . import registry
+from .spec import OpSpec, Scalar, Tensor
 
 MARK = "<!-- written from the op specs by `python -m isthmus.ops.docs`; edit the specs, not below -->"
+STUB = Path(__file__).with_name("__init__.pyi")
 
 
 def _values(values: tuple) -> str:
     return ", ".join(str(v) for v in values)
 
 
+def _annotation(spec: OpSpec, p: inspect.Parameter) -> str:
+    """The type of one parameter of an op's public function: a declared op's Tensor is a Buffer and
+    its Scalar a number; otherwise read from the default (none: a Buffer; None: the output, a
+    Buffer or None, else anything; a bool; a number)."""
+    declared = {a.name: a for a in spec.args}
+    if isinstance(declared.get(p.name), Tensor):
+        return "Buffer"
+    if isinstance(declared.get(p.name), Scalar):
+        return "float"
+    if p.default is inspect.Parameter.empty:
+        return "Buffer"
+    if p.default is None:
+        return "Buffer | None" if p.name in (spec.out_arg, "out") else "Any"
+    return "bool" if isinstance(p.default, bool) else "float" if isinstance(p.default, (int, float)) else "Any"
+
+
+def signature(spec: OpSpec) -> str:
+    """``name(params) -> Buffer``: an op's public function, typed."""
+    parts, star = [], False
+    for p in inspect.signature(spec.run).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        parts.append(f"{p.name}: {_annotation(spec, p)}" + ("" if p.default is inspect.Parameter.empty else " = ..."))
+    return f"{spec.name}({', '.join(parts)}) -> Buffer"
+
+
+def _wrapped(sig: str, width: int = 116) -> str:
+    """A long signature with its parameters on lines of their own width (the stub's line length)."""
+    if len(sig) <= width:
+        return sig
+    head, rest = sig.split("(", 1)
+    params, tail = rest.rsplit(")", 1)
+    lines, line = [], ""
+    for p in params.split(", "):
+        if line and len(line) + len(p) + 2 > width - 4:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {p}" if line else p
+    return head + "(\n        " + "\n        ".join(lines + [line]) + f",\n){tail}"
+
+
+def stub() -> str:
+    """``ops/__init__.pyi``: each library op's typed signature, with its docstring's first paragraph."""
+    lines = ['"""Typed signatures of isthmus.ops, written from the op specs by `python -m isthmus.ops.docs`',
+             '(edit the specs, not this file)."""', "from typing import Any", "", "from ..buffer import Buffer", ""]
+    for name, spec in registry.OPS.items():
+        first = (inspect.getdoc(spec.run) or spec.summary).split("\n\n", 1)[0]
+        lines += ["", f"def {_wrapped(signature(spec))}:", '    """' + first.replace('"""', "'''").replace("\\", "\\\\")
+                  .replace("\n", "\n    ") + '"""']
+    lines += ["", "", f"__all__ = {list(registry.OPS)!r}", ""]
+    return "\n".join(lines)
+
+
 def section(spec) -> str:
-    """One spec as markdown: kernel, dtypes, problem, tunables and restrictions."""
+    """One spec as markdown: call, kernel, dtypes, problem, tunables and restrictions."""
     cpu = dict(spec.cpu_defaults)
+    call = f"Call: `isthmus.ops.{signature(spec)}`. " if spec.library and spec.run is not None else ""
     lines = [f"## {spec.source}: {spec.name}", "",
-             f"{spec.summary or spec.name}. Entry points: {', '.join(f'`{e}`' for e in spec.entries)}; "
+             f"{spec.summary or spec.name}. {call}Entry points: {', '.join(f'`{e}`' for e in spec.entries)}; "
              f"dtypes: {', '.join(spec.dtypes)}; problem sizes: {', '.join(spec.problem)}"
              + (f"; fixed defines: {', '.join(f'`{k}={v}`' for k, v in spec.defines)}" if spec.defines else "")
              + (f"; stored as: {', '.join(f'{d} as `{c}`' for d, c in spec.storage)}" if spec.storage else "") + ".",
@@ -103,15 +162,21 @@ def render(text: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m isthmus.ops.docs", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when the README is not what the specs give")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when the README or the stub is not what the specs give")
     ap.add_argument("readme", type=Path)
     args = ap.parse_args(argv)
-    text = args.readme.read_text()
-    want = render(text)
-    if not args.check:
-        args.readme.write_text(want)
-    elif want != text:
-        print(f"{args.readme} is out of date: run python -m isthmus.ops.docs {args.readme}", file=sys.stderr)
+    stale = []
+    for path, want in ((args.readme, render(args.readme.read_text())), (STUB, stub())):
+        have = path.read_text() if path.exists() else None
+        if want == have:
+            continue
+        if args.check:
+            stale.append(str(path))
+        else:
+            path.write_text(want)
+    if stale:
+        print(f"{', '.join(stale)}: out of date; run python -m isthmus.ops.docs {args.readme}", file=sys.stderr)
         return 1
     return 0
 

@@ -22,7 +22,7 @@ def register(spec: OpSpec) -> OpSpec:
     """Add a user's spec under its name; a name the library uses is an error (a user's kernel may
     be declared again: the newer declaration wins)."""
     if spec.name in _shipped:
-        raise ValueError(f"{spec.name!r} is a library kernel; give your kernel another name")
+        raise InvalidArgumentError(f"{spec.name!r} is an op of the library; give your kernel another name")
     _registry[spec.name] = spec
     return spec
 
@@ -37,18 +37,17 @@ def _load() -> None:
 
 _load()
 # the library's ops (isthmus.ops.<name>), in file order
-FAMILIES: dict[str, OpSpec] = {name: s for name, s in _registry.items() if s.library}
-REFERENCES = {name: s.reference for name, s in FAMILIES.items()}
+OPS: dict[str, OpSpec] = {name: s for name, s in _registry.items() if s.library}
 
 
 def get(name: str) -> OpSpec | None:
-    """The spec registered under ``name`` (library op, library kernel family, user's kernel), or None."""
+    """The spec registered under ``name`` (library op, a family of one, user's kernel), or None."""
     return _registry.get(name)
 
 
 def names() -> list[str]:
     """Every registered name: the library's ops first, then the rest, sorted."""
-    return list(FAMILIES) + sorted(n for n in _registry if n not in FAMILIES)
+    return list(OPS) + sorted(n for n in _registry if n not in OPS)
 
 
 def op(name: str) -> OpSpec:
@@ -58,28 +57,28 @@ def op(name: str) -> OpSpec:
     spec = _registry.get(name)
     if spec is None or spec.run is None or (name in _shipped and not spec.library):
         users = sorted(n for n, s in _registry.items() if n not in _shipped and s.run is not None)
-        raise InvalidArgumentError(f"no library kernel {name!r}; the library has {', '.join(FAMILIES)}"
+        raise InvalidArgumentError(f"no op {name!r}; the library has {', '.join(OPS)}"
                                    + (f"; registered ops: {', '.join(users)}" if users else ""))
     return spec
 
 
-def family(name: str) -> OpSpec:
+def library_op(name: str) -> OpSpec:
     """The library op ``name`` (an error listing the library's ops otherwise)."""
     try:
-        return FAMILIES[name]
+        return OPS[name]
     except KeyError:
-        raise InvalidArgumentError(f"no library kernel {name!r}; the library has {', '.join(FAMILIES)}") from None
+        raise InvalidArgumentError(f"no op {name!r}; the library has {', '.join(OPS)}") from None
 
 
-class LibraryKernel:
-    """A library kernel (or a user's registered op) bound to a device: ``dev.kernel("softmax")(x)``
+class BoundOp:
+    """An op of the library (or a user's registered op) bound to a device: ``dev.library("softmax")(x)``
     is ``isthmus.ops.softmax(x)`` with the check that the buffers live on that device."""
 
     def __init__(self, device, name: str):
         self.device = device
         self.name = name
-        self.family = op(name)
-        self._run = self.family.run
+        self.spec = op(name)
+        self._run = self.spec.run
 
     def __call__(self, *args, **kwargs):
         dev = self.device
@@ -99,10 +98,7 @@ class LibraryKernel:
         return prepare_call(self.device, lambda: self(*args, **kwargs), self.name)
 
     def __repr__(self) -> str:
-        return f"<isthmus library kernel {self.name} on {self.device.id}>"
+        return f"<isthmus op {self.name} on {self.device.id}>"
 
 
-library_kernel = LibraryKernel  # (device, name): what Device.kernel(name) gives
-
-
-__all__ = ["FAMILIES", "REFERENCES", "LibraryKernel", "family", "get", "library_kernel", "names", "op", "register"]
+__all__ = ["OPS", "BoundOp", "get", "library_op", "names", "op", "register"]

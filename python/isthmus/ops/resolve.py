@@ -3,8 +3,9 @@ compiled kernels, and the op's launch steps made from them, in one memo.
 
 ``plan(spec, key, make)`` is the hot path of every op: ``key`` is what the launches depend on
 (device, dtype, shapes, flags), ``make()`` resolves the config and builds the steps (grid, kernels,
-scalar arguments) once per key. ``resolve`` gives the config and kernels for a problem; the tuner
-forces a candidate config for one context (:func:`forced`); ``forget_resolved`` (a tuning database
+scalar arguments) once per key. The memo is resolve's, one bounded LRU per spec (the spec is an
+immutable value). ``resolve`` gives the config and kernels for a problem; the tuner forces a
+candidate config for one context (:func:`forced`); ``forget_resolved`` (a tuning database
 changed) empties every memo.
 """
 from __future__ import annotations
@@ -13,16 +14,21 @@ import contextvars
 import math
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..dtypes import DType
 from ..errors import InvalidArgumentError
 from ..kernel import Kernel
-from .spec import OpSpec, _memos
+from ..memo import BoundedMemo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import OpSpec
 
 _lock = threading.Lock()
 _generation = 0  # bumped by forget_resolved(): what was made before it must not be stored after it
-_MEMO_MAX = 4096  # distinct keys per spec kept; past that the memo starts over
+_MEMO_MAX = 4096  # distinct keys per spec kept (least recently used dropped first)
+# spec (hashed by identity) -> its launch steps by call key
+_plans: dict[OpSpec, BoundedMemo] = {}
 # (spec, device, dtype, problem) -> tuned params or None: the tuning database (isthmus/__init__
 # plugs isthmus.tune in; ops import nothing of the tuner)
 config_source: list[Callable] = []
@@ -31,10 +37,24 @@ config_source: list[Callable] = []
 _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
 
 
-def plan(spec: OpSpec, key, make: Callable[[], Any]):
-    """The op's launch steps for ``key``: ``make()``'s result, remembered in the spec's memo unless
-    the tuner forces a config in this context (then made afresh, and not kept)."""
-    found = spec._memo.get(key)
+def memo(spec: OpSpec) -> BoundedMemo:
+    """The memo of ``spec``'s launch steps (a declared op's run holds it, saving the lookup)."""
+    found = _plans.get(spec)
+    if found is None:
+        with _lock:
+            found = _plans.setdefault(spec, BoundedMemo(_MEMO_MAX))
+    return found
+
+
+def plan(spec: OpSpec, key, make: Callable[[], Any], steps: BoundedMemo | None = None):
+    """The op's launch steps for ``key``: ``make()``'s result, remembered in the spec's memo
+    (``steps``, when the caller holds it) unless the tuner forces a config in this context (then
+    made afresh, and not kept)."""
+    if steps is None:
+        steps = _plans.get(spec)
+        if steps is None:
+            steps = memo(spec)
+    found = steps.get(key)
     if found is not None and _forced.get() is None:
         return found
     generation = _generation
@@ -42,9 +62,7 @@ def plan(spec: OpSpec, key, make: Callable[[], Any]):
     if _forced.get() is None:
         with _lock:
             if generation == _generation:
-                if len(spec._memo) >= _MEMO_MAX:
-                    spec._memo.clear()
-                spec._memo[key] = found
+                steps[key] = found
     return found
 
 
@@ -99,6 +117,6 @@ def forget_resolved() -> None:
     global _generation
     with _lock:
         _generation += 1
-        for memo in _memos:
-            memo.clear()
+        for steps in _plans.values():
+            steps.clear()
 

@@ -4,12 +4,16 @@ the tuner, the benchmarks, the tests, the docs and the Java SPI need to know abo
 - the kernel: its OpenCL source, entry points, dtypes, fixed ``-D`` macros, storage types;
 - its tunable parameters (compile-time ``-D`` macros with values, a default, restrictions, the
   variant they belong to) and the rule that picks them for a problem before any tuning;
-- the problem sizes a call's inputs give (names; the op computes them from its inputs);
-- how it runs: ``run``, the public function (``isthmus.ops.<name>``): its argument checks, its
-  output rule, its grid rule and its launch steps, through one memo (:mod:`.resolve`) and
-  ``Device.launch``;
-- how it is checked and measured: the NumPy reference and its tolerance, sample inputs for a
-  problem, the op called on them, the bytes it moves and the flops it does.
+- the problem sizes a call's inputs give: their names and where they come from (``x.shape[0]``);
+- how it runs. A single-launch op declares it: its arguments (:class:`Tensor` with a rank and
+  shape links, :class:`Scalar` with a default), its output rule (:class:`Output`: new, ``out=``,
+  in place) and its launch (:class:`Launch`: entry, grid, argument order); :mod:`.run` makes the
+  public function (``isthmus.ops.<name>``) from that. An op whose launch is not one kernel
+  (reduce, split-K gemm, softmax's workspace) gives ``run``, written against the same parts;
+- how it is checked and measured: ``reference(xp, ...)`` (one formula for NumPy and CuPy, in the
+  kernel's accumulator precision: NumPy's host timing and the bench's vendor call; on float64
+  inputs the tests' truth, :meth:`OpSpec.sample_expect` with ``exact``), its tolerance and error kind, sample problems (:class:`Sizes`: standard, tiny, odd), sample
+  inputs for a problem, the bytes it moves and the flops it does.
 
 Every spec is in one registry (:mod:`.registry`): the library's, one file each in ``ops/specs``,
 and the tunable kernels users declare (``isthmus.tune.declare``).
@@ -25,9 +29,10 @@ import numpy as np
 
 from .. import knobs
 from ..dtypes import DType
-from ..errors import UnsupportedDtypeError
+from ..errors import InvalidArgumentError, UnsupportedDtypeError
 from ..kernel import Kernel
 from ..program import Program
+from .run import REQUIRED, Launch, Output, Scalar, Tensor, declared  # noqa: F401 - the declaration's vocabulary
 
 
 @dataclass(frozen=True)
@@ -44,18 +49,39 @@ class Tunable:
         return self.when is None or params.get(self.when[0]) in self.when[1]
 
 
-# every spec's launch memo (see resolve.plan), so that forgetting configs reaches them all
-_memos: list[dict] = []
-
-
 @dataclass(frozen=True)
+class Sizes:
+    """Sample problems: ``gpu``/``cpu`` (the standard ones on each kind of device), ``quick``,
+    ``tiny`` (host overhead), ``odd`` (the tests': 1, primes, non-multiples of any work-group)."""
+    gpu: dict
+    cpu: dict
+    quick: dict
+    tiny: dict
+    odd: tuple[dict, ...]
+
+
+# the sample problems most ops share, by vocabulary
+ELEMENTS = Sizes(gpu={"n": 64 << 20}, cpu={"n": 16 << 20}, quick={"n": 1 << 20}, tiny={"n": 1 << 10},
+                 odd=({"n": 1}, {"n": 1009}, {"n": 65537}))
+ROWS_COLS = Sizes(gpu={"rows": 8192, "cols": 8192}, cpu={"rows": 2048, "cols": 2048},
+                  quick={"rows": 512, "cols": 1024}, tiny={"rows": 8, "cols": 32},
+                  odd=({"rows": 1, "cols": 7}, {"rows": 13, "cols": 257}, {"rows": 97, "cols": 1}))
+MNK = Sizes(gpu=dict.fromkeys("mnk", 4096), cpu=dict.fromkeys("mnk", 512), quick=dict.fromkeys("mnk", 256),
+            tiny=dict.fromkeys("mnk", 16), odd=({"m": 1, "n": 5, "k": 3}, {"m": 17, "n": 33, "k": 65}))
+
+
+# eq=False: a spec is itself (hash and == by identity), so that resolve's memo finds its steps by
+# the spec in one dict lookup; two specs with equal fields are still two ops
+@dataclass(frozen=True, eq=False)
 class OpSpec:
     name: str
     source: str  # file in opencl/
     entries: tuple[str, ...]  # kernel functions the op launches
     dtypes: tuple[str, ...]
     tunables: tuple[Tunable, ...]
-    problem: tuple[str, ...]  # names of the problem sizes (n; rows, cols; m, n, k)
+    # names of the problem sizes (n; rows, cols; m, n, k); given as {name: where it comes from}
+    # ("x.size", "x.shape[0]": expressions over the tensors' names), the names, and ``sources``
+    problem: tuple[str, ...]
     restrictions: tuple[str, ...] = ()  # Python expressions over tunables, problem sizes and device limits
     defines: tuple[tuple[str, Any], ...] = ()  # fixed -D macros
     storage: tuple[tuple[str, str], ...] = ()  # dtype name -> storage ctype override
@@ -64,36 +90,82 @@ class OpSpec:
     # variant, a tile), merged over the defaults ``params``; it depends only on the buckets, since
     # a tuned config applies per bucket. Used where no tuned config is found.
     rule: Callable[[dict, Any, Any, dict], dict] | None = field(default=None, compare=False)
-    # ---- how it runs, is checked and is measured (None for a kernel family that is not an op)
+    # ---- how it runs (a declared single-launch op: args, out, launch; else run)
+    args: tuple = ()  # Tensor and Scalar arguments, in the public function's order
+    out: Output | None = None
+    launch: Launch | None = None
     run: Callable | None = field(default=None, compare=False)  # the public function, isthmus.ops.<name>
-    reference: Callable | None = field(default=None, compare=False)  # NumPy: same arguments, host arrays
+    # ---- how it is checked and measured (None for a kernel family that is not an op)
+    # (xp, *the public function's arguments as host arrays) -> the result: one formula for NumPy and
+    # CuPy, in the kernel's accumulator precision
+    reference: Callable | None = field(default=None, compare=False)
     inputs: Callable | None = field(default=None, compare=False)  # (problem, dtype, rng) -> host arrays
-    call: Callable | None = field(default=None, compare=False)  # the op on device inputs (default: run)
-    expect: Callable | None = field(default=None, compare=False)  # reference on host inputs (default: reference)
-    in_place: tuple[int, ...] = ()  # inputs the call overwrites
-    into: Callable | None = field(default=None, compare=False)  # (out, *device inputs): the call into out
-    numpy: Callable | None = field(default=None, compare=False)  # the NumPy call a user would make instead
+    in_place: tuple[int, ...] = ()  # inputs the call overwrites (default: the Output's in_place tensor)
+    out_arg: str = "out"  # the run's parameter that takes an existing output (gemm: c)
     moved: Callable | None = field(default=None, compare=False)  # (problem, itemsize) -> bytes moved
     flops: Callable | None = field(default=None, compare=False)  # problem -> floating-point operations
     tolerance: float = 4.0  # relative error allowed, in units of the dtype's (workloads.tolerance)
+    # how a result's error is judged: "relative" (norm of the difference over the reference's);
+    # "magnitude" (over the sum of the inputs' magnitudes: a sum of mixed signs can cancel to ~0)
+    error: str = "relative"
+    sizes: Sizes | None = field(default=None, compare=False)  # sample problems (bench, workloads, the tests)
+    sources: tuple[tuple[str, str], ...] = ()  # (problem size, expression over the tensors) (see problem)
     summary: str = ""  # one line, for listings and opencl/README.md
+    doc: str = ""  # a declared op's docstring (its public function's, the stub's)
     library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
-        _memos.append(self._memo)
+        if isinstance(self.problem, dict):
+            object.__setattr__(self, "sources", tuple(self.problem.items()))
+            object.__setattr__(self, "problem", tuple(self.problem))
+        # a declared op: the run written from it (again for a copy: a replaced field is its own op)
+        if self.launch is not None and (self.run is None or getattr(self.run, "_declared", False)):
+            object.__setattr__(self, "run", declared(self))
+        if not self.in_place and self.out is not None and self.out.in_place is not None:
+            tensors = [a.name for a in self.args if isinstance(a, Tensor)]
+            object.__setattr__(self, "in_place", (tensors.index(self.out.in_place),))
 
     def completed(self, **fields) -> "OpSpec":
         """This spec with more fields (how a spec file adds the op's functions below its declaration)."""
         return dataclasses.replace(self, **fields)
 
-    @property
-    def sample_call(self) -> Callable:
-        return self.call or self.run
+    # ---- sample calls: the tests', the tuner's, the bench's, the docs' -------------------------
+    def _sample_args(self, tensors) -> list:
+        """The public function's positional arguments around the sample ``tensors`` (in the order
+        ``inputs`` makes them): a declared op's scalars at their sample values."""
+        if not self.args:  # an op with its own run: the tensors
+            return list(tensors)
+        tensors = iter(tensors)
+        missing = [a.name for a in self.args if isinstance(a, Scalar) and a.sample_value is REQUIRED]
+        if missing:
+            raise InvalidArgumentError(f"{self.name}: no sample value for {', '.join(missing)} (Scalar(sample=...))")
+        return [next(tensors) if isinstance(a, Tensor) else a.sample_value for a in self.args]
+
+    def sample_call(self, *tensors, out=None):
+        """The op on the sample inputs (device buffers), into ``out`` when given."""
+        args = self._sample_args(tensors)
+        return self.run(*args) if out is None else self.run(*args, **{self.out_arg: out})
+
+    def sample_expect(self, *tensors, xp=np, exact: bool = False):
+        """The reference on the sample inputs (host arrays; ``xp``: their array module). ``exact``:
+        float inputs taken to float64 and the result rounded to the first input's dtype (the
+        tests' truth: float64 arithmetic, whatever the kernel accumulates in); integer inputs as they
+        are (the result in the reference's dtype: an integer sum's int64)."""
+        if exact and (tensors[0].dtype.kind == "f" or tensors[0].dtype.name == "bfloat16"):
+            dtype = tensors[0].dtype
+            tensors = [t.astype(np.float64) if t.dtype.kind == "f" or t.dtype.name == "bfloat16" else t
+                       for t in tensors]
+            return xp.asarray(self.reference(xp, *self._sample_args(tensors))).astype(dtype)
+        return self.reference(xp, *self._sample_args(tensors))
 
     @property
-    def sample_expect(self) -> Callable:
-        return self.expect or self.reference
+    def has_out(self) -> bool:
+        """The op takes ``out=`` (a declared op's output rule, or a run with an ``out`` parameter)."""
+        if self.out is not None:
+            return self.out.in_place is None
+        import inspect
+
+        return self.run is not None and self.out_arg in inspect.signature(self.run).parameters
 
     # ---- parameters --------------------------------------------------------------------------
     def defaults(self, device, problem: dict | None = None, dtype: DType | None = None) -> dict:
@@ -194,9 +266,6 @@ def shape_class(buckets: tuple[int, ...]) -> str:
     tags = "".join("t" if b <= _TINY else "s" if b <= _SMALL else "b" for b in buckets)
     big = [b for b in buckets if b > _SMALL]
     return tags + ("/e" if len(big) >= 2 and max(big) >= _ELONGATED * min(big) else "")
-
-
-Family = OpSpec  # the name of a spec before ops were values (users' code and the tuner use it)
 
 
 def sample(rng, shape, dtype) -> np.ndarray:

@@ -54,7 +54,7 @@ def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> Tun
 
 
 def tuned_config(kernel, device, problem, dtype):
-    fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
+    fam = registry.get(str(kernel)) or registry.library_op(str(kernel))  # the latter raises, naming the known kernels
     sizes = arguments.problem(fam, _problem(problem), JAVA)
     return _jmap(resolve(fam, device, lookup(str(dtype)), sizes)[0])
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # Kernels users declared (isthmus.tune.declare) are in the op registry with the library's:
 # register(family), kernel_family(name) (None if unknown) and known_kernels() are the registry's.
 from ..ops.registry import get as kernel_family, names as known_kernels, register  # noqa: F401
-from ..ops.spec import Family
+from ..ops.spec import OpSpec
 
 
 class Config(dict):
@@ -38,12 +38,12 @@ class Config(dict):
 class Space:
     """The valid configs of ``family`` for one device, problem and dtype."""
 
-    family: Family
+    family: OpSpec
     configs: list[dict]
     _index: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, family: Family, device, problem: dict, dtype) -> "Space":
+    def of(cls, family: OpSpec, device, problem: dict, dtype) -> "Space":
         configs = list(family.space(device, problem, dtype))
         return cls(family, configs, {cls.key(c): i for i, c in enumerate(configs)})
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DatabaseError
+from ..memo import BoundedMemo
 from ..ops.spec import problem_bucket
 
 SCHEMA = 1
@@ -92,7 +93,7 @@ class Key:
 
 
 # ---- keys -------------------------------------------------------------------------------------
-_fingerprints: dict = {}
+_fingerprints = BoundedMemo(1024)
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

@@ -15,9 +15,9 @@ import numpy as np
 from ..dtypes import lookup
 from ..launch import LaunchConfig
 from ..ops import registry
-from ..ops.registry import FAMILIES
+from ..ops.registry import OPS
 from ..ops.resolve import forced, plan, resolve
-from ..ops.spec import Family, Tunable
+from ..ops.spec import OpSpec, Tunable
 from ..workloads import rel_error, tolerance
 from .space import register
 
@@ -27,7 +27,7 @@ class Target:
     """A tunable kernel: ``inputs(problem, dtype, rng)`` -> host arrays; ``call(device args)`` -> the
     result Buffer (run with the config in force); ``expect(host arrays)`` -> the reference."""
 
-    family: Family
+    family: OpSpec
     inputs: Callable
     call: Callable
     expect: Callable
@@ -62,14 +62,14 @@ def target(kernel) -> Target:
         return kernel.target
     if kernel in _user_targets:
         return _user_targets[kernel]
-    spec = registry.family(kernel)  # a library op: its spec's sample inputs, call and reference
+    spec = registry.library_op(kernel)  # a library op: its spec's sample inputs, call and reference
     return Target(spec, spec.inputs, spec.sample_call, spec.sample_expect, in_place=spec.in_place)
 
 
 # ---- users' own kernels -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class UserFamily(Family):
-    """A Family whose source text is given, not a file of the library."""
+@dataclass(frozen=True, eq=False)
+class UserFamily(OpSpec):
+    """An OpSpec whose source text is given, not a file of the library."""
 
     text: str = ""
 
@@ -82,7 +82,7 @@ class UserKernel:
     """A user kernel declared tunable (see :func:`declare`). ``config(device, problem, dtype)`` gives
     the tuned params (tuning database, else the defaults); ``launch(device, problem, *args)`` runs it."""
 
-    family: Family
+    family: OpSpec
     entry: str
     grid: Callable  # (problem, params) -> (global_size, local_size)
     target: Target
@@ -140,4 +140,4 @@ def declare(name: str, source: str, *, entry: str | None = None, tunables: dict,
     return kernel
 
 
-__all__ = ["FAMILIES", "Target", "UserKernel", "declare", "target"]
+__all__ = ["OPS", "Target", "UserKernel", "declare", "target"]

@@ -54,7 +54,7 @@ class DeviceHandle:
         return jpype.nio.convertToDirectBuffer(array).order(order)
 
     def op(self, name):
-        return OpHandle(self.device.kernel(str(name)))
+        return OpHandle(self.device.library(str(name)))
 
     def compile(self, source, name, names, values):
         defines = {str(k): (None if v is None else str(v)) for k, v in zip(names, values)}

@@ -5,6 +5,7 @@ import numpy as np
 
 from isthmus.errors import LaunchConfigError
 from isthmus.launch import LaunchConfig
+from isthmus.memo import BoundedMemo
 from isthmus.plan import Plan
 
 from .buffers import arguments
@@ -18,7 +19,7 @@ class KernelHandle:
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self._configs: dict = {}
+        self._configs = BoundedMemo(256)
 
     name = reads("kernel.name")
 

@@ -179,4 +179,4 @@ class OpHandle:
         dev = next((a.device for a in (*args, *kwargs.values()) if isinstance(a, Buffer)), None)
         if dev is None:
             raise InvalidArgumentError(f"{self.op}: no buffer among the arguments, so no device to prepare it on")
-        return registry.LibraryKernel(dev, self.op)
+        return registry.BoundOp(dev, self.op)

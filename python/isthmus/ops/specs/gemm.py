@@ -24,7 +24,7 @@ from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
 from .. import checks
 from ..resolve import plan, resolve
-from ..spec import Family, Tunable, bucket, problem_bucket, sample
+from ..spec import MNK, OpSpec, Tunable, bucket, problem_bucket, sample
 from . import gemm_mma
 
 _TILED = ("VARIANT", (0, 1))
@@ -121,7 +121,7 @@ def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
     return dict(params, VARIANT=3, RM=m, RN=rn)
 
 
-FAMILY = Family(
+SPEC = OpSpec(
     name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu", "gemm_rows"),
     dtypes=("float32", "float64", "float16"),
     tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
@@ -159,11 +159,11 @@ GRID_YZ_MAX = 65535
 
 
 @functools.cache  # (one spec per pair: True and 1 are one key)
-def family_for(trans_a: bool, trans_b: bool) -> Family:
+def family_for(trans_a: bool, trans_b: bool) -> OpSpec:
     """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
     if not trans_a and not trans_b:
-        return FAMILY
-    return dataclasses.replace(FAMILY, defines=(("TRANS_A", int(trans_a)), ("TRANS_B", int(trans_b))),
+        return SPEC
+    return dataclasses.replace(SPEC, defines=(("TRANS_A", int(trans_a)), ("TRANS_B", int(trans_b))),
                                rule=functools.partial(_rule, trans=(bool(trans_a), bool(trans_b))))
 
 
@@ -300,7 +300,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     elif beta != 0:
         raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     first, combine, c_shape, c_nbytes, partial_nbytes = plan(
-        FAMILY, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
+        SPEC, (dev, dt.name, ta, tb, batch, m, n, k, sa, sb, len(c_shape)),
         lambda: _steps(dev, dt, ta, tb, batch, m, n, k, sa, sb, m * n, c_shape))
     new = c is None
     if new:
@@ -351,29 +351,27 @@ def _launch(dev, first, combine, partial_nbytes: int, alpha, beta, a, b, c) -> N
         dev.launch(ckernel, cg, cloc, [cargs[0], cargs[1], alpha, beta, part, c])
 
 
-def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1.0, beta=0.0,
-              trans_a=False, trans_b=False) -> np.ndarray:
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+def reference(xp, a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
+    """In the kernels' accumulator type (float64 for float64, else float32), rounded to a's dtype."""
+    dtype = a.dtype
+    acc = xp.float64 if dtype == xp.float64 else xp.float32
+    a, b = a.astype(acc, copy=False), b.astype(acc, copy=False)
     if trans_a:
-        a64 = np.swapaxes(a64, -1, -2)
+        a = xp.swapaxes(a, -1, -2)
     if trans_b:
-        b64 = np.swapaxes(b64, -1, -2)
-    out = alpha * np.matmul(a64, b64)
+        b = xp.swapaxes(b, -1, -2)
+    out = xp.matmul(a, b)
+    if alpha != 1:
+        out = alpha * out
     if c is not None and beta != 0:
-        out = out + beta * c.astype(np.float64)
-    return out.astype(a.dtype)
+        out = out + beta * c.astype(acc)
+    return out.astype(dtype, copy=False)
 
 
 # what runs, checks and measures the op, added to its declaration above
-FAMILY = SPEC = FAMILY.completed(
-    run=gemm, reference=reference,
+SPEC = SPEC.completed(
+    run=gemm, reference=reference, out_arg="c", sizes=MNK,
     inputs=lambda p, dt, rng: (sample(rng, (p["m"], p["k"]), dt), sample(rng, (p["k"], p["n"]), dt)),
     moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
-    into=lambda out, a, b: gemm(a, b, out), numpy=np.matmul,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
-
-
-def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
-    """gemm with every argument by position (the name before specs)."""
-    return gemm(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)

@@ -23,7 +23,7 @@ from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
 from .. import checks
 from ..resolve import plan, resolve
-from ..spec import Family, Tunable
+from ..spec import OpSpec, Tunable
 
 DTYPES = ("float16", "bfloat16")
 
@@ -84,7 +84,7 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
     return _BIG if min(m, n) >= 4096 else _MID
 
 
-FAMILY = Family(
+SPEC = OpSpec(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
@@ -161,11 +161,11 @@ def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
     """(kernel, global, local, (m, n, k), strides, C's shape, C's bytes, combine): combine is None,
     or split-K's second launch (kernel, global, local, its leading arguments, partials' bytes)."""
     m, n, k = shape.m, shape.n, shape.k
-    params, kernels = resolve(FAMILY, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
+    params, kernels = resolve(SPEC, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
     splits = params.get("SPLITK", 1)
     if splits > 1 and shape.batch * splits > _MAX_BATCH:  # the grid's z holds batch x splits
         params = dict(params, SPLITK=1)
-        splits, kernels = 1, FAMILY.kernels(dev, dt, {**params, **dict(variant)})
+        splits, kernels = 1, SPEC.kernels(dev, dt, {**params, **dict(variant)})
     kern = kernels["gemm_mma"]
     if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
         kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
@@ -264,7 +264,7 @@ def run(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dty
         checks.disjoint("gemm", c, "c", a=a, b=b)
     variant = _variant(dev, dt, ta, tb, shape, out_dt)
     kern, g, loc, (m, n, k), (sa, sb, sc), c_shape, nbytes, combine = plan(
-        FAMILY, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))
+        SPEC, (dev, dt.name, shape, variant), lambda: _steps(dev, dt, shape, variant, out_dt))
     new = c is None
     if new:
         c = Buffer._allocate(dev, c_shape, out_dt, nbytes)
@@ -300,6 +300,6 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1
 
 
 # gemm_mma is reached through isthmus.ops.gemm (16-bit float inputs), not an op of its own
-FAMILY = SPEC = FAMILY.completed(run=run, reference=reference, library=False,
+SPEC = SPEC.completed(run=run, reference=reference, library=False,
                                  summary="tensor-core gemm for float16 and bfloat16 (isthmus.ops.gemm)")
 SPECS = (SPEC,)

@@ -15,11 +15,13 @@ tuning:
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import checks
 from ..resolve import plan, resolve
-from ..spec import Family, Tunable, sample
+from ..spec import ROWS_COLS, OpSpec, Tunable, sample
 
 # Registers a work-group may hold a row in (bytes); and the least a partly held (wide) row holds.
 _HOLD_MAX = 131072
@@ -72,7 +74,7 @@ def rule(buckets: dict, device, dt, params: dict | None = None) -> dict:
 # SPLIT > 1 (GPUs: on a CPU the groups of a row rarely run at once) holds a row in SPLIT groups,
 # each chunk entirely and more than half full.  Every restriction on cols depends only on its
 # power-of-two bucket (configs are memoized per bucket).
-FAMILY = Family(
+SPEC = OpSpec(
     name="softmax", source="softmax.cl", entries=("softmax",), dtypes=("float32", "float64", "float16", "bfloat16"),
     tunables=(Tunable("WG", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8), 4),
               Tunable("CACHE", (0, 1, 2, 4, 8), 0), Tunable("RPG", (1, 2, 4, 8, 16, 32, 64, 128, 256), 1),
@@ -110,13 +112,13 @@ def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
     """(kernel, global, local, rows, cols, bytes, workspace bytes): the workspace (Device._workspace)
     stays with the kernel (the split rows' tagged (max, sum) pairs need no reset between launches)."""
     shfl = (("SHFL", int(dev.mma_sync)),)  # NVIDIA's inline PTX: warp shuffles merge narrow rows' teams
-    params, kernels = resolve(FAMILY, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, shfl)
+    params, kernels = resolve(SPEC, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, shfl)
     if in_place and params.get("SPLIT", 1) > 1:
         # a split row's group that reads the whole row itself (its siblings late) could read a
         # chunk a sibling already wrote: in place, one group per row (the same config's chunk
         # held, the rest of the row streamed; correct for any row, slower for wide ones)
         params = {**params, "SPLIT": 1}
-        kernels = FAMILY.kernels(dev, dt, {**params, **dict(shfl)})
+        kernels = SPEC.kernels(dev, dt, {**params, **dict(shfl)})
     wsn = workspace_nbytes(rows, params, dt)
     return (kernels["softmax"], *grid(rows, params), np.int32(rows), np.int32(cols), rows * cols * dt.np.itemsize,
             wsn)
@@ -133,25 +135,28 @@ def softmax(x, out=None):
                                                                 "x", x))
     key = (dev, dt.name, shape, True) if in_place else (dev, dt.name, shape)
     k, g, loc, rows, cols, nbytes, ws_nbytes = plan(
-        FAMILY, key, lambda: _steps(dev, dt, *shape, in_place))
+        SPEC, key, lambda: _steps(dev, dt, *shape, in_place))
     y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
         dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes)])
     return y
 
 
-def reference(x: np.ndarray) -> np.ndarray:
-    """NumPy's softmax: a NaN or +inf anywhere in a row makes the row NaN; all -inf gives NaN."""
-    x64 = x.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-        return (e / e.sum(axis=1, keepdims=True)).astype(x.dtype)
+def reference(xp, x):
+    """NumPy's (or CuPy's) softmax: a NaN or +inf anywhere in a row makes the row NaN; all -inf gives NaN."""
+    acc = xp.asarray(x).astype(xp.float64 if x.dtype == xp.float64 else xp.float32, copy=False)
+    with getattr(xp, "errstate", _no_errstate)(invalid="ignore"):
+        e = xp.exp(acc - acc.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)).astype(x.dtype, copy=False)
+
+
+@contextlib.contextmanager
+def _no_errstate(**_):
+    yield
 
 
 # what runs, checks and measures the op, added to its declaration above
-FAMILY = SPEC = FAMILY.completed(
+SPEC = SPEC.completed(
     run=softmax, reference=reference, inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt),),
-    moved=lambda p, size: 2 * p["rows"] * p["cols"] * size, summary="row-wise softmax of a 2-D buffer",
-    into=lambda out, x: softmax(x, out=out),
-    numpy=lambda s: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(s - s.max(axis=1, keepdims=True))))
-run = softmax
+    sizes=ROWS_COLS, moved=lambda p, size: 2 * p["rows"] * p["cols"] * size,
+    summary="row-wise softmax of a 2-D buffer")

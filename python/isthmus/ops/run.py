@@ -1,0 +1,233 @@
+"""The one run of a declared single-launch op: what ``isthmus.ops.<name>`` is for an op whose spec
+declares its arguments, output rule and launch instead of writing a ``run``.
+
+A call: binds the arguments (positional or by name, scalars' defaults); checks the tensors (open
+isthmus Buffers on one device with one dtype); plans (:func:`.resolve.plan`, keyed by device,
+dtype and the tensors' shapes: on a new key it computes the problem sizes from their sources,
+checks the ranks and shape links, resolves the config and packs the launch); takes the output
+(a new buffer, ``out=`` checked and disjoint from the inputs or exactly the one it may alias, or
+the tensor it writes in place, disjoint from the others); converts the scalars (:func:`.checks.scalar`:
+an error naming the argument);
+launches; closes a new result if the launch raises (a scalar the kernel refuses).
+
+The common call does only the cheap tests; every unusual argument goes to :mod:`.checks`, which
+finds what is wrong and says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..buffer import Buffer
+from ..errors import InvalidArgumentError
+from . import checks
+from .resolve import _forced, memo, plan, resolve
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import OpSpec
+
+_PACK = {"int": np.int32, "long": np.int64}
+
+
+# ---- what a declared op says (ops/spec.py gives these names to spec files) ---------------------
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()  # a Scalar without a default
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A buffer argument. ``ndim``: the rank it must have (None: any). ``shape``: its shape as
+    problem names (or numbers), a link to the sizes other arguments give (``("cols",)``: as many
+    elements as x has columns); ``size``: its element count as a problem name (axpy's y: ``"n"``)."""
+    name: str
+    ndim: int | None = None
+    shape: tuple | None = None
+    size: str | None = None
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A number argument, packed as the kernel's parameter type. ``sample``: its value in the
+    spec's sample calls (tests, tuner, bench); the default where it has one."""
+    name: str
+    default: Any = REQUIRED
+    sample: Any = REQUIRED
+
+    @property
+    def sample_value(self) -> Any:
+        return self.default if self.sample is REQUIRED else self.sample
+
+
+@dataclass(frozen=True)
+class Output:
+    """The output rule. ``like``: the tensor whose device and dtype the result has (and its shape,
+    unless ``shape`` gives it from the problem). ``in_place``: the op writes that tensor and
+    returns it (no ``out=``), sharing no memory with the other tensors (:func:`.checks.disjoint`).
+    Otherwise the result is a new buffer or ``out=``; ``alias``: ``out`` may be ``like`` itself,
+    exactly (in place through ``out=``; a part of it is an error: :func:`.checks.in_place`); any
+    other overlap with an input is an error (:func:`.checks.disjoint`)."""
+    like: str
+    shape: Callable[[dict], tuple] | None = None
+    in_place: str | None = None
+    alias: bool = False
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The one kernel launch: ``entry`` (a name, or problem -> name), ``grid`` ((problem, params)
+    -> (global, local)) and the kernel's arguments in order: ``"n:long"`` / ``"rows:int"`` (a
+    problem size packed as that C type), a scalar's name, a tensor's name, ``"out"``."""
+    entry: str | Callable[[dict], str]
+    grid: Callable[[dict, dict], tuple]
+    args: tuple[str, ...]
+
+
+# ---- the run written from it --------------------------------------------------------------
+
+
+def _sources(spec: OpSpec, tensors: list[str]) -> Callable[..., dict]:
+    """(the tensors, by position) -> the problem sizes, from the spec's ``sources``."""
+    body = ", ".join(f"{name!r}: int({expr})" for name, expr in spec.sources)
+    return eval(f"lambda {', '.join(tensors)}: {{{body}}}", {"__builtins__": {"int": int}})
+
+
+def _check_ranks(spec: OpSpec, named: dict) -> None:
+    for a in spec.args:
+        if isinstance(a, Tensor) and a.ndim is not None and len(named[a.name].shape) != a.ndim:
+            raise InvalidArgumentError(f"{spec.name}: {a.name} must be {a.ndim}-D, got shape {named[a.name].shape}")
+
+
+def _check_links(spec: OpSpec, problem: dict, named: dict) -> None:
+    """Shape links of the tensors (checked once per key: the key holds every shape)."""
+    where = dict(spec.sources)
+    for a in spec.args:
+        if not isinstance(a, Tensor):
+            continue
+        t = named[a.name]
+        if a.size is not None and t.size != problem[a.size]:
+            raise InvalidArgumentError(f"{spec.name}: {a.name} has {t.size} elements; it must have {a.size} = "
+                                       f"{where.get(a.size, a.size)} = {problem[a.size]}")
+        if a.shape is not None:
+            want = tuple(problem[d] if isinstance(d, str) else d for d in a.shape)
+            if t.shape != want:
+                dims = ", ".join(d if isinstance(d, str) else str(d) for d in a.shape)
+                raise InvalidArgumentError(f"{spec.name}: {a.name} has shape {t.shape}; it must be ({dims}) = {want}")
+
+
+def _make(spec: OpSpec, tensors: list[str], sources: Callable, dev, dt, values: tuple) -> tuple:
+    """The launch steps for one key: (kernel, global, local, the packed problem sizes in launch
+    order, result shape, result bytes, whether the problem is empty). ``values``: the tensors.
+    Argument names are the function's locals; its own locals start with ``_``."""
+    named = dict(zip(tensors, values))
+    _check_ranks(spec, named)
+    problem = sources(*values)
+    _check_links(spec, problem, named)
+    params, kernels = resolve(spec, dev, dt, {k: max(v, 1) for k, v in problem.items()})
+    launch = spec.launch
+    entry = launch.entry if isinstance(launch.entry, str) else launch.entry(problem)
+    sizes = tuple(_PACK[a.split(":")[1]](problem[a.split(":")[0]]) for a in launch.args if ":" in a)
+    shape = named[spec.out.like].shape if spec.out.shape is None else tuple(spec.out.shape(problem))
+    nbytes = dt.np.itemsize
+    for s in shape:
+        nbytes *= s
+    return (kernels[entry], *launch.grid(problem, params), sizes, shape, nbytes, 0 in problem.values())
+
+
+def declared(spec: OpSpec) -> Callable:
+    """The public function of a declared op (``spec.args``, ``spec.out``, ``spec.launch``), written
+    out as Python source for its arguments (as :mod:`dataclasses` writes ``__init__``): a real
+    signature, and no loop or dict on the call path, so a declared op costs no more host time than
+    the hand-written run it replaced."""
+    name, out_rule, launch = spec.name, spec.out, spec.launch
+    params = [a.name for a in spec.args]
+    tensors = [a.name for a in spec.args if isinstance(a, Tensor)]
+    scalars = [a for a in spec.args if isinstance(a, Scalar)]
+    bad = [a for a in launch.args if ":" not in a and a not in params and a != "out"]
+    if bad or any(not n.isidentifier() or n.startswith("_") or n == "out" for n in params):
+        raise InvalidArgumentError(f"{name}: launch arguments {bad} are not declared, or argument names are not "
+                                   f"identifiers: {params}")
+    defaults = [isinstance(a, Scalar) and a.default is not REQUIRED for a in spec.args]
+    if any(d and not later for i, d in enumerate(defaults) for later in defaults[i + 1:]):
+        raise InvalidArgumentError(f"{name}: an argument without a default follows one with a default: {params}")
+    first, like = tensors[0], out_rule.like
+    sources = _sources(spec, tensors)
+    ns = {"Buffer": Buffer, "_buffer": checks.buffer, "_like": checks.like, "_dtype": checks.dtype,
+          "_output": checks.output, "_disjoint": checks.disjoint, "_in_place": checks.in_place,
+          "_scalar": checks.scalar, "_forced": _forced.get, "_plan": plan,
+          "_spec": spec, "_memo": memo(spec), "_make": _make, "_tensors": tensors, "_sources": sources}
+    sig = []
+    for a in spec.args:
+        if isinstance(a, Scalar) and a.default is not REQUIRED:
+            ns[f"_default_{a.name}"] = a.default
+            sig.append(f"{a.name}=_default_{a.name}")
+        else:
+            sig.append(a.name)
+    if out_rule.in_place is None:
+        sig.append("out=None")
+    t = tensors
+    lines = [f"def {name}({', '.join(sig)}):",
+             f"    if {first}.__class__ is not Buffer or {first}._dt is None:",
+             f"        {first} = _buffer({name!r}, {first!r}, {first})",
+             f"    _dt = {first}._dt or _dtype({first})",
+             f"    _dev = {first}.device"]
+    for other in t[1:]:
+        lines += [f"    if {other}.__class__ is not Buffer or {other}._dt is not _dt or {other}.device is not _dev:",
+                  f"        _like({name!r}, {first}, {other!r}, _buffer({name!r}, {other!r}, {other}))"]
+    others = [x for x in t if x != out_rule.in_place]
+    if out_rule.in_place is not None and others:  # (the kernel reads the others while it writes it)
+        lines.append(f"    _disjoint({name!r}, {out_rule.in_place}, {out_rule.in_place!r}, "
+                     f"{', '.join(f'{x}={x}' for x in others)})")
+    for a in scalars:  # (checks.scalar: a Python number in range is taken as it is)
+        lines.append(f"    {a.name} = _scalar({name!r}, {a.name!r}, {a.name}, _dt.acc)")
+    lines += [f"    _key = (_dev, _dt.name, {', '.join(f'{x}.shape' for x in t)})",
+              "    _found = _memo.get(_key)",
+              "    if _found is None or _forced() is not None:",
+              "        _found = _plan(_spec, _key, lambda: _make(_spec, _tensors, _sources, _dev, _dt, "
+              f"({', '.join(t)},)), _memo)",
+              "    _kernel, _g, _loc, _sizes, _shape, _nbytes, _empty = _found"]
+    if out_rule.in_place is not None:
+        lines.append(f"    _y = {out_rule.in_place}")
+    else:
+        # (checks.output's own first test, inline: an out of the right device, dtype and shape)
+        lines += ["    if out is None:",
+                  f"        _y = _output({name!r}, None, {like}, _shape, _nbytes)",
+                  "    else:",
+                  f"        if out.__class__ is Buffer and out._dt is {like}._dt and out.device is _dev and "
+                  "out.shape == _shape:",
+                  "            _y = out",
+                  "        else:",
+                  f"            _y = _output({name!r}, out, {like}, _shape, _nbytes)",
+                  *([f"        _in_place({name!r}, _y, {like!r}, {like})"] if out_rule.alias else []),
+                  *([f"        _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t if x != like or not out_rule.alias)})"]
+                    if len(t) > 1 or not out_rule.alias else [])]
+    sizes = iter(range(len(launch.args)))
+    values = [f"_sizes[{next(sizes)}]" if ":" in a else "_y" if a == "out" else a for a in launch.args]
+    lines += ["    if _empty:",
+              "        return _y"]
+    call = f"_dev.launch(_kernel, _g, _loc, [{', '.join(values)}])"
+    if out_rule.in_place is not None or not scalars:  # (nothing the launch converts can refuse)
+        lines.append(f"    {call}")
+    else:
+        lines += ["    try:",
+                  f"        {call}",
+                  "    except Exception:",
+                  "        if _y is not out:  # (a scalar refused: the result is no one's)",
+                  "            _y.close()",
+                  "        raise"]
+    lines.append("    return _y")
+    exec("\n".join(lines), ns)  # noqa: S102 - the op's own declaration, not input
+    run = ns[name]
+    run.__module__ = "isthmus.ops"
+    run.__doc__ = spec.doc or spec.summary
+    run.__source__ = "\n".join(lines)  # (what was written, for a reader)
+    run._declared = True  # (written from a spec: a copy of the spec writes its own)
+    return run
+
+
+__all__ = ["declared"]
