@@ -70,7 +70,7 @@ public final class CrossingsBench {
             case "sum" -> Ops.sum(x).close();
             case "transpose" -> Ops.transpose(x).close();
             case "gemm" -> Ops.gemm(x, y).close();
-            case "axpy" -> Ops.axpy(0.5, x, x);
+            case "axpy" -> Ops.axpy(0.5, x, y);
             //OUT case "softmax out=" -> Ops.softmax(x, out);
             default -> throw new IllegalArgumentException(what);
         }
@@ -145,7 +145,7 @@ public final class CrossingsPairs {
             case "sum" -> Ops.sum(x).close();
             case "transpose" -> Ops.transpose(x).close();
             case "gemm" -> Ops.gemm(x, y).close();
-            case "axpy" -> Ops.axpy(0.5, x, x);
+            case "axpy" -> Ops.axpy(0.5, x, y);
             case "softmax out=" -> Ops.softmax(x, out);
             default -> throw new IllegalArgumentException(what);
         }
@@ -264,7 +264,7 @@ def child(iters: int) -> None:
                   "device_name": dev.name, "java": {}, "python": {}, "java_cpu": {}, "python_cpu": {}}
         py = {"softmax": lambda: isthmus.ops.softmax(x).close(), "sum": lambda: isthmus.ops.sum(x).close(),
               "transpose": lambda: isthmus.ops.transpose(x).close(), "gemm": lambda: isthmus.ops.gemm(x, y).close(),
-              "axpy": lambda: isthmus.ops.axpy(0.5, x, x), "softmax out=": lambda: isthmus.ops.softmax(x, out=out)}
+              "axpy": lambda: isthmus.ops.axpy(0.5, x, y), "softmax out=": lambda: isthmus.ops.softmax(x, out=out)}
         for case in CASES:
             if has_out or case != "softmax out=":
                 wall, cpu = bench.time(case, jx, jy, jout, iters)
