@@ -1,4 +1,13 @@
-"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... --strategy S --budget N [--plot FILE.png]``"""
+"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... [--dtype D] [--trans-a] [--trans-b] --strategy S
+--budget N [--plot FILE.png] [--declare FILE.py|MODULE]``
+
+``--trans-a``/``--trans-b`` (an op's variant flags: gemm's) and ``--dtype`` pick the kernel that the
+op's call with them launches (``gemm --dtype bfloat16 --trans-b`` tunes what ``gemm(x, w,
+trans_b=True)`` runs on bfloat16). A kernel of your own is declared by Python code
+(``isthmus.tune.declare``: its grid, inputs and reference are functions), so the command runs that
+code first: ``--declare my_kernels.py`` (a file, run as a module is imported) or ``--declare
+mypkg.kernels`` (an importable module), then ``KERNEL`` names a kernel it declared.
+"""
 from __future__ import annotations
 
 import argparse
@@ -30,11 +39,23 @@ def parser() -> argparse.ArgumentParser:
     by_problem: dict = {}
     for spec in FAMILIES.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
-    p.add_argument("kernel", help=f"library kernel: {', '.join(FAMILIES)} (or a kernel declared tunable)")
+    p.add_argument("kernel", help=f"library kernel: {', '.join(FAMILIES)}, or a kernel that --declare declares")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--size", type=_size, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dtype", default="float32", help="element type (default float32)" + "".join(
+        f"; {spec.name}'s {' and '.join(dt for dt, _ in spec.families)} tune its family "
+        f"{', '.join(sorted({f.name for _, f in spec.families}))}" for spec in FAMILIES.values() if spec.families))
+    flags: dict = {}  # the ops' variant flags: --trans-b for trans_b
+    for spec in FAMILIES.values():
+        for f in spec.variants:
+            flags.setdefault(f.name, []).append(spec.name)
+    for name, ops in flags.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=f"flag_{name}", action="store_true",
+                       help=f"tune the {name} variant ({', '.join(ops)}): what the call with {name}=True launches")
+    p.add_argument("--declare", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="run this Python file (or import this module) first: the kernels it declares with "
+                        "isthmus.tune.declare can be tuned")
     p.add_argument("--strategy", default="anneal", choices=sorted(NAMES))
     p.add_argument("--budget", type=int, default=None, help="configs to evaluate (default: a fifth of the space)")
     p.add_argument("--seconds", type=float, default=None, help="time limit for the search")
@@ -57,6 +78,8 @@ def _run(args) -> int:
     console = Console(stderr=True)
     if args.plot:
         check_plot(args.plot)
+    for what in args.declare:
+        run_declarations(what)
     dev = get_device(args.device)
     state = {"best": math.inf, "failed": 0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -75,7 +98,7 @@ def _run(args) -> int:
         result = tune(args.kernel, device=dev, problem=dict(args.size), strategy=args.strategy,
                       budget=Budget(args.budget, args.seconds) if args.budget or args.seconds else None,
                       seed=args.seed, dtype=args.dtype, measure=Measure(repeat=args.repeat),
-                      database=not args.no_db, on_evaluation=on_evaluation)
+                      database=not args.no_db, on_evaluation=on_evaluation, **variant_flags(args))
         progress.update(task, total=len(result.evaluations), completed=len(result.evaluations))
     Console().print(table(result))
     if args.json:
@@ -87,12 +110,41 @@ def _run(args) -> int:
     return 0 if math.isfinite(result.best_ms) else 1
 
 
+def variant_flags(args) -> dict:
+    """The variant flags given (``--trans-b``: ``{"trans_b": True}``)."""
+    return {name[5:]: True for name, on in vars(args).items() if name.startswith("flag_") and on}
+
+
+def run_declarations(what: str) -> None:
+    """Run the Python file ``what`` (as an import runs a module: its ``if __name__ == "__main__"``
+    part does not run) or import the module ``what``, so that its ``isthmus.tune.declare`` calls
+    register its kernels in this process."""
+    import importlib
+    import runpy
+
+    path = Path(what).expanduser()
+    if what.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise InvalidArgumentError(f"--declare {what}: no such file")
+        sys.path.insert(0, str(path.resolve().parent))  # (its own imports of modules beside it)
+        try:
+            runpy.run_path(str(path), run_name="__isthmus_declare__")
+        finally:
+            sys.path.remove(str(path.resolve().parent))
+        return
+    try:
+        importlib.import_module(what)
+    except ImportError as exc:
+        raise InvalidArgumentError(f"--declare {what}: not a file and not an importable module ({exc}); give the path "
+                                   f"of the .py file that declares the kernel") from None
+
+
 def table(result):
     """The five fastest configs and the default; the winner is the fastest of all, the default
     included (a search that found nothing faster shows the default as the best)."""
     from rich.table import Table
 
-    t = Table(title=f"{result.kernel} {result.dtype} {result.problem} on {result.device}: "
+    t = Table(title=f"{' '.join([result.kernel, *result.flags])} {result.dtype} {result.problem} on {result.device}: "
                     f"{len(result.evaluations)} of {result.space_size} configs "
                     f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
     for col, justify in (("config", "left"), ("params", "left"), ("time (ms)", "right"), ("vs default", "right")):

@@ -54,6 +54,7 @@ class TuneResult:
     default_ms: float | None
     evaluations: list = field(repr=False)
     seconds: float = 0.0
+    flags: dict = field(default_factory=dict)  # the variant tuned: the op's flags that were set (trans_b)
 
     @property
     def speedup(self) -> float:
@@ -73,28 +74,34 @@ class TuneResult:
 
 def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
          seconds: float | None = None, seed: int = 0, dtype="float32", measure=None, options: dict | None = None,
-         database=True, on_evaluation=None) -> TuneResult:
-    """Tune ``kernel`` (a library kernel name such as ``"gemm"``, or a kernel from :func:`declare`)
-    for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``) on ``device``.
+         database=True, on_evaluation=None, configs: list[dict] | None = None, **flags) -> TuneResult:
+    """Tune ``kernel`` (a library op's name such as ``"gemm"``, or a kernel from :func:`declare`,
+    or its name) for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``)
+    on ``device``, ``dtype`` and the op's variant ``flags``, written as in the op's call:
+    ``isthmus.tune("gemm", dtype="bfloat16", trans_b=True, ...)`` tunes exactly the kernel that
+    ``gemm(x, w, trans_b=True)`` launches on bfloat16 (the tensor-core family, ``TRANS_B=1``),
+    and stores it under the key that launch reads.
 
     ``budget``: distinct configs to evaluate (default: a fifth of the space, at least 10);
-    ``seconds``: a time limit as well. Every evaluation is stored in the tuning database
-    (``database=False``: none; or a :class:`db.Database`), the best per key kept for launches.
+    ``seconds``: a time limit as well; ``configs``: search these configs only (each a dict of
+    tunables; those it leaves out keep their defaults), e.g. with ``strategy="exhaustive"`` to
+    time a list. Every evaluation is stored in the tuning database (``database=False``: none; or
+    a :class:`db.Database`), the best per key kept for launches.
     """
     from . import db as dbmod  # (SQLite: the database module is imported on first use)
     from .runner import Bench, Budget, Cost, Evaluation, Measure, default_params, search
 
-    tgt = get_target(kernel)
-    fam = tgt.family
-    dev = get_device(device)
     dt = dtype_lookup(dtype)
+    fam = get_target(kernel, dt, None, **flags).family
+    dev = get_device(device)
     fam.check_dtype(dev, dt)
     if problem is None or set(problem) != set(fam.problem):
         raise InvalidArgumentError(f"tune {fam.name}: problem must name the sizes {', '.join(fam.problem)} "
                                    f"(e.g. problem={{{', '.join(repr(p) + ': 1024' for p in fam.problem)}}}), "
                                    f"got {problem!r}")
     problem = {p: int(problem[p]) for p in fam.problem}
-    space = Space.of(fam, dev, problem, dt)
+    tgt = get_target(kernel, dt, problem, **flags)
+    space = Space.of(fam, dev, problem, dt) if configs is None else _listed(fam, configs, dev, problem, dt)
     if not len(space):
         raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at {problem}")
     if isinstance(budget, Budget):
@@ -134,7 +141,26 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     best = min(ok, key=lambda e: e.time_ms) if ok else None
     return TuneResult(fam.name, dev.id, problem, dt.name, strategy, seed, len(space),
                       best.params if best else Config(), best.time_ms if best else math.inf, Config(default),
-                      default_ms, history, time.monotonic() - t0)
+                      default_ms, history, time.monotonic() - t0, dict(zip(fam.flags, [True] * len(fam.flags))))
+
+
+def _listed(family, configs, device, problem: dict, dt) -> Space:
+    """A space of the listed configs (each over the tunables' defaults), every one checked."""
+    names = {t.name for t in family.tunables}
+    out: list = []
+    for given in configs:
+        unknown = set(given) - names if isinstance(given, dict) else None
+        if unknown is None or unknown:
+            raise InvalidArgumentError(f"tune {family.name}: configs must be dicts of its tunables "
+                                       f"({', '.join(t.name for t in family.tunables)}), got {given!r}")
+        config = Config({**{t.name: t.default for t in family.tunables}, **given})
+        if not family.is_valid(config, device, problem, dt):
+            raise InvalidArgumentError(f"tune {family.name}: config {dict(given)} is not in its space on {device.id} "
+                                       f"at {problem} (a value out of range, or a restriction broken: "
+                                       f"{'; '.join(family.restrictions)})")
+        if config not in out:
+            out.append(config)
+    return Space(family, out, {Space.key(c): i for i, c in enumerate(out)})
 
 
 def tuned_config(spec, device, dt, problem: dict) -> dict | None:
