@@ -2,6 +2,7 @@
 :func:`isthmus.tune.tune` and reports the result as an ``io.isthmus.spi.TuneRun``."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import jpype
@@ -44,9 +45,15 @@ class TuneRun:
     spaceSize = reads("result.space_size")
 
 
-def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
+def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed, flags) -> TuneRun:
+    variant = {str(e.getKey()): bool(e.getValue()) for e in flags.entrySet()}
+    taken = sorted(set(variant) & set(inspect.signature(tune_).parameters))
+    if taken:  # (Tuner.flag("budget", true) must not reach tune()'s own arguments)
+        raise InvalidArgumentError(f"Tuner.flag({taken[0]!r}, ...): {kernel} has no variant flag {taken[0]!r}; "
+                                   f"set it with its own Tuner method")
     return TuneRun(tune_(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
-                         budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype)))
+                         budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype),
+                         **variant))
 
 
 def tuned_config(kernel, device, problem, dtype):

@@ -69,7 +69,12 @@ def target(kernel, dtype=None, problem: dict | None = None, **flags) -> Target:
     if isinstance(kernel, Target):
         return kernel
     spec = _spec(kernel.family.name if isinstance(kernel, UserKernel) else kernel)
-    spec.variant(**flags)  # (an unknown flag: an error naming the op's flags)
+    known = [f.name for f in spec.variants]
+    unknown = sorted(set(flags) - set(known))
+    if unknown:  # (a misspelt argument of tune() lands here too)
+        raise InvalidArgumentError(f"tune {spec.name}: {', '.join(map(repr, unknown))} is not an argument of tune() nor a "
+                                   f"variant flag of {spec.name}"
+                                   + (f" (its flags: {', '.join(known)})" if known else " (it has no variant flags)"))
     family = spec.family(None if dtype is None else lookup(dtype)).variant(**flags)
     if isinstance(spec, UserFamily):  # its sizes are not its buffers' shapes: the call is given them
         call = functools.partial(spec.call, problem=dict(problem or {}))

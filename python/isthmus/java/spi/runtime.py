@@ -57,8 +57,8 @@ class Runtime:
                                trans_b=bool(trans_b))
         return c if out is cb and cb is not None else BufferHandle(out, owned=True)
 
-    def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
-        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
+    def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed, flags):
+        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed, flags)
 
     def declare(self, name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space):
         java_spi.declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
