@@ -218,3 +218,24 @@ def test_two_processes_tuning_into_one_database_lose_no_records(dev, tuning_db, 
     store = dbmod.user()
     assert store.counts()["runs"] == expected
     assert store.counts()["best"] == 2  # axpy and transpose: one bucket each, both processes' axpy runs merged
+
+
+def test_a_config_list_is_searched_as_given(dev, tuning_db):
+    """``configs=``: the space is the listed configs (each over the tunables' defaults), e.g. timed
+    one by one with the exhaustive strategy; a config outside the space is a typed error."""
+    spec = FAMILIES["softmax"]
+    problem = {"rows": 9, "cols": 50}
+    space = list(spec.space(dev, problem, dtype("float32")))
+    listed = [space[0], space[-1], {k: v for k, v in space[len(space) // 2].items() if k != "VARIANT"}]
+    r = isthmus.tune("softmax", device=dev, problem=problem, strategy="exhaustive", configs=listed, budget=10,
+                     measure=Measure(repeat=1))
+    defaults = {t.name: t.default for t in spec.tunables}
+    want = [dict(c) for c in (space[0], space[-1], {**defaults, **listed[2]})]
+    assert r.space_size == len({tuple(sorted(c.items())) for c in want})
+    assert [dict(e.params) for e in r.evaluations] == list({tuple(sorted(c.items())): c for c in want}.values())
+    with pytest.raises(isthmus.InvalidArgumentError, match="not in its space"):
+        isthmus.tune("softmax", device=dev, problem=problem, configs=[{**space[0], "WG": 3}])
+    with pytest.raises(isthmus.InvalidArgumentError, match="dicts of its tunables"):
+        isthmus.tune("softmax", device=dev, problem=problem, configs=[{"NOPE": 1}])
+    with pytest.raises(isthmus.InvalidArgumentError, match="'budgt' is not an argument of tune"):
+        isthmus.tune("softmax", device=dev, problem=problem, budgt=3)
