@@ -25,3 +25,7 @@ def test_java_tuner_flag_reaches_the_transposed_launch(jvm, J, dev, tuning_db, r
     defines = kernel.program.defines
     assert kernel.name == "gemm_mma" and defines["TRANS_B"] == 1 and defines["TRANS_A"] == 0
     assert {k: defines[k] for k in best} == best
+    # Tuner.config for gemm on bfloat16 answers with the family that runs it (the tensor-core one)
+    sizes = jvm.JClass("java.util.Map").of("m", jvm.JLong(33), "n", jvm.JLong(40), "k", jvm.JLong(24))
+    plain = {str(k) for k in dict(J.Tuner.config("gemm", jdev, sizes, J.DType.BFLOAT16))}
+    assert plain == set(best)

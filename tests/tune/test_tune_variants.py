@@ -81,3 +81,58 @@ def test_the_op_launches_what_the_tuner_stored(dev, tuning_db, rng, name, dtype,
     store.record(key, problem, other, r.best_ms / 100, "ok")
     dbmod.forget()
     _assert_launched(_launch(dev, spec, problem, dt, flags, rng), key, other)
+
+
+class _Gpu:
+    """A stand-in GPU (the rule's choices depend on compute units): never launched."""
+
+    kind, max_work_group_size, local_mem_size, local_mem_optin, local_mem_dynamic = "gpu", 1024, 49152, None, False
+    compute_units, compute_capability, wgmma, mma_sync, native_vector_width_float, id = 132, None, False, False, 0, "fake:0"
+
+    def identity(self):
+        return {"backend": "opencl", "vendor": "Fake", "name": "Fake GPU", "driver": "1.0", "platform": "p"}
+
+
+def test_a_variant_with_nothing_tuned_takes_the_plain_layouts_config_where_the_rule_agrees(db):
+    """The shipped configs hold plain layouts only: a transposed call falls back to its family's
+    plain config where the rule picks one config for both layouts; where it treats the layout apart
+    (the rows kernel for x @ W.T with a few rows on a GPU), the rule's choice stands; a config tuned
+    for the variant itself wins."""
+    from isthmus.ops.specs import gemm as G
+    from isthmus.tune.db import key_for
+
+    dev, f32 = _Gpu(), lookup("float32")
+    plain, tb = G.SPEC, G.SPEC.variant(trans_b=True)
+    assert tb is G.family_for(False, True) and tb.base is plain and dict(tb.defines) == {"TRANS_A": 0, "TRANS_B": 1}
+    for problem, agrees in (({"m": 64, "n": 4096, "k": 4096}, True), ({"m": 1, "n": 4096, "k": 4096}, False)):
+        tuned = dict(plain.defaults(dev, problem, f32), TK=8, VARIANT=0, KS=4)
+        assert plain.is_valid(tuned, dev, problem, f32) and tuned != tb.defaults(dev, problem, f32)
+        db.record(key_for(plain, dev, "float32", problem), problem, tuned, 1.0, "ok")
+        dbmod.forget()
+        found = dbmod.explain(tb, dev, f32, problem)
+        if agrees:
+            assert found == ("user database, exact, tuned without trans_b", tuned)
+        else:
+            assert found is None and tb.defaults(dev, problem, f32)["VARIANT"] == 3  # the rows kernel
+    own = dict(tb.defaults(dev, problem, f32), RN=1)
+    db.record(key_for(tb, dev, "float32", problem), problem, own, 2.0, "ok")
+    assert dbmod.explain(tb, dev, f32, problem) == ("user database, exact", own)
+
+
+def test_a_transposed_launch_uses_the_plain_config_on_this_device(dev, db, rng):
+    """On a device whose rule treats the layouts alike (PoCL: the cpu kernel for both), a config
+    tuned without trans_b reaches gemm(x, w, trans_b=True), compiled with TRANS_B=1."""
+    from isthmus.ops.specs import gemm as G
+    from isthmus.tune.db import key_for
+
+    f32, problem = lookup("float32"), {"m": 33, "n": 40, "k": 24}
+    plain, tb = G.SPEC, G.SPEC.variant(trans_b=True)
+    if plain.defaults(dev, problem, f32) != tb.defaults(dev, problem, f32):
+        pytest.skip(f"the rule picks differently for trans_b on {dev.id}")
+    default = plain.defaults(dev, problem, f32)
+    tuned = next(p for p in plain.space(dev, problem, f32) if p != default)
+    db.record(key_for(plain, dev, "float32", problem), problem, tuned, 1.0, "ok")
+    dbmod.forget()
+    launched = _launch(dev, FAMILIES["gemm"], problem, f32, {"trans_b": True}, rng)
+    for _, defines in launched:
+        assert defines["TRANS_B"] == 1 and {k: defines[k] for k in tuned} == tuned

@@ -57,12 +57,14 @@ def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed, flags)
 
 
 def tuned_config(kernel, device, problem, dtype):
-    fam = registry.get(str(kernel)) or registry.family(str(kernel))  # the latter raises, naming the known kernels
+    dt = lookup(str(dtype))
+    # (the latter raises, naming the known kernels); the family that runs the dtype (gemm's bf16: gemm_mma)
+    fam = (registry.get(str(kernel)) or registry.family(str(kernel))).family(dt)
     sizes = _problem(problem)
     if set(sizes) != set(fam.problem):
         raise InvalidArgumentError(f"{fam.name}: problem must name the sizes {', '.join(fam.problem)}, got "
                                    f"{', '.join(sizes) or 'none'}")
-    return _jmap(resolve(fam, device, lookup(str(dtype)), sizes)[0])
+    return _jmap(resolve(fam, device, dt, sizes)[0])
 
 
 _JAVA_ARRAY = {np.dtype(np.float32): jpype.JFloat, np.dtype(np.float64): jpype.JDouble,
