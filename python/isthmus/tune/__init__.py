@@ -4,6 +4,12 @@ database, which every later launch (from Python or Java, in any process) consult
 >>> r = isthmus.tune("gemm", device="opencl:0", problem={"m": 256, "n": 256, "k": 256}, budget=40)
 >>> r.best, r.best_ms, r.speedup, r.by_status
 >>> isthmus.ops.gemm(a, b)        # now launched with r.best (for this device, dtype and size bucket)
+>>> isthmus.tune("gemm", dtype="bfloat16", trans_b=True, problem={"m": 16, "n": 4096, "k": 4096}, budget=40)
+>>> isthmus.ops.gemm(x, w, trans_b=True)   # on bfloat16: the tensor-core kernel for B stored N x K, tuned
+
+What is tuned is what the op's own call launches: the op's family for the dtype (``OpSpec.families``:
+gemm's float16/bfloat16 run gemm_mma) and its variant for the flags (``OpSpec.variants``: trans_a,
+trans_b), each value set under a tuning key of its own (``OpSpec.variant``).
 
 The module is callable: ``isthmus.tune(...)`` is :func:`tune`; ``isthmus.tune.declare`` declares a
 kernel of your own tunable, ``isthmus.tune.db`` is the database.
@@ -13,7 +19,8 @@ random, anneal, genetic: one ``tune()`` each and an ``OPTIONS`` table), ``runner
 and check one config; budgets; replay of recorded times), ``targets.py`` (what is measured:
 library ops, declared kernels), ``storage.py`` (one SQLite WAL database file and its keys),
 ``lookup.py`` (which stored config a launch uses), ``db.py`` (this process's user and bundled
-databases), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
+databases; a variant with nothing tuned falls back to its plain family's config where the rule
+agrees), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
 and ``TunableKernel``), ``bundled/`` (configs shipped with the package, consulted after the
 user's database). The commands ``isthmus tune`` and ``isthmus db`` are :mod:`isthmus.cli`'s.
 

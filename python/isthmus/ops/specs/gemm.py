@@ -115,7 +115,7 @@ def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
 
 FAMILY = Family(
     name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu", "gemm_rows"),
-    dtypes=("float32", "float64", "float16", "bfloat16"), variants=gemm_mma.FLAGS,  # (16-bit floats: families)
+    dtypes=("float32", "float64", "float16", "bfloat16"), variants=gemm_mma.FLAGS,  # 16-bit: gemm_mma (families)
     tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
               Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
               Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
@@ -326,13 +326,14 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha=1
     return out.astype(a.dtype)
 
 
-# what runs, checks and measures the op, added to its declaration above
 def _inputs(p: dict, dt, rng, trans_a: bool = False, trans_b: bool = False) -> tuple:
     """a and b for problem ``p`` as the call's layouts store them (a K x M with trans_a, b N x K with trans_b)."""
     return (sample(rng, (p["k"], p["m"]) if trans_a else (p["m"], p["k"]), dt),
             sample(rng, (p["n"], p["k"]) if trans_b else (p["k"], p["n"]), dt))
 
 
+# what runs, checks and measures the op, added to its declaration above; float16 and bfloat16 run
+# the tensor-core family
 FAMILY = SPEC = FAMILY.completed(
     run=gemm, reference=reference, inputs=_inputs, families=tuple((dt, gemm_mma.SPEC) for dt in gemm_mma.DTYPES),
     moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
