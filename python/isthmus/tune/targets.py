@@ -1,9 +1,10 @@
 """What the tuner measures: a kernel with its inputs, its call and its reference.
 
-Library kernels are measured through their own ``run`` (the op users call) with the candidate
-config forced for the call, so tuning measures exactly the launches users get. Users' own
-kernels are declared with :func:`declare` (source, tunables, restrictions, problem sizes, grid
-rule, inputs, reference) and are tuned, stored and looked up like the library's.
+Library ops are measured through their own call (the function users call, with the dtype and
+variant flags of the tuning run) with the candidate config forced for the family that call
+launches, so tuning measures exactly the launches users get. Users' own kernels are declared with
+:func:`declare` (source, tunables, restrictions, problem sizes, grid rule, inputs, reference):
+registered as op specs, they are tuned, stored and looked up like the library's.
 """
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from typing import Callable
 import numpy as np
 
 from ..dtypes import lookup
+from ..errors import InvalidArgumentError
 from ..launch import LaunchConfig
 from ..ops import registry
 from ..ops.registry import FAMILIES
 from ..ops.resolve import forced, plan, resolve
-from ..errors import InvalidArgumentError
 from ..ops.spec import OpSpec, Tunable
 from ..workloads import rel_error, tolerance
 from .space import register
