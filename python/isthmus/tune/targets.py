@@ -105,7 +105,9 @@ def _spec(name: str) -> OpSpec:
 @dataclass(frozen=True)
 class UserFamily(OpSpec):
     """The spec of a kernel declared with :func:`declare`: its source text is given, not a file of
-    the library; ``call(*buffers, problem=...)`` launches it for the tuner."""
+    the library; ``call(*buffers, problem=...)`` launches it for the tuner. It has no ``run``: a
+    tunable kernel, launched with :meth:`UserKernel.launch` for a problem, not an op (Java's
+    ``Ops.call`` and ``Device.kernel(name)`` refuse it)."""
 
     text: str = ""
 
@@ -185,7 +187,7 @@ def declare(name: str, source: str, *, entry: str | None = None, tunables: dict,
     kernel.family = UserFamily(
         name=name, source=f"<{name}>", entries=(entry or name,), dtypes=tuple(dtypes), library=False,
         tunables=tuple(Tunable(k, tuple(v), d) for k, (v, d) in tunables.items()), problem=tuple(problem),
-        restrictions=tuple(restrictions), text=source, run=kernel.launch, call=kernel.call,
+        restrictions=tuple(restrictions), text=source, call=kernel.call,
         inputs=inputs, reference=reference, in_place=(output,),
         summary="declared with isthmus.tune.declare")
     register(kernel.family)
