@@ -148,7 +148,7 @@ def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anne
     best = min(ok, key=lambda e: e.time_ms) if ok else None
     return TuneResult(fam.name, dev.id, problem, dt.name, strategy, seed, len(space),
                       best.params if best else Config(), best.time_ms if best else math.inf, Config(default),
-                      default_ms, history, time.monotonic() - t0, dict(zip(fam.flags, [True] * len(fam.flags))))
+                      default_ms, history, time.monotonic() - t0, dict.fromkeys(fam.flags, True))
 
 
 def _listed(family, configs, device, problem: dict, dt) -> Space:
