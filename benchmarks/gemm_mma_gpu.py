@@ -5,10 +5,11 @@ and forced configs, then timing at square sizes next to torch.mm (cuBLAS) in the
     python -m benchmarks gemm_mma_gpu --device opencl:0 --quick           # smoke test (the portable path)
 
 --device opencl:nvidia picks the first OpenCL device whose vendor is NVIDIA. Correctness: relative
-Frobenius error against float64 NumPy (small cases) or torch's float32 product of the same inputs
-(timed sizes); outputs are poisoned with NaN first. Timing (``isthmus.measure``): device events
-around ``reps`` launches, median of ``rounds``; torch.mm on the same data in the same run, timed
-with CUDA events. ``--out DIR`` writes the report (``gemm_mma_gpu-<backend>-<device>.md/.json``);
+Frobenius error against float64 NumPy; outputs of the checks are poisoned with NaN first. Timing of
+the configs (--sweep, --configs, --shapes) is the tuner's: ``isthmus.tune("gemm", dtype=...,
+trans_b=...)`` with the exhaustive strategy over the config list (each config checked against the
+reference, then timed with device events, median per launch); torch.mm on the same data in the same
+run, timed with CUDA events. ``--out DIR`` writes the report (``gemm_mma_gpu-<backend>-<device>.md/.json``);
 ``--json FILE`` appends the raw results as one JSON line (a log of runs).
 """
 from __future__ import annotations
@@ -26,8 +27,10 @@ import numpy as np
 from benchmarks import _results
 import isthmus
 from isthmus import measure
-from isthmus.ops.resolve import forced
-from isthmus.ops.specs import gemm_mma
+from isthmus.dtypes import lookup
+from isthmus.ops.resolve import default_config, forced
+from isthmus.ops.specs import gemm, gemm_mma
+from isthmus.tune.runner import Measure
 
 SMOKE = ["--device", "{device}", "--quick", "--out", "{out}"]  # tests/benchmarks: the portable path
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -183,10 +186,6 @@ def quick_check(dev, rng, log):
     return rows
 
 
-def _median_ms(dev, fn, reps, rounds):
-    return measure.device_ms(dev, fn, repeat=rounds, warmup=1, batch=reps)
-
-
 def _torch_ms(torch, fn, reps, rounds):
     return measure.device_ms(measure.TorchClock(torch), fn, repeat=rounds, warmup=1, batch=reps)
 
@@ -201,9 +200,22 @@ def _best(rows, size, top):
     return [json.loads(c) for c in ranked[:top]]
 
 
+def _label(p) -> str:
+    return "resolved" if p is None else "{BM}x{BN}x{BK} w{WM}x{WN} s{STAGES} gm{GM}".format(**p) + (
+        " wgmma" if p.get("WGMMA") else f" swz{p.get('SWZ', 0)}")
+
+
+def _full(family, p: dict) -> dict:
+    """Config ``p`` over the family's tunable defaults: the config the tuner compiles and times."""
+    return {**{t.name: t.default for t in family.tunables}, **p}
+
+
 def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
-    """Each (m, n, k, trans_b) shape with each config (None: the resolved one), torch.mm on the same
-    data first; after the first shape, ``top`` keeps the best configs there only."""
+    """Each (m, n, k, trans_b) shape with each config (None: the resolved one, the rule's), torch.mm on
+    the same data first; after the first shape, ``top`` keeps the best configs there only. The configs
+    are timed and checked (against float64 NumPy) by the tuner: ``isthmus.tune("gemm", dtype=...,
+    trans_b=...)`` over the list with the exhaustive strategy, into no database, so what is timed is
+    the kernel that ``gemm`` launches for that dtype and layout."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -214,6 +226,7 @@ def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
             log(f"best at {shapes[0]}: {configs}")
         flops = 2.0 * m * n * k
         reps = int(min(200, max(3, 1e13 // flops)))
+        problem = {"m": m, "n": n, "k": k}
         for name in dtypes:
             dt = DTYPES[name]
             a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
@@ -224,31 +237,40 @@ def timing(dev, rng, shapes, configs, log, dtypes=tuple(DTYPES), top=None):
             tc = torch.empty((m, n), dtype=tdt, device="cuda")
             rhs = tbm.t() if tb else tbm
             t_ms = _torch_ms(torch, lambda: torch.mm(ta, rhs, out=tc), reps, 5)
-            rows_checked = slice(None, None, max(1, m // 1024))  # a sample of rows: the check stays cheap at 8192
-            ref = (ta.float() @ rhs.float())[rows_checked].cpu().numpy()
-            da, db = dev.asarray(a), dev.asarray(b)
-            poison = np.full((m, n), np.nan, dt)
+            del ta, tbm, tc
+            family, dtype = gemm.SPEC.family(name).variant(trans_b=tb), lookup(name)
+            full = {json.dumps(p, sort_keys=True): _full(family, p) for p in configs if p is not None}
+            listed = [p for p in configs if p is not None and family.is_valid(full[json.dumps(p, sort_keys=True)],
+                                                                               dev, problem, dtype)]
             for p in configs:
-                dc = dev.asarray(poison)  # every element must be written
+                if p is not None and p not in listed:
+                    log(f"time {dev.id} {m}x{n}x{k}{' tb' if tb else ''} {name} {_label(p)}: outside the tuner's "
+                        f"space on this device (a restriction of {family.name}), not timed")
+            resolved = default_config(family, dev, problem, dtype)  # what the tuner measures first, as its default
+            r = isthmus.tune("gemm", device=dev, problem=problem, dtype=name, trans_b=tb, strategy="exhaustive",
+                             configs=[full[json.dumps(p, sort_keys=True)] for p in listed] or [resolved],
+                             budget=max(1, len(listed)), database=False, measure=Measure(repeat=5))
+            found = {json.dumps(dict(e.params), sort_keys=True): e for e in r.evaluations}
+            measured = [(None, r.default_ms, "ok" if r.default_ms is not None else "failed: the resolved config")] \
+                if None in configs else []
+            for p in listed:
+                e = found.get(json.dumps(full[json.dumps(p, sort_keys=True)], sort_keys=True))
+                if e is None:  # the resolved config itself, measured once as the tuner's default
+                    measured.append((p, r.default_ms, "ok" if r.default_ms is not None else "failed"))
+                else:
+                    measured.append((p, e.time_ms if e.status == "ok" else None,
+                                     e.status + (f": {e.error}" if e.error else "")))
+            for p, ms, status in measured:
                 entry = {"shape": [m, n, k, tb], "dtype": name, "torch_ms": t_ms, "torch_tflops": flops / t_ms / 1e9,
-                         "config": p}
-                try:
-                    ctx = forced(gemm_mma.SPEC, p) if p else _nothing()
-                    with ctx:
-                        ms = _median_ms(dev, lambda: gemm_mma.run(da, db, dc, trans_b=tb), reps, 5)
-                        dev.synchronize()
-                        out = dc.to_numpy()
-                        err = float("nan") if np.isnan(out).any() else rel(out[rows_checked].astype(np.float32), ref)
-                    entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=t_ms / ms, err=err)
-                except Exception as exc:  # noqa: BLE001
-                    entry.update(error=str(exc)[:300])
+                         "config": p, "status": status}
+                if ms is not None:
+                    entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=t_ms / ms)
+                else:
+                    entry.update(error=status[:300])
                 rows.append(entry)
-                cfg = "resolved" if p is None else "{BM}x{BN}x{BK} w{WM}x{WN} s{STAGES} gm{GM}".format(**p) + (
-                    " wgmma" if p.get("WGMMA") else f" swz{p.get('SWZ', 0)}")
-                log(f"time {dev.id} {m}x{n}x{k}{' tb' if tb else ''} {name} {cfg}: "
-                    + (f"{entry['tflops']:.1f} TFLOP/s, torch {entry['torch_tflops']:.1f}, "
-                       f"ratio {entry['ratio']:.3f}, err {entry['err']:.2e}" if "ms" in entry else entry["error"]))
-            del da, db, ta, tbm, tc
+                log(f"time {dev.id} {m}x{n}x{k}{' tb' if tb else ''} {name} {_label(p)}: "
+                    + (f"{entry['tflops']:.1f} TFLOP/s, torch {entry['torch_tflops']:.1f}, ratio {entry['ratio']:.3f}"
+                       if "ms" in entry else entry["error"]))
     return rows
 
 
@@ -262,9 +284,10 @@ def _compile_job(job):
     out_dt = lookup("float32") if f32 else dt
     shape = gemm_mma._Shape(1, m, n, k, 0, 0, (m, n))
     variant = gemm_mma._variant(dev, dt, ta, tb, shape, out_dt)
-    params = p if p is not None else gemm_mma.SPEC.defaults(dev, {"m": m, "n": n, "k": k}, dt)
+    family = gemm.SPEC.family(name).variant(trans_a=ta, trans_b=tb)  # what gemm launches (the tuner too)
+    params = _full(family, p) if p is not None else default_config(family, dev, {"m": m, "n": n, "k": k}, dt)
     try:
-        gemm_mma.SPEC.kernels(dev, dt, {**params, **dict(variant)})
+        family.kernels(dev, dt, {**params, **dict(variant)})
         return None
     except Exception as exc:  # noqa: BLE001 - reported again when the config is run
         return f"{p} {name}: {str(exc)[:200]}"
@@ -322,14 +345,6 @@ def precompile(spec, dev, args, workers, log):
         errors = [e for e in ex.map(_compile_job, todo) if e]
     log(f"precompiled {len(todo)} programs in {time.time() - t0:.1f} s with {workers} processes"
         + (f"; {len(errors)} failed, e.g. {errors[0]}" if errors else ""))
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
 
 
 def main(argv=None) -> int:

@@ -170,3 +170,33 @@ def test_ctrl_c_before_the_search_is_one_line(monkeypatch, capsys):
     assert tune_cli.main(["axpy", "--size", "n=1000"]) == 130
     err = capsys.readouterr().err
     assert err.strip() == "isthmus tune: interrupted before the search started; nothing was measured"
+
+
+def test_tune_cli_dtype_and_variant_flags_tune_what_the_call_launches(dev, tuning_db, tmp_path, rng, capsys):
+    """``isthmus tune gemm --dtype bfloat16 --trans-b``: the tensor-core family compiled for B stored
+    N x K, the kernel that ``gemm(x, w, trans_b=True)`` on bfloat16 launches, with the stored best."""
+    import json
+
+    import ml_dtypes
+
+    import isthmus
+    from isthmus.bench import recording
+
+    if not dev.supports("bfloat16"):
+        pytest.skip(f"{dev.id} has no bfloat16")
+    out = tmp_path / "r.json"
+    argv = ["gemm", "--device", dev.id, "--dtype", "bfloat16", "--trans-b", "--size", "m=20", "n=36", "k=40",
+            "--strategy", "random", "--budget", "2", "--repeat", "1", "--json", str(out)]
+    assert tune_cli.main(argv) == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["kernel"] == "gemm_mma" and result["flags"] == {"trans_b": True} and result["dtype"] == "bfloat16"
+    assert "gemm_mma trans_b bfloat16" in capsys.readouterr().out  # the table's title names the variant
+    x = dev.asarray(rng.standard_normal((19, 40)).astype(ml_dtypes.bfloat16))
+    w = dev.asarray(rng.standard_normal((33, 40)).astype(ml_dtypes.bfloat16))
+    with recording(dev) as rec:
+        isthmus.ops.gemm(x, w, trans_b=True)
+    defines = rec.launches[0][0].program.defines
+    assert defines["TRANS_B"] == 1 and {k: defines[k] for k in result["best"]} == result["best"]
+    # a flag the op does not have: a typed error naming the op's flags, before any search
+    assert tune_cli.main(["axpy", "--device", dev.id, "--trans-a", "--size", "n=100", "--budget", "2"]) == 2
+    assert "not an argument of tune() nor a variant flag of axpy" in capsys.readouterr().err

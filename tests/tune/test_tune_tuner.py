@@ -260,3 +260,24 @@ def test_ctrl_c_keeps_the_best_so_far_and_the_same_call_goes_on_from_there(dev, 
     earlier_ok = [e.time_ms for e in first.evaluations if e.status == "ok" and e.params != first.default]
     assert second.best_ms <= min(earlier_ok, default=math.inf)  # the earlier runs' configs compete for best
     assert len(dbmod.user().runs("axpy")) == len(stored) + 4 + (dict(first.default) not in expected)
+
+
+def test_a_config_list_is_searched_as_given(dev, tuning_db):
+    """``configs=``: the space is the listed configs (each over the tunables' defaults), e.g. timed
+    one by one with the exhaustive strategy; a config outside the space is a typed error."""
+    spec = OPS["softmax"]
+    problem = {"rows": 9, "cols": 50}
+    space = list(spec.space(dev, problem, dtype("float32")))
+    listed = [space[0], space[-1], {k: v for k, v in space[len(space) // 2].items() if k != "VARIANT"}]
+    r = isthmus.tune("softmax", device=dev, problem=problem, strategy="exhaustive", configs=listed, budget=10,
+                     measure=Measure(repeat=1))
+    defaults = {t.name: t.default for t in spec.tunables}
+    want = [dict(c) for c in (space[0], space[-1], {**defaults, **listed[2]})]
+    assert r.space_size == len({tuple(sorted(c.items())) for c in want})
+    assert [dict(e.params) for e in r.evaluations] == list({tuple(sorted(c.items())): c for c in want}.values())
+    with pytest.raises(isthmus.InvalidArgumentError, match="not in its space"):
+        isthmus.tune("softmax", device=dev, problem=problem, configs=[{**space[0], "WG": 3}])
+    with pytest.raises(isthmus.InvalidArgumentError, match="dicts of its tunables"):
+        isthmus.tune("softmax", device=dev, problem=problem, configs=[{"NOPE": 1}])
+    with pytest.raises(isthmus.InvalidArgumentError, match="'budgt' is not an argument of tune"):
+        isthmus.tune("softmax", device=dev, problem=problem, budgt=3)

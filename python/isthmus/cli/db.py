@@ -12,7 +12,7 @@ from ..errors import InvalidArgumentError, IsthmusError
 from . import reported
 from ..tune import db
 from ..tune.db import fingerprint
-from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document
+from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document, undeclared
 from ..tune.space import kernel_family
 
 PIPE_WIDTH = 1000  # wider than any row: piped output keeps whole rows (or use --json)
@@ -71,20 +71,29 @@ def table(doc: dict, title: str):
     t = Table(title=escape(title))
     for col in ("kernel", "dtype", "device", "driver", "bucket", "params", "time (ms)", "vs default", "source"):
         t.add_column(col, overflow="fold", min_width=3, justify="right" if col in ("time (ms)", "vs default") else "left")
-    stale = 0
+    stale = undeclared = 0
     for e in doc["entries"]:
         dev = e["device"]
         speed = f"{e['default_ms'] / e['time_ms']:.2f}x" if e.get("default_ms") and e["time_ms"] > 0 else "-"
         family = kernel_family(e["kernel"])  # current: tuned for the kernel source (and options) this isthmus has
         current = family is not None and fingerprint(family, e["dtype"]) == (e["source_hash"], e["options"])
-        stale += not current
+        stale += family is not None and not current
+        undeclared += family is None
+        bucket = e["bucket"]  # a user's kernel not declared here: its sizes in order
         cells = (e["kernel"], e["dtype"], f"{dev['backend']} {dev['name']}", dev["driver"],
-                 " ".join(f"{k}={v}" for k, v in e["bucket"].items()),
+                 " ".join(f"{k}={v}" for k, v in bucket.items()) if isinstance(bucket, dict) else
+                 "x".join(map(str, bucket)),
                  " ".join(f"{k}={v}" for k, v in e["params"].items()), f"{e['time_ms']:.4g}", speed)
-        t.add_row(*map(escape, cells), "current" if current else "[yellow]older[/yellow]")
+        t.add_row(*map(escape, cells),
+                  "current" if current else "[yellow]older[/yellow]" if family is not None else "declared kernel")
+    notes = []
     if stale:
-        t.caption = (f"{stale} configs were tuned for another version of their kernel's source: launches do not "
+        notes.append(f"{stale} configs were tuned for another version of their kernel's source: launches do not "
                      f"use them (retune, or regenerate the bundled ones with benchmarks/tune_gpu.py)")
+    if undeclared:
+        notes.append(f"{undeclared} configs are of kernels declared with isthmus.tune.declare (not in this process): "
+                     f"a launch of such a kernel uses them when it is declared with the same source")
+    t.caption = "; ".join(notes) or None
     return t
 
 
@@ -140,6 +149,11 @@ def _import(args) -> int:
     if stale:
         print(f"left out {stale} configs tuned for another version of their kernel's source (an older isthmus, or "
               f"an edited source_hash/options): no launch would use them; retune those kernels", file=sys.stderr)
+    kept = undeclared(doc)
+    if kept:
+        print(f"note: {', '.join(kept)} {'is a kernel' if len(kept) == 1 else 'are kernels'} declared with "
+              f"isthmus.tune.declare, not in this process: {'its' if len(kept) == 1 else 'their'} configs were "
+              f"stored as given (checked when the kernel is declared and launched)", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,13 @@
-"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... --strategy S --budget N [--seconds S] [--plot FILE.png]``"""
+"""``isthmus tune KERNEL --device ID --size NAME=VALUE ... [--dtype D] [--trans-a] [--trans-b] --strategy S
+--budget N [--seconds S] [--plot FILE.png] [--declare FILE.py|MODULE]``
+
+``--trans-a``/``--trans-b`` (an op's variant flags: gemm's) and ``--dtype`` pick the kernel that the
+op's call with them launches (``gemm --dtype bfloat16 --trans-b`` tunes what ``gemm(x, w,
+trans_b=True)`` runs on bfloat16). A kernel of your own is declared by Python code
+(``isthmus.tune.declare``: its grid, inputs and reference are functions), so the command runs that
+code first: ``--declare my_kernels.py`` (a file, run as a module is imported) or ``--declare
+mypkg.kernels`` (an importable module), then ``KERNEL`` names a kernel it declared.
+"""
 from __future__ import annotations
 
 import argparse
@@ -33,11 +42,23 @@ def parser() -> argparse.ArgumentParser:
     by_problem: dict = {}
     for spec in OPS.values():
         by_problem.setdefault(", ".join(spec.problem), []).append(spec.name)
-    p.add_argument("kernel", help=f"library kernel: {', '.join(OPS)} (or a kernel declared tunable)")
+    p.add_argument("kernel", help=f"library kernel: {', '.join(OPS)}, or a kernel that --declare declares")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--size", type=_size, nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="problem sizes: " + "; ".join(f"{sizes} ({', '.join(ops)})" for sizes, ops in by_problem.items()))
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dtype", default="float32", help="element type (default float32)" + "".join(
+        f"; {spec.name}'s {' and '.join(dt for dt, _ in spec.families)} tune its family "
+        f"{', '.join(sorted({f.name for _, f in spec.families}))}" for spec in OPS.values() if spec.families))
+    flags: dict = {}  # the ops' variant flags: --trans-b for trans_b
+    for spec in OPS.values():
+        for f in spec.variants:
+            flags.setdefault(f.name, []).append(spec.name)
+    for name, ops in flags.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=f"flag_{name}", action="store_true",
+                       help=f"tune the {name} variant ({', '.join(ops)}): what the call with {name}=True launches")
+    p.add_argument("--declare", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="run this Python file (or import this module) first: the kernels it declares with "
+                        "isthmus.tune.declare can be tuned")
     p.add_argument("--strategy", default="anneal", choices=sorted(NAMES))
     p.add_argument("--budget", type=int, default=None,
                    help=f"configs to evaluate, at least 1 (default: {DEFAULT_BUDGET}, or the whole space when smaller; "
@@ -78,10 +99,12 @@ def _run(args) -> int:
     if args.repeat < 1:
         raise InvalidArgumentError(f"--repeat {args.repeat}: timed launches per config must be at least 1 "
                                    f"(e.g. --repeat 7)")
+    for what in args.declare:
+        run_declarations(what)
     # everything is checked (arguments, space, database) before the progress bar: nothing has run yet
     job = tuning.prepare(args.kernel, device=args.device, problem=_problem(args.size), strategy=args.strategy,
                          budget=args.budget, seconds=args.seconds, seed=args.seed, dtype=args.dtype,
-                         database=not args.no_db, syntax=CLI)
+                         database=not args.no_db, syntax=CLI, **variant_flags(args))
     say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)  # never cut, no markup
     say(_plan(job))
     try:
@@ -115,7 +138,8 @@ def _plan(job) -> str:
         limits.append(f"{job.evaluations} configs")
     if job.seconds is not None:
         limits.append(f"{job.seconds:g} s")
-    text = (f"tune {fam.name} {job.dtype.name} {problem} on {job.device.id} ({job.device.name}): "
+    flags = "".join(" --" + f.replace("_", "-") for f in fam.flags)
+    text = (f"tune {fam.name}{flags} {job.dtype.name} {problem} on {job.device.id} ({job.device.name}): "
             f"{len(job.space):,} configs in the space; budget {' or '.join(limits)} ({job.strategy}, seed {job.seed})")
     if job.evaluations is not None and job.evaluations < len(job.space):
         text += "; --budget N to change"
@@ -153,6 +177,35 @@ def _measured(job, measure, console):
     return result
 
 
+def variant_flags(args) -> dict:
+    """The variant flags given (``--trans-b``: ``{"trans_b": True}``)."""
+    return {name[5:]: True for name, on in vars(args).items() if name.startswith("flag_") and on}
+
+
+def run_declarations(what: str) -> None:
+    """Run the Python file ``what`` (as an import runs a module: its ``if __name__ == "__main__"``
+    part does not run) or import the module ``what``, so that its ``isthmus.tune.declare`` calls
+    register its kernels in this process."""
+    import importlib
+    import runpy
+
+    path = Path(what).expanduser()
+    if what.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise InvalidArgumentError(f"--declare {what}: no such file")
+        sys.path.insert(0, str(path.resolve().parent))  # (its own imports of modules beside it)
+        try:
+            runpy.run_path(str(path), run_name="__isthmus_declare__")
+        finally:
+            sys.path.remove(str(path.resolve().parent))
+        return
+    try:
+        importlib.import_module(what)
+    except ImportError as exc:
+        raise InvalidArgumentError(f"--declare {what}: not a file and not an importable module ({exc}); give the path "
+                                   f"of the .py file that declares the kernel") from None
+
+
 def table(result):
     """The five fastest configs and the default; the winner is the fastest of all, the default
     included (a search that found nothing faster shows the default as the best)."""
@@ -160,7 +213,7 @@ def table(result):
 
     problem = " ".join(f"{k}={v}" for k, v in result.problem.items())
     reused = f" (+{len(result.earlier)} from earlier runs)" if result.earlier else ""
-    t = Table(title=f"{result.kernel} {result.dtype} {problem} on {result.device}: "
+    t = Table(title=f"{' '.join([result.kernel, *result.flags])} {result.dtype} {problem} on {result.device}: "
                     f"{len(result.evaluations)}{reused} of {result.space_size:,} configs "
                     f"({result.strategy}, seed {result.seed}), {result.seconds:.1f} s")
     for col, justify in (("config", "left"), ("params", "left"), ("time (ms)", "right"), ("vs default", "right")):

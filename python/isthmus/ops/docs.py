@@ -89,7 +89,10 @@ def section(spec) -> str:
              f"{spec.summary or spec.name}. {call}Entry points: {', '.join(f'`{e}`' for e in spec.entries)}; "
              f"dtypes: {', '.join(spec.dtypes)}; problem sizes: {', '.join(spec.problem)}"
              + (f"; fixed defines: {', '.join(f'`{k}={v}`' for k, v in spec.defines)}" if spec.defines else "")
-             + (f"; stored as: {', '.join(f'{d} as `{c}`' for d, c in spec.storage)}" if spec.storage else "") + ".",
+             + (f"; stored as: {', '.join(f'{d} as `{c}`' for d, c in spec.storage)}" if spec.storage else "")
+             + "".join(f"; {dt} runs the family {fam.name}" for dt, fam in spec.families)
+             + (f"; variant flags, each value set tuned apart: {', '.join(f'{f.name} (`{f.define}`)' for f in spec.variants)}"
+                if spec.variants else "") + ".",
              "", "| tunable | values | default | CPU default | only when |", "| --- | --- | --- | --- | --- |"]
     for t in spec.tunables:
         when = f"{t.when[0]} in {_values(t.when[1])}" if t.when else ""

@@ -74,7 +74,7 @@ def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ())
     layouts, output type); the kernels are compiled with them, the tuned parameters are shared."""
     spec.check_dtype(device, dt)
     forced_now = _forced.get()
-    if forced_now is not None and forced_now[0] is spec:
+    if forced_now is not None and (forced_now[0] is spec or forced_now[0] is spec.base):
         return forced_now[1], spec.kernels(device, dt, {**forced_now[1], **dict(variant)})
     params = None
     for source in config_source:
@@ -89,6 +89,9 @@ def resolve(spec: OpSpec, device, dt: DType, problem: dict, variant: tuple = ())
 
 @contextmanager
 def forced(spec: OpSpec, params: dict):
+    """``params`` for every launch of ``spec`` in this context (how the tuner measures a config
+    through the op's own run); forcing a plain spec forces its variants too (``OpSpec.variant``),
+    forcing a variant forces that variant only."""
     token = _forced.set((spec, dict(params)))
     try:
         yield

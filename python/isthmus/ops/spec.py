@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -48,6 +49,20 @@ class Tunable:
     def applies(self, params: dict) -> bool:
         return self.when is None or params.get(self.when[0]) in self.when[1]
 
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean argument of an op's call that compiles its kernel differently (gemm's ``trans_b``
+    compiles ``-DTRANS_B=1``): a variant. Each value set of an op's flags is its own family spec
+    (:meth:`OpSpec.variant`), so its own tuning key, which the tuner, the lookup and the launch share."""
+
+    name: str  # the call's keyword (trans_b); the CLI's --trans-b, Java's Tuner.flag("trans_b", true)
+    define: str  # the -D macro it compiles as (TRANS_B)
+
+
+# (id of a spec, its flags that are set) -> that variant of it (OpSpec.variant)
+_variants: dict[tuple[int, tuple[str, ...]], "OpSpec"] = {}
+_variants_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Sizes:
@@ -95,6 +110,7 @@ class OpSpec:
     out: Output | None = None
     launch: Launch | None = None
     run: Callable | None = field(default=None, compare=False)  # the public function, isthmus.ops.<name>
+    call: Callable | None = field(default=None, compare=False)  # a declared kernel's launch for the tuner (no run)
     # ---- how it is checked and measured (None for a kernel family that is not an op)
     # (xp, *the public function's arguments as host arrays) -> the result: one formula for NumPy and
     # CuPy, in the kernel's accumulator precision
@@ -113,6 +129,15 @@ class OpSpec:
     summary: str = ""  # one line, for listings and opencl/README.md
     doc: str = ""  # a declared op's docstring (its public function's, the stub's)
     library: bool = True  # one of isthmus.ops (False: part of another op, or a user's kernel)
+    # ---- which kernels a call launches: every consumer (run, tuner, lookup, tests) goes through these
+    # dtype name -> the family spec whose kernels run that dtype (gemm: float16/bfloat16 -> gemm_mma);
+    # a dtype not listed runs this spec's own kernels (see family())
+    families: tuple[tuple[str, "OpSpec"], ...] = field(default=(), compare=False, repr=False)
+    # the call's flags that are variants (see Flag, variant()); a spec in families lists the same ones
+    variants: tuple[Flag, ...] = ()
+    # the variant this spec is: its flags that are set (() for the plain spec) and the plain spec
+    flags: tuple[str, ...] = ()
+    base: "OpSpec | None" = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if isinstance(self.problem, dict):
@@ -129,6 +154,39 @@ class OpSpec:
         """This spec with more fields (how a spec file adds the op's functions below its declaration)."""
         return dataclasses.replace(self, **fields)
 
+    # ---- families and variants -----------------------------------------------------------------
+    def family(self, dtype) -> "OpSpec":
+        """The family spec whose kernels a call of this op on ``dtype`` (a name, DType or None) runs."""
+        name = getattr(dtype, "name", dtype)
+        return next((spec for dt, spec in self.families if dt == name), self)
+
+    def variant(self, **flags) -> "OpSpec":
+        """This family compiled for a call's ``flags`` (``trans_b=True``): the spec itself when none is
+        set, else one spec per value set (the same object each time: the tuner forces it, the launch
+        resolves it), whose fixed ``-D`` macros (so whose tuning key) carry the flags and whose rule
+        is called with ``flags=`` (the value set as a dict)."""
+        known = {f.name for f in self.variants}
+        unknown = set(flags) - known
+        if unknown:
+            raise InvalidArgumentError(f"{self.name} has no variant flag {', '.join(sorted(unknown))}"
+                                       + (f"; its flags are {', '.join(sorted(known))}" if known else ""))
+        on = tuple(f.name for f in self.variants if flags.get(f.name))
+        if not on:
+            return self
+        with _variants_lock:  # (the value holds this spec as its base: the id stays this spec's)
+            found = _variants.get((id(self), on))
+            if found is None:
+                values = {f.name: f.name in on for f in self.variants}
+                found = _variants[id(self), on] = dataclasses.replace(
+                    self, defines=self.defines + tuple((f.define, int(values[f.name])) for f in self.variants),
+                    rule=None if self.rule is None else functools.partial(self.rule, flags=values), flags=on,
+                    base=self)
+        return found
+
+    def variant_sets(self) -> list[dict]:
+        """Every value set of the op's flags as keyword arguments, the plain call first."""
+        return [{f.name: bool(i >> j & 1) for j, f in enumerate(self.variants)} for i in range(1 << len(self.variants))]
+
     # ---- sample calls: the tests', the tuner's, the bench's, the docs' -------------------------
     def _sample_args(self, tensors) -> list:
         """The public function's positional arguments around the sample ``tensors`` (in the order
@@ -141,12 +199,12 @@ class OpSpec:
             raise InvalidArgumentError(f"{self.name}: no sample value for {', '.join(missing)} (Scalar(sample=...))")
         return [next(tensors) if isinstance(a, Tensor) else a.sample_value for a in self.args]
 
-    def sample_call(self, *tensors, out=None):
-        """The op on the sample inputs (device buffers), into ``out`` when given."""
+    def sample_call(self, *tensors, out=None, **flags):
+        """The op on the sample inputs (device buffers) with its variant ``flags``, into ``out`` when given."""
         args = self._sample_args(tensors)
-        return self.run(*args) if out is None else self.run(*args, **{self.out_arg: out})
+        return self.run(*args, **flags) if out is None else self.run(*args, **flags, **{self.out_arg: out})
 
-    def sample_expect(self, *tensors, xp=np, exact: bool = False):
+    def sample_expect(self, *tensors, xp=np, exact: bool = False, **flags):
         """The reference on the sample inputs (host arrays; ``xp``: their array module). ``exact``:
         float inputs taken to float64 and the result rounded to the first input's dtype (the
         tests' truth: float64 arithmetic, whatever the kernel accumulates in); integer inputs as they
@@ -155,8 +213,8 @@ class OpSpec:
             dtype = tensors[0].dtype
             tensors = [t.astype(np.float64) if t.dtype.kind == "f" or t.dtype.name == "bfloat16" else t
                        for t in tensors]
-            return xp.asarray(self.reference(xp, *self._sample_args(tensors))).astype(dtype)
-        return self.reference(xp, *self._sample_args(tensors))
+            return xp.asarray(self.reference(xp, *self._sample_args(tensors), **flags)).astype(dtype)
+        return self.reference(xp, *self._sample_args(tensors), **flags)
 
     @property
     def has_out(self) -> bool:

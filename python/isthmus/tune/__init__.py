@@ -4,6 +4,12 @@ database, which every later launch (from Python or Java, in any process) consult
 >>> r = isthmus.tune("gemm", device="opencl:0", problem={"m": 256, "n": 256, "k": 256}, budget=40)
 >>> r.best, r.best_ms, r.speedup, r.by_status
 >>> isthmus.ops.gemm(a, b)        # now launched with r.best (for this device, dtype and size bucket)
+>>> isthmus.tune("gemm", dtype="bfloat16", trans_b=True, problem={"m": 16, "n": 4096, "k": 4096}, budget=40)
+>>> isthmus.ops.gemm(x, w, trans_b=True)   # on bfloat16: the tensor-core kernel for B stored N x K, tuned
+
+What is tuned is what the op's own call launches: the op's family for the dtype (``OpSpec.families``:
+gemm's float16/bfloat16 run gemm_mma) and its variant for the flags (``OpSpec.variants``: trans_a,
+trans_b), each value set under a tuning key of its own (``OpSpec.variant``).
 
 The module is callable: ``isthmus.tune(...)`` is :func:`tune`; ``isthmus.tune.declare`` declares a
 kernel of your own tunable, ``isthmus.tune.db`` is the database.
@@ -13,7 +19,8 @@ random, anneal, genetic: one ``tune()`` each and an ``OPTIONS`` table), ``runner
 and check one config; budgets; replay of recorded times), ``targets.py`` (what is measured:
 library ops, declared kernels), ``storage.py`` (one SQLite WAL database file and its keys),
 ``lookup.py`` (which stored config a launch uses), ``db.py`` (this process's user and bundled
-databases), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
+databases; a variant with nothing tuned falls back to its plain family's config where the rule
+agrees), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
 and ``TunableKernel``), ``bundled/`` (configs shipped with the package, consulted after the
 user's database). The commands ``isthmus tune`` and ``isthmus db`` are :mod:`isthmus.cli`'s.
 
@@ -60,6 +67,7 @@ class TuneResult:
     seconds: float = 0.0
     budget: int | None = None
     earlier: list = field(default_factory=list, repr=False)
+    flags: dict = field(default_factory=dict)  # the variant tuned: the op's flags that were set (trans_b)
 
     @property
     def speedup(self) -> float:
@@ -113,23 +121,24 @@ class Job:
 
 def prepare(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
             seconds: float | None = None, seed: int = 0, dtype="float32", options: dict | None = None,
-            database=True, syntax: Syntax = PYTHON) -> Job:
+            database=True, syntax: Syntax = PYTHON, configs: list[dict] | None = None, **flags) -> Job:
     """Check a tuning run's arguments (hints in ``syntax``: :data:`arguments.PYTHON`, ``CLI`` or
-    ``JAVA``), build its space and read what earlier runs measured; nothing is measured."""
+    ``JAVA``), resolve the family and variant the op's call launches for ``dtype`` and ``flags``
+    (see :func:`tune`), build its space and read what earlier runs measured; nothing is measured."""
     from . import db as dbmod  # (SQLite: the database module is imported on first use)
     from .runner import Budget, Evaluation
 
-    tgt = get_target(kernel)
-    fam = tgt.family
     if isinstance(budget, Budget):
         budget, seconds = budget.evaluations, budget.seconds if seconds is None else seconds
     evaluations, seconds = arguments.budget(budget, seconds, syntax)
     strategy, seed, opts = arguments.search(strategy, seed, options, syntax)
-    problem = arguments.problem(fam, problem, syntax)
-    dev = get_device(device)
     dt = dtype_lookup(dtype)
+    fam = get_target(kernel, dt, None, **flags).family
+    dev = get_device(device)
     fam.check_dtype(dev, dt)
-    space = Space.of(fam, dev, problem, dt)
+    problem = arguments.problem(fam, problem, syntax)
+    tgt = get_target(kernel, dt, problem, **flags)
+    space = Space.of(fam, dev, problem, dt) if configs is None else _listed(fam, configs, dev, problem, dt)
     if not len(space):
         raise InvalidArgumentError(f"tune {fam.name}: no config of its space fits {dev.id} at "
                                    f"{syntax.problem(fam.problem, problem)}")
@@ -205,7 +214,8 @@ def run(job: Job, *, measure=None, on_evaluation=None) -> TuneResult:
     result = TuneResult(fam.name, dev.id, problem, dt.name, job.strategy, job.seed, len(job.space),
                         best.params if best else Config(), best.time_ms if best else math.inf, default,
                         base.time_ms if base is not None and base.status == "ok" else None, history,
-                        time.monotonic() - t0, job.evaluations, list(earlier.values()))
+                        time.monotonic() - t0, job.evaluations, list(earlier.values()),
+                        dict.fromkeys(fam.flags, True))
     if interrupted:
         raise TuneInterrupted(result) from None
     return result
@@ -213,21 +223,46 @@ def run(job: Job, *, measure=None, on_evaluation=None) -> TuneResult:
 
 def tune(kernel, device=None, problem: dict | None = None, strategy: str = "anneal", budget=None, *,
          seconds: float | None = None, seed: int = 0, dtype="float32", measure=None, options: dict | None = None,
-         database=True, on_evaluation=None) -> TuneResult:
-    """Tune ``kernel`` (a library kernel name such as ``"gemm"``, or a kernel from :func:`declare`)
-    for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``) on ``device``.
+         database=True, on_evaluation=None, configs: list[dict] | None = None, **flags) -> TuneResult:
+    """Tune ``kernel`` (a library op's name such as ``"gemm"``, or a kernel from :func:`declare`,
+    or its name) for ``problem`` (its named sizes: ``n``; ``rows``, ``cols``; ``m``, ``n``, ``k``)
+    on ``device``, ``dtype`` and the op's variant ``flags``, written as in the op's call:
+    ``isthmus.tune("gemm", dtype="bfloat16", trans_b=True, ...)`` tunes exactly the kernel that
+    ``gemm(x, w, trans_b=True)`` launches on bfloat16 (the tensor-core family, ``TRANS_B=1``),
+    and stores it under the key that launch reads.
 
     ``budget``: distinct configs to evaluate (default: 50, or the whole space when smaller);
-    ``seconds``: a time limit as well (alone: the only limit). Every evaluation is stored in the
-    tuning database as it is made (``database=False``: none; or a :class:`db.Database`), the best
-    per key kept for launches; a second call for the same kernel, device, dtype and problem reuses
-    what the first measured and goes on from there. Ctrl-C raises :class:`TuneInterrupted`, whose
+    ``seconds``: a time limit as well (alone: the only limit); ``configs``: search these configs
+    only (each a dict of tunables; those it leaves out keep their defaults), e.g. with
+    ``strategy="exhaustive"`` to time a list. Every evaluation is stored in the tuning database as
+    it is made (``database=False``: none; or a :class:`db.Database`), the best per key kept for
+    launches; a second call for the same kernel, device, dtype, flags and problem reuses what the first measured and goes on from there. Ctrl-C raises :class:`TuneInterrupted`, whose
     ``result`` is the best found so far.
 
     >>> r = isthmus.tune("softmax", problem={"rows": 4096, "cols": 1000}, budget=30)
     """
     return run(prepare(kernel, device, problem, strategy, budget, seconds=seconds, seed=seed, dtype=dtype,
-                       options=options, database=database), measure=measure, on_evaluation=on_evaluation)
+                       options=options, database=database, configs=configs, **flags),
+               measure=measure, on_evaluation=on_evaluation)
+
+
+def _listed(family, configs, device, problem: dict, dt) -> Space:
+    """A space of the listed configs (each over the tunables' defaults), every one checked."""
+    names = {t.name for t in family.tunables}
+    out: list = []
+    for given in configs:
+        unknown = set(given) - names if isinstance(given, dict) else None
+        if unknown is None or unknown:
+            raise InvalidArgumentError(f"tune {family.name}: configs must be dicts of its tunables "
+                                       f"({', '.join(t.name for t in family.tunables)}), got {given!r}")
+        config = Config({**{t.name: t.default for t in family.tunables}, **given})
+        if not family.is_valid(config, device, problem, dt):
+            raise InvalidArgumentError(f"tune {family.name}: config {dict(given)} is not in its space on {device.id} "
+                                       f"at {problem} (a value out of range, or a restriction broken: "
+                                       f"{'; '.join(family.restrictions)})")
+        if config not in out:
+            out.append(config)
+    return Space(family, out, {Space.key(c): i for i, c in enumerate(out)})
 
 
 def tuned_config(spec, device, dt, problem: dict) -> dict | None:

@@ -67,8 +67,21 @@ def lookup(family, device, dt, problem: dict) -> dict | None:
 
 def explain(family, device, dt, problem: dict) -> tuple[str, dict] | None:
     """(where, params) of the config a launch would use, or None for the defaults (not memoized);
-    the fallback order is :mod:`.lookup`'s."""
-    return policy.explain(family, device, dt, problem, (("user", user), ("bundled", bundled)))
+    the fallback order is :mod:`.lookup`'s.
+
+    A variant (``OpSpec.variant``: gemm with ``trans_b``) with nothing tuned for it anywhere takes
+    its plain family's tuned config (the tunables are the same), but only where the family's rule
+    treats the two alike at this problem: where the rule picks differently for the variant (gemm's
+    rows kernel for ``x @ W.T`` with a few rows on a GPU), the layouts call for different configs,
+    and the rule's choice for the variant stands."""
+    sources = (("user", user), ("bundled", bundled))
+    found = policy.explain(family, device, dt, problem, sources)
+    base = family.base
+    if found is None and base is not None and family.defaults(device, problem, dt) == base.defaults(device, problem, dt):
+        found = policy.explain(base, device, dt, problem, sources)
+        if found is not None:
+            found = (f"{found[0]}, tuned without {' and '.join(family.flags)}", found[1])
+    return found
 
 
 def reset() -> None:

@@ -11,8 +11,12 @@ A document may also say how many CPU cores its CPU devices had, ``"cores": {"<de
 (the bundled files do; see :mod:`.lookup`).
 
 :func:`validate` checks the whole document before anything is written and names the first bad
-entry: unknown kernel, a field of the wrong type, a dtype the kernel lacks, a problem bucket that
-is not the kernel's, a parameter value outside the kernel's space.
+entry: a field of the wrong type, a dtype the kernel lacks, a problem bucket that is not the
+kernel's, a parameter value outside the kernel's space. An entry of a kernel this process does not
+know (a user's kernel, ``isthmus.tune.declare``, not declared here) is checked as far as can be
+without its declaration and stored as given: its ``bucket`` is then a list in the kernel's order of
+problem sizes (what an export writes for it) or an object in that order; a later declaration of the
+kernel with the same source uses it.
 """
 from __future__ import annotations
 
@@ -24,8 +28,9 @@ from types import SimpleNamespace
 
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
-from .space import kernel_family, known_kernels
+from .space import kernel_family
 from .storage import FORMAT, SCHEMA, canonical, fingerprint, parse_best
+from .targets import UserFamily
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
 # Bounds on what an import reads: far above any real export (a few KB per entry), far below what
@@ -71,10 +76,11 @@ def to_entry(row: dict) -> dict | None:
         if parsed is None or not _is_number(time_ms) or (default_ms is not None and not _is_number(default_ms)):
             return None
         bucket, params = parsed
+        named = family is not None and not isinstance(family, UserFamily)  # a user's kernel: its order, not names
         return {**{k: row[k] for k in ("kernel", "source_hash", "options", "dtype")},
                 "device": {"backend": row["backend"], "vendor": row["vendor"], "name": row["device"],
                            "driver": row["driver"]},
-                "bucket": dict(zip(family.problem, bucket)) if family is not None else list(bucket),
+                "bucket": dict(zip(family.problem, bucket)) if named else list(bucket),
                 "params": params, "time_ms": time_ms, "default_ms": default_ms}
     except (KeyError, TypeError, ValueError, RecursionError):
         return None
@@ -121,9 +127,7 @@ def _entry(i: int, e, source: str) -> tuple:
     if not isinstance(kernel, str) or len(kernel) > MAX_FIELD_CHARS["kernel"]:
         raise DatabaseError(f"{where}: 'kernel' must be a kernel's name, got {_short(kernel)}")
     where = f"{source}: entry {i} ({kernel})"
-    family = kernel_family(kernel)
-    if family is None:
-        raise DatabaseError(f"{where}: unknown kernel {kernel!r}; known: {', '.join(known_kernels())}")
+    family = kernel_family(kernel)  # None: a kernel this process has not declared (checked as far as can be)
     expected = {"kernel", "source_hash", "options", "dtype", "device", "bucket", "params", "time_ms", "default_ms"}
     missing, extra = expected - set(e) - {"default_ms"}, set(e) - expected
     if missing or extra:
@@ -137,7 +141,7 @@ def _entry(i: int, e, source: str) -> tuple:
         dt = dtype_lookup(e["dtype"])
     except Exception:
         raise DatabaseError(f"{where}: dtype {e['dtype']!r} is not an isthmus dtype") from None
-    if dt.name not in family.dtypes:
+    if family is not None and dt.name not in family.dtypes:
         raise DatabaseError(f"{where}: {kernel} has no dtype {dt.name} (it has {', '.join(family.dtypes)})")
     dev = e["device"]
     if not isinstance(dev, dict) or set(dev) != set(_DEVICE_FIELDS) or not all(
@@ -145,18 +149,28 @@ def _entry(i: int, e, source: str) -> tuple:
         raise DatabaseError(f"{where}: 'device' must be an object of strings {list(_DEVICE_FIELDS)} (at most "
                             f"{MAX_DEVICE_CHARS} characters each), got {_short(dev)}")
     bucket = e["bucket"]
-    if not isinstance(bucket, dict) or set(bucket) != set(family.problem):
-        raise DatabaseError(f"{where}: 'bucket' must name the problem sizes {list(family.problem)}, "
-                            f"got {_short(bucket)}")
+    names = list(family.problem) if family is not None else list(bucket) if isinstance(bucket, dict) else None
+    if isinstance(bucket, list) and 0 < len(bucket) == len(names or bucket):  # sizes in the kernel's order
+        bucket = dict(zip(names or [f"#{j}" for j in range(len(bucket))], bucket))
+    if not isinstance(bucket, dict) or not bucket or set(bucket) != set(names or bucket):
+        raise DatabaseError(f"{where}: 'bucket' must name the problem sizes "
+                            f"{list(family.problem) if family is not None else '(its sizes)'}, got {_short(bucket)}")
     for name, v in bucket.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > MAX_BUCKET or v & (v - 1):
             raise DatabaseError(f"{where}: bucket {name} = {_short(v)} must be a power of two from 1 to 2**62")
     params = e["params"]
     if not isinstance(params, dict):
         raise DatabaseError(f"{where}: 'params' must be an object, got {type(params).__name__}")
-    names = {t.name for t in family.tunables}
-    if set(params) != names:
-        raise DatabaseError(f"{where}: params {_short(sorted(params))} are not {kernel}'s tunables {sorted(names)}")
+    if family is None:  # its tunables unknown here: any JSON numbers, stored as given
+        if not params or not all(isinstance(k, str) and (_is_number(v) or isinstance(v, str) and len(v) <= 64)
+                                 for k, v in params.items()):
+            raise DatabaseError(f"{where}: 'params' must map tunable names to numbers, got {_short(params)}")
+        return (_keyrow(kernel, e, dev, dt, [bucket[p] for p in bucket]), canonical(params),
+                *_times(where, e))
+    tunable_names = {t.name for t in family.tunables}
+    if set(params) != tunable_names:
+        raise DatabaseError(f"{where}: params {_short(sorted(params))} are not {kernel}'s tunables "
+                            f"{sorted(tunable_names)}")
     for t in family.tunables:
         v = params[t.name]
         if type(v) is not type(t.default) or v not in t.values:
@@ -166,15 +180,28 @@ def _entry(i: int, e, source: str) -> tuple:
     if not any(family.is_valid(params, limits, problem, dt) for limits in _UNLIMITED):
         raise DatabaseError(f"{where}: params {_params(params)} at bucket {_params(bucket)}: "
                             f"{_broken(family, params, problem, dt)}")
+    return (_keyrow(kernel, e, dev, dt, [bucket[p] for p in family.problem]), canonical(params), *_times(where, e))
+
+
+def _times(where: str, e: dict) -> tuple[float, float | None]:
     time_ms = e["time_ms"]
     if not _is_time(time_ms):
         raise DatabaseError(f"{where}: 'time_ms' must be a positive, finite number, got {_short(time_ms)}")
     default_ms = e.get("default_ms")
     if default_ms is not None and not _is_time(default_ms):
         raise DatabaseError(f"{where}: 'default_ms' must be a positive, finite number or null, got {_short(default_ms)}")
-    keyrow = (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
-              dt.name, json.dumps([bucket[p] for p in family.problem]))
-    return keyrow, canonical(params), float(time_ms), None if default_ms is None else float(default_ms)
+    return float(time_ms), None if default_ms is None else float(default_ms)
+
+
+def _keyrow(kernel: str, e: dict, dev: dict, dt, bucket: list) -> tuple:
+    return (kernel, e["source_hash"], e["options"], dev["backend"], dev["vendor"], dev["name"], dev["driver"],
+            dt.name, json.dumps(bucket))
+
+
+def undeclared(doc) -> list[str]:
+    """The kernels a (validated) document has entries for that this process does not know: stored
+    as given by an import, used once a kernel of that name is declared with the same source."""
+    return sorted({e["kernel"] for e in doc["entries"] if kernel_family(e["kernel"]) is None})
 
 
 def _params(p: dict) -> str:

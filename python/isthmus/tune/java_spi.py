@@ -2,12 +2,14 @@
 :func:`isthmus.tune.tune` and reports the result as an ``io.isthmus.spi.TuneRun``."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import jpype
 import numpy as np
 
 from ..dtypes import lookup
+from ..errors import InvalidArgumentError
 from ..java.spi.buffers import argument
 from ..java.spi.proxy import implements, reads
 from ..ops import registry
@@ -44,19 +46,26 @@ class TuneRun:
     spaceSize = reads("result.space_size")
 
 
-def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed) -> TuneRun:
+def tune(kernel, device, problem, dtype, strategy, budget, seconds, seed, flags) -> TuneRun:
     # Tuner's budget(0) and seconds(0) are its documented defaults; anything below is refused with
     # a hint in the builder's syntax, like every other argument (arguments.JAVA)
+    variant = {str(e.getKey()): bool(e.getValue()) for e in flags.entrySet()}
+    taken = sorted(set(variant) & set(inspect.signature(prepare).parameters))
+    if taken:  # (Tuner.flag("budget", true) must not reach prepare()'s own arguments)
+        raise InvalidArgumentError(f"Tuner.flag({taken[0]!r}, ...): {kernel} has no variant flag {taken[0]!r}; "
+                                   f"set it with its own Tuner method")
     job = prepare(str(kernel), device=device, problem=_problem(problem), strategy=str(strategy),
                   budget=int(budget) or None, seconds=float(seconds) or None, seed=int(seed), dtype=str(dtype),
-                  syntax=JAVA)
+                  syntax=JAVA, **variant)
     return TuneRun(run(job))
 
 
 def tuned_config(kernel, device, problem, dtype):
-    fam = registry.get(str(kernel)) or registry.library_op(str(kernel))  # the latter raises, naming the known kernels
+    dt = lookup(str(dtype))
+    # (the latter raises, naming the known kernels); the family that runs the dtype (gemm's bf16: gemm_mma)
+    fam = (registry.get(str(kernel)) or registry.library_op(str(kernel))).family(dt)
     sizes = arguments.problem(fam, _problem(problem), JAVA)
-    return _jmap(resolve(fam, device, lookup(str(dtype)), sizes)[0])
+    return _jmap(resolve(fam, device, dt, sizes)[0])
 
 
 _JAVA_ARRAY = {np.dtype(np.float32): jpype.JFloat, np.dtype(np.float64): jpype.JDouble,

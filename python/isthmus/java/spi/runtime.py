@@ -36,8 +36,8 @@ class Runtime:
     def library(self, name):
         return ops.OpHandle(name=str(name))
 
-    def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed):
-        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed)
+    def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed, flags):
+        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed, flags)
 
     def declare(self, name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space):
         java_spi.declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)

@@ -13,8 +13,6 @@ C, K split across its lanes, every row at once: ``x @ W.T`` with a few rows read
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 
 import numpy as np
@@ -37,7 +35,7 @@ _ROWS = ("VARIANT", (3,))
 _ROWS_MAX = 4
 
 
-def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (False, False)) -> dict:
+def _rule(buckets: dict, device, dt, params: dict, flags: dict | None = None) -> dict:
     """The defaults for a problem's shape (its buckets): CPUs take the cpu variant; on GPUs a few
     rows times transposed weights take the rows variant, other shapes the tiled one (split over K
     where the tiles alone leave the device idle). Every choice below was measured on the H200
@@ -48,7 +46,7 @@ def _rule(buckets: dict, device, dt, params: dict, trans: tuple[bool, bool] = (F
             return dict(params, CM=bucket(m), CR=1)
         return dict(params, CR=min(params["CR"], bucket(-(-m // params["CM"]))))
     units = max(1, int(device.compute_units or 1))
-    if m <= _ROWS_MAX and trans == (False, True) and n >= 8 * m:
+    if m <= _ROWS_MAX and flags == {"trans_a": False, "trans_b": True} and n >= 8 * m:
         return _rows_rule(m, n, units, params)
     return _tiled_rule(m, n, k, units, dt, params)
 
@@ -123,7 +121,7 @@ def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
 
 SPEC = OpSpec(
     name="gemm", source="gemm.cl", entries=("gemm", "gemm_combine", "gemm_cpu", "gemm_rows"),
-    dtypes=("float32", "float64", "float16"),
+    dtypes=("float32", "float64", "float16", "bfloat16"), variants=gemm_mma.FLAGS,  # 16-bit: gemm_mma (families)
     tunables=(Tunable("VARIANT", (0, 1, 2, 3), 0),
               Tunable("TM", (8, 16, 32, 64, 128), 128, _TILED), Tunable("TN", (8, 16, 32, 64, 128), 128, _TILED),
               Tunable("TK", (8, 16, 32), 16, _TILED), Tunable("WPTM", (1, 2, 4, 8), 8, _TILED),
@@ -158,13 +156,9 @@ SPEC = OpSpec(
 GRID_YZ_MAX = 65535
 
 
-@functools.cache  # (one spec per pair: True and 1 are one key)
 def family_for(trans_a: bool, trans_b: bool) -> OpSpec:
     """The gemm family compiled for these transposes (its own tuning key: the defines differ)."""
-    if not trans_a and not trans_b:
-        return SPEC
-    return dataclasses.replace(SPEC, defines=(("TRANS_A", int(trans_a)), ("TRANS_B", int(trans_b))),
-                               rule=functools.partial(_rule, trans=(bool(trans_a), bool(trans_b))))
+    return SPEC.variant(trans_a=bool(trans_a), trans_b=bool(trans_b))
 
 
 def grid(m: int, n: int, p: dict, batch: int = 1, trans_b: bool = False):
@@ -277,8 +271,9 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     >>> y = isthmus.ops.gemm(x, w, trans_b=True)          # (16, 4096) @ (11008, 4096).T
     >>> c = isthmus.ops.gemm(a3, b3)                       # (64, M, K) @ (64, K, N)
     """
-    if getattr(getattr(a, "_dt", None), "name", None) in gemm_mma.DTYPES:  # 16-bit floats: tensor cores
-        return gemm_mma.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
+    family = SPEC.family(getattr(a, "_dt", None))
+    if family is not SPEC:  # 16-bit floats: the tensor-core family's own run
+        return family.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
     ta, tb = checks.flag("gemm", "trans_a", trans_a), checks.flag("gemm", "trans_b", trans_b)
     a = checks.buffer("gemm", "a", a)
     b = checks.buffer("gemm", "b", b)
@@ -368,10 +363,16 @@ def reference(xp, a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fals
     return out.astype(dtype, copy=False)
 
 
-# what runs, checks and measures the op, added to its declaration above
+def _inputs(p: dict, dt, rng, trans_a: bool = False, trans_b: bool = False) -> tuple:
+    """a and b for problem ``p`` as the call's layouts store them (a K x M with trans_a, b N x K with trans_b)."""
+    return (sample(rng, (p["k"], p["m"]) if trans_a else (p["m"], p["k"]), dt),
+            sample(rng, (p["n"], p["k"]) if trans_b else (p["k"], p["n"]), dt))
+
+
+# what runs, checks and measures the op, added to its declaration above; float16 and bfloat16 run
+# the tensor-core family
 SPEC = SPEC.completed(
-    run=gemm, reference=reference, out_arg="c", sizes=MNK,
-    inputs=lambda p, dt, rng: (sample(rng, (p["m"], p["k"]), dt), sample(rng, (p["k"], p["n"]), dt)),
+    run=gemm, reference=reference, inputs=_inputs, out_arg="c", sizes=MNK, families=tuple((dt, gemm_mma.SPEC) for dt in gemm_mma.DTYPES),
     moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")

@@ -23,9 +23,11 @@ from ...dtypes import lookup
 from ...errors import InvalidArgumentError, UnsupportedDtypeError
 from .. import checks
 from ..resolve import plan, resolve
-from ..spec import OpSpec, Tunable
+from ..spec import Flag, OpSpec, Tunable
 
 DTYPES = ("float16", "bfloat16")
+# the operand layouts a call picks: each value set is its own tuning key (gemm lists the same flags)
+FLAGS = (Flag("trans_a", "TRANS_A"), Flag("trans_b", "TRANS_B"))
 
 
 def _tile(bm, bn, bk, wm, wn, stages, gm=8) -> dict:
@@ -66,7 +68,7 @@ def _splits(tiles: int, k: int, units: int) -> int:
     return s
 
 
-def _rule(buckets: dict, device, dt, params: dict) -> dict:
+def _rule(buckets: dict, device, dt, params: dict, flags: dict | None = None) -> dict:
     """The tile for a problem's shape class (see above); devices without mma.sync (the portable
     path) keep the defaults."""
     if not device.mma_sync:
@@ -85,7 +87,7 @@ def _rule(buckets: dict, device, dt, params: dict) -> dict:
 
 
 SPEC = OpSpec(
-    name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES,
+    name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES, variants=FLAGS,
     tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
               Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
               Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8), Tunable("WGMMA", (0, 1), 0),
@@ -161,11 +163,12 @@ def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
     """(kernel, global, local, (m, n, k), strides, C's shape, C's bytes, combine): combine is None,
     or split-K's second launch (kernel, global, local, its leading arguments, partials' bytes)."""
     m, n, k = shape.m, shape.n, shape.k
-    params, kernels = resolve(SPEC, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
+    fam = SPEC.variant(trans_a=bool(dict(variant)["TRANS_A"]), trans_b=bool(dict(variant)["TRANS_B"]))
+    params, kernels = resolve(fam, dev, dt, {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}, variant)
     splits = params.get("SPLITK", 1)
     if splits > 1 and shape.batch * splits > _MAX_BATCH:  # the grid's z holds batch x splits
         params = dict(params, SPLITK=1)
-        splits, kernels = 1, SPEC.kernels(dev, dt, {**params, **dict(variant)})
+        splits, kernels = 1, fam.kernels(dev, dt, {**params, **dict(variant)})
     kern = kernels["gemm_mma"]
     if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
         kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])

@@ -15,6 +15,9 @@ import java.util.Map;
  *         .strategy(Strategy.ANNEAL).budget(40).run();
  * System.out.println(r.best() + " " + r.bestMs() + " ms, " + r.speedup() + "x over the default");
  * Map<String, Long> used = Tuner.config("gemm", dev, Map.of("m", 512L, "n", 512L, "k", 512L), DType.FLOAT32);
+ * // what Ops.gemm(x, w, ...) with transB on bfloat16 launches: the tensor-core kernel compiled for it
+ * Tuner.of("gemm").device(dev).dtype(DType.BFLOAT16).flag("trans_b", true).size("m", 16).size("n", 4096)
+ *         .size("k", 4096).budget(40).run();
  * }</pre>
  *
  * <p>Problem sizes are named: {@code n} for axpy, sum and max; {@code rows}, {@code cols} for
@@ -23,6 +26,7 @@ import java.util.Map;
 public final class Tuner {
     private final String kernel;
     private final Map<String, Long> problem = new LinkedHashMap<>();
+    private final Map<String, Boolean> flags = new LinkedHashMap<>();
     private Device device;
     private DType dtype = DType.FLOAT32;
     private Strategy strategy = Strategy.ANNEAL;
@@ -62,6 +66,21 @@ public final class Tuner {
     public Tuner size(String name, long value) {
         require(name, "problem size name");
         problem.put(name, value);
+        return this;
+    }
+
+    /**
+     * A variant flag of the op's call, as Python's {@code isthmus.tune(..., trans_b=True)}: the
+     * tuner tunes (and stores under its own key) the kernel that the call with this flag launches.
+     *
+     * @param name the flag as the op's Python call spells it: {@code "trans_a"}, {@code "trans_b"} for gemm
+     * @param value whether it is set
+     * @return this
+     * @throws InvalidArgumentException (at {@link #run}) for a flag the op does not have
+     */
+    public Tuner flag(String name, boolean value) {
+        require(name, "flag name");
+        flags.put(name, value);
         return this;
     }
 
@@ -123,7 +142,7 @@ public final class Tuner {
         Isthmus rt = Isthmus.get();
         Device dev = device != null ? device : rt.device();
         TuneRun run = rt.runtime().tune(kernel, dev.handle(), sizes(problem), dtype.pythonName(), strategy.pythonName(),
-                budget, seconds, seed);
+                budget, seconds, seed, Map.copyOf(flags));
         return new Result(run.kernel(), run.device(), Map.copyOf(run.best()), run.bestMs(),
                 Map.copyOf(run.defaults()), run.defaultMs(), Map.copyOf(run.byStatus()), run.evaluations(),
                 run.spaceSize());

@@ -62,6 +62,21 @@ class TunerTest {
 
     @ParameterizedTest
     @MethodSource("io.isthmus.Attached#devices")
+    void aVariantFlagTunesTheKernelItsCallLaunches(Device dev) {
+        // gemm on bfloat16 with trans_b: the tensor-core family compiled for B stored N x K
+        Tuner.Result r = Tuner.of("gemm").device(dev).dtype(DType.BFLOAT16).flag("trans_b", true)
+                .size("m", 17).size("n", 40 << ordinal(dev)).size("k", 24).strategy(Strategy.RANDOM).budget(2).run();
+        assertEquals("gemm_mma", r.kernel());
+        assertTrue(r.bestMs() > 0, r.toString());
+        assertThrows(InvalidArgumentException.class,
+                () -> Tuner.of("axpy").device(dev).size("n", 10).flag("trans_b", true).run());
+        assertThrows(InvalidArgumentException.class,
+                () -> Tuner.of("gemm").device(dev).size("m", 8).size("n", 8).size("k", 8).flag("budget", true).run());
+        assertThrows(InvalidArgumentException.class, () -> Tuner.of("gemm").flag(null, true));
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
     void declaredKernelIsTunedCheckedAndLaunchedWithItsBest(Device dev) {
         TunableKernel k = TunerKernels.scale2();
         long n = 1000L << (2 * ordinal(dev));

@@ -50,10 +50,11 @@ public interface Runtime {
      * @param budget distinct configs to evaluate, 0 for the default
      * @param seconds time limit, 0 for none
      * @param seed search seed
+     * @param flags the op's variant flags (trans_a, trans_b for gemm) by name
      * @return the finished run
      */
     TuneRun tune(String kernel, DeviceHandle device, Map<String, Long> problem, String dtype, String strategy,
-                 int budget, double seconds, long seed);
+                 int budget, double seconds, long seed, Map<String, Boolean> flags);
 
     /**
      * @param kernel library kernel name
