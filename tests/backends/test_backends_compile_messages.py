@@ -68,7 +68,7 @@ for dt in ("float32", "float16", "bfloat16", "float64", "int32"):
     if not dev.supports(dt):
         continue
     np_dt = isthmus.dtypes.lookup(dt).np
-    for w in workloads.standard({"n": 1000, "rows": 5, "cols": 37, "mnk": 24}, np_dt):
+    for w in workloads.standard("tiny", dtype=np_dt):
         try:
             w.call(*w.make(dev))
         except isthmus.UnsupportedDtypeError:

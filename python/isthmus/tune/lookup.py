@@ -147,8 +147,10 @@ def _cores_fit(device, store, name: str) -> bool:
     cores (few work-groups: a reduction with GROUPS=2) would leave most of a 64-core CPU idle.
     True where either count is unknown (a GPU, a row of the user's own machines)."""
     tuned_on = getattr(store, "tuned_cores", {}).get(name)
+    if device.kind != "cpu" or not tuned_on:
+        return True
     here = device.compute_units
-    if device.kind != "cpu" or not tuned_on or not here:
+    if not here:
         return True
     return max(here, tuned_on) <= CORE_RATIO * min(here, tuned_on)
 
