@@ -77,16 +77,10 @@ def disjoint(op: str, out: Buffer, /, out_name: str = "out", **inputs: Buffer) -
     CUDA: views of one allocation, foreign arrays at an offset), by allocation where they are handles (OpenCL's
     cl_mem: a Buffer there is a whole allocation or a reshaped view of one). Zero-size buffers
     overlap nothing."""
-    n = out.nbytes
-    if not n:
+    if not out.nbytes:
         return
-    o0, dev = out._ptr, out.device
-    ranged = dev.pointers_are_addresses
     for name, b in inputs.items():
-        if b is None or not b.nbytes or b.device is not dev:
-            continue
-        b0 = b._ptr
-        if (o0 < b0 + b.nbytes and b0 < o0 + n) if ranged else o0 == b0:
+        if b is not None and _overlap(out, b):
             _refuse(op, out_name, name)
 
 
