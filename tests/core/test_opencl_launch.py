@@ -171,3 +171,14 @@ def test_the_enqueue_is_chosen_by_platform_pyopencl_s_on_pocl(dev):
     assert (plan._native._enqueue is None) is (pocl or dev.launcher.native_enqueue is None)
     plan.launch()
     np.testing.assert_array_equal(y.to_numpy(), 1.0 + np.arange(64, dtype=np.float32))
+
+
+def test_none_for_a_scalar_parameter_is_a_typed_error_not_the_drivers(ocl):
+    """None stands for a zero-size buffer at a memory parameter only; at a scalar parameter
+    Device.launch refuses it (it reached clSetKernelArg: INVALID_ARG_SIZE, a DeviceError)."""
+    k = ocl.compile(_FILL, "fill")
+    y = ocl.zeros(8, np.float32)
+    with pytest.raises(isthmus.InvalidArgumentError, match="parameter 'v' is float, got NoneType"):
+        ocl.launch(k, (8,), None, [y, None, 8])
+    ocl.launch(k, (8,), None, [y, 1.0, 8])  # the next launch runs
+    assert np.array_equal(y.to_numpy(), 1.0 + np.arange(8, dtype=np.float32))

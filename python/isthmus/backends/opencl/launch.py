@@ -153,7 +153,7 @@ class ClLauncher(Launcher):
                         if last[i] is not v.ref:
                             native.set_arg(i, v.cl)
                             last[i] = v.ref
-                    elif v is None:
+                    elif v is None and types[i] is None:  # a zero-size buffer; None for a scalar is converted (refused)
                         native.set_arg(i, None)
                         last[i] = None
                     else:
