@@ -18,7 +18,7 @@ SMOKE = ["--quick", "--out", "{out}"]
 
 
 def main(argv=None) -> int:
-    from isthmus.bench import main as bench
+    from isthmus.cli.bench import main as bench
     from isthmus.measure import command_line
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

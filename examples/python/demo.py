@@ -2,7 +2,7 @@
 the default device (ISTHMUS_DEVICE to choose), check each against NumPy and compare speeds."""
 import sys
 
-from isthmus.demo import main
+from isthmus.cli.demo import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else None))

@@ -61,7 +61,7 @@ import json, sys, warnings
 warnings.simplefilter("error")  # any warning fails the run
 import numpy as np
 import isthmus
-from isthmus import workloads
+from isthmus.ops import workloads
 dev = isthmus.device(sys.argv[1])
 done = []
 for dt in ("float32", "float16", "bfloat16", "float64", "int32"):

@@ -8,7 +8,8 @@ import sys
 import time
 
 import isthmus
-from isthmus import bench, cli
+from isthmus import cli
+from isthmus.cli import bench
 
 
 def _isthmus(*args, env=None, stdin=subprocess.DEVNULL, cwd=None) -> subprocess.CompletedProcess:

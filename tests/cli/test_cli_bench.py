@@ -2,7 +2,8 @@
 direct call of the same launches."""
 import numpy as np
 
-from isthmus import bench, ops
+from isthmus import ops
+from isthmus.cli import bench
 from isthmus.ops.registry import OPS
 
 

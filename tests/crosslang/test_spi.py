@@ -24,7 +24,7 @@ def _spi_interfaces(jvm) -> list[str]:
 
 def _implementations() -> dict[str, type]:
     import isthmus.java.spi as spi
-    import isthmus.tune.java_spi  # noqa: F401 - registers TuneRun
+    import isthmus.java.spi.tuning  # noqa: F401 - registers TuneRun
     from isthmus.java.spi.proxy import IMPLEMENTATIONS
 
     for info in pkgutil.iter_modules(spi.__path__):

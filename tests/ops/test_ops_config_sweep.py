@@ -17,7 +17,7 @@ from isthmus.ops import registry
 from isthmus.ops.resolve import forced, forget_resolved
 from isthmus.ops.specs import gemm as G
 from isthmus.ops.specs import gemm_mma
-from isthmus.workloads import rel_error, tolerance
+from isthmus.ops.workloads import rel_error, tolerance
 
 # odd shapes per kind of problem: primes and sizes that no work-group, tile, vector or split divides;
 # gemm's 3 x 96 x 40 leaves split-K's last splits with no K at all (KS 4-32 with TK 16)

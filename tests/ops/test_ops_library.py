@@ -7,7 +7,7 @@ import pytest
 
 import isthmus
 from isthmus.ops.registry import OPS
-from isthmus.workloads import rel_error
+from isthmus.ops.workloads import rel_error
 
 FLOATS = ("float32", "float64", "float16")
 ALL = FLOATS + ("int32", "int64", "uint8")
@@ -352,7 +352,7 @@ def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
 
 
 def test_op_recipes_follow_the_tuning_database_and_forced_configs(dev, tuning_db, rng):
-    from isthmus.bench import recording
+    from isthmus.cli.bench import recording
     from isthmus.ops.resolve import forced
     from isthmus.tune import db as dbmod
 

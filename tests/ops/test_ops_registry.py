@@ -11,7 +11,7 @@ from isthmus import knobs, ops
 from isthmus.ops import registry
 from isthmus.ops.spec import OpSpec
 from isthmus.ops.spec import Launch, Output, Scalar, Sizes, Tensor, Tunable, sample
-from isthmus.workloads import standard, workload
+from isthmus.ops.workloads import standard, workload
 
 def _cases(specs):
     """(spec, dtype, odd problem) for every dtype of every spec: the odd problems are the spec's own
@@ -84,7 +84,7 @@ def test_users_kernels_join_the_same_registry_but_not_under_a_library_name():
 
 
 def test_capture_and_bench_install_a_recorder_and_patch_nothing(dev, rng):
-    from isthmus import bench
+    from isthmus.cli import bench
 
     x = dev.asarray(rng.standard_normal(1000).astype(np.float32))
     before = dict(vars(dev))
@@ -166,7 +166,7 @@ def test_a_four_name_vocabulary_goes_through_the_tests_parametrization(dev, rng,
 
 
 def test_a_four_name_vocabulary_goes_through_workloads_and_bench(dev):
-    from isthmus import bench
+    from isthmus.cli import bench
 
     (w,) = standard("tiny", [_BHSD])
     assert w.problem == {"batch": 1, "heads": 2, "seq": 3, "head_dim": 8} and w.label == "r25_bhsd 1x2x3x8"

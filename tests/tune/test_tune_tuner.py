@@ -168,7 +168,7 @@ def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
     from isthmus.tune.db import bundled, key_for
     from isthmus.tune.lookup import arch_of, device_arch
     from isthmus.tune.targets import target
-    from isthmus.workloads import rel_error, tolerance
+    from isthmus.ops.workloads import rel_error, tolerance
 
     ident, arch = dev.identity(), device_arch(dev)
 

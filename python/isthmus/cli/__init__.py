@@ -48,13 +48,13 @@ def devices_table(found):
 
 
 def _demo(args) -> int:
-    from ..demo import main as demo
+    from .demo import main as demo
 
     return demo(args.device)
 
 
 def _bench(args) -> int:
-    from ..bench import main as bench
+    from .bench import main as bench
 
     return bench(args.device, quick=args.quick, out=args.out)
 

@@ -20,9 +20,9 @@ and check one config; budgets; replay of recorded times), ``targets.py`` (what i
 library ops, declared kernels), ``storage.py`` (one SQLite WAL database file and its keys),
 ``lookup.py`` (which stored config a launch uses), ``db.py`` (this process's user and bundled
 databases; a variant with nothing tuned falls back to its plain family's config where the rule
-agrees), ``exchange.py`` (validated JSON export/import), ``java_spi.py`` (``io.isthmus.Tuner``
-and ``TunableKernel``), ``bundled/`` (configs shipped with the package, consulted after the
-user's database). The commands ``isthmus tune`` and ``isthmus db`` are :mod:`isthmus.cli`'s.
+agrees), ``exchange.py`` (validated JSON export/import), ``bundled/`` (configs shipped with the
+package, consulted after the user's database). Java's ``io.isthmus.Tuner`` and ``TunableKernel``
+are :mod:`isthmus.java.spi.tuning`'s. The commands ``isthmus tune`` and ``isthmus db`` are :mod:`isthmus.cli`'s.
 
 The user's database is ``ISTHMUS_TUNING_DB`` (default ``<cache dir>/tuning.sqlite``).
 """

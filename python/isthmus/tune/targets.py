@@ -21,7 +21,7 @@ from ..ops import registry
 from ..ops.registry import OPS
 from ..ops.resolve import forced, plan, resolve
 from ..ops.spec import OpSpec, Tunable
-from ..workloads import rel_error, tolerance
+from ..ops.workloads import rel_error, tolerance
 from .space import register
 
 

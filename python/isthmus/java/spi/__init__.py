@@ -9,7 +9,7 @@ module per concern.
 - :mod:`.ops`: library ops in one crossing (``Runtime.op``, ``OpHandle``) and the op table;
 - :mod:`.launches`: prepared launches, graphs and fused expressions;
 - :mod:`.runtime`: ``Runtime``, the object attached to the JVM;
-- :mod:`isthmus.tune.java_spi`: the tuner (``TuneRun``).
+- :mod:`.tuning`: the tuner for ``io.isthmus.Tuner`` and ``TunableKernel`` (``TuneRun``).
 - :mod:`.weights`: safetensors checkpoints loaded for ``io.isthmus.SafeTensors``.
 
 Nothing here touches the JVM at import: the proxies are declared ``deferred``.

@@ -7,9 +7,9 @@ import jpype
 import numpy as np
 
 import isthmus
-from isthmus.tune import java_spi
 
 from . import ops
+from . import tuning
 from . import weights
 from .buffers import BufferHandle, buffer, host_view
 from .devices import device_handle
@@ -37,13 +37,13 @@ class Runtime:
         return ops.OpHandle(name=str(name))
 
     def tune(self, kernel, device, problem, dtype, strategy, budget, seconds, seed, flags):
-        return java_spi.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed, flags)
+        return tuning.tune(kernel, device.device, problem, dtype, strategy, budget, seconds, seed, flags)
 
     def declare(self, name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space):
-        java_spi.declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
+        tuning.declare(name, source, entry, tunables, defaults, restrictions, problem, dtype, output, space)
 
     def tunedConfig(self, kernel, device, problem, dtype):
-        return java_spi.tuned_config(kernel, device.device, problem, dtype)
+        return tuning.tuned_config(kernel, device.device, problem, dtype)
 
     def startThreads(self, body, prefix, count):
         for _ in range(int(count)):

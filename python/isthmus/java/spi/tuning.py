@@ -8,15 +8,16 @@ import math
 import jpype
 import numpy as np
 
-from ..dtypes import lookup
-from ..errors import InvalidArgumentError
-from ..java.spi.buffers import argument
-from ..java.spi.proxy import implements, reads
-from ..ops import registry
-from ..ops.resolve import resolve
-from . import arguments, prepare, run
-from .arguments import JAVA
-from .targets import declare as py_declare
+from isthmus.dtypes import lookup
+from isthmus.errors import InvalidArgumentError
+from isthmus.ops import registry
+from isthmus.ops.resolve import resolve
+from isthmus.tune import arguments, prepare, run
+from isthmus.tune.arguments import JAVA
+from isthmus.tune.targets import declare as py_declare
+
+from .buffers import argument
+from .proxy import implements, reads
 
 
 def _problem(jmap) -> dict:

@@ -18,11 +18,11 @@ import functools
 
 import numpy as np
 
-from . import measure
-from .buffer import Buffer
-from .device import Recorder, device
-from .measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
-from .workloads import sizes_for, standard
+from .. import measure
+from ..buffer import Buffer
+from ..device import Recorder, device
+from ..measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
+from ..ops.workloads import sizes_for, standard
 
 
 class Recording(Recorder):

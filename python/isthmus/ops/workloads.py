@@ -9,8 +9,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .ops.registry import OPS
-from .ops.spec import OpSpec
+from .registry import OPS
+from .spec import OpSpec
 
 
 @dataclass

@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 
-from .cli import main as cli
-from .device import device
-from .measure import WallClock, interleaved, round_of, settled
-from .workloads import sizes_for, standard
+from . import main as cli
+from ..device import device
+from ..measure import WallClock, interleaved, round_of, settled
+from ..ops.workloads import sizes_for, standard
 
 
 def main(device_id: str | None = None, quick: bool = False) -> int:
