@@ -9,7 +9,7 @@ import time
 
 import isthmus
 from isthmus import cli
-from isthmus.cli import bench
+from isthmus.cli import bench, devices
 
 
 def _isthmus(*args, env=None, stdin=subprocess.DEVNULL, cwd=None) -> subprocess.CompletedProcess:
@@ -68,7 +68,7 @@ def test_devices_table_at_80_columns_never_cuts_the_id():
                             dtypes=("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"))
             for i in ("opencl:0", "opencl:12-long-id-98765")]
     console = Console(width=80, file=io.StringIO(), record=True)
-    console.print(cli.devices_table(rows))
+    console.print(devices.table(rows))
     lines = console.export_text().splitlines()
     assert all(len(line) <= 80 for line in lines) and "…" not in "".join(lines)
     body = [line.strip("│").split("│") for line in lines if line.startswith("│")]

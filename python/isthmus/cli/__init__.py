@@ -1,50 +1,16 @@
 """``isthmus devices | demo | bench | tune | db | java | maven-install | jvm-home`` (also ``python -m isthmus``
-and ``python -m isthmus.cli``): the verbs with their own options live in this package, one module
-per concern (:mod:`.tune`, :mod:`.db`, :mod:`.java`); the JVM launcher's options are java's own
-(:mod:`isthmus.java.launcher`)."""
+and ``python -m isthmus.cli``): the tools, one module per verb in this package (:mod:`.devices`,
+:mod:`.demo`, :mod:`.bench`, :mod:`.tune`, :mod:`.db`, :mod:`.java`); the JVM launcher's options are
+java's own (:mod:`isthmus.java.launcher`)."""
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 
 from .. import __version__
-from ..device import _problems, devices
 from ..errors import IsthmusError
-
-
-def _devices(args) -> int:
-    found = devices()
-    if args.json:
-        print(json.dumps([d.info() for d in found], indent=2))
-        return 0
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(width=None if sys.stdout.isatty() else 140)
-    console.print(devices_table(found))
-    for name, why in sorted(_problems.items()):
-        console.print(f"[dim]{escape(name)}: {escape(why)}[/dim]")
-    return 0 if found else 1
-
-
-def devices_table(found):
-    """The devices as a rich table. The id (what users copy into ``--device`` and ISTHMUS_DEVICE)
-    is never cut or wrapped; every other cell folds onto more lines in a narrow terminal, never
-    ending in an ellipsis."""
-    from rich.table import Table
-
-    table = Table(title="isthmus devices")
-    ids = [d.id for d in found]
-    table.add_column("id", no_wrap=True, min_width=max(map(len, ids), default=2))
-    for col in ("name", "vendor", "kind", "memory", "CUs", "max WG", "driver", "dtypes"):  # (never 0 wide: min_width)
-        table.add_column(col, overflow="fold", min_width=3,
-                         justify="right" if col in ("memory", "CUs", "max WG") else "left")
-    for d in found:
-        table.add_row(d.id, d.name, d.vendor, d.kind, f"{d.memory / 2**30:.1f} GiB", str(d.compute_units),
-                      str(d.max_work_group_size), d.driver_version, " ".join(d.dtypes))
-    return table
+from . import devices
 
 
 def _demo(args) -> int:
@@ -77,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
     p = sub.add_parser("devices", help="list every device of every backend")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(run=_devices)
+    p.set_defaults(run=lambda args: devices.show(args.json))
     p = sub.add_parser("demo", help="run every library kernel on a device, checked against NumPy")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.set_defaults(run=_demo)

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from . import main as cli
+from .devices import show as show_devices
 from ..device import device
 from ..measure import WallClock, interleaved, round_of, settled
 from ..ops.workloads import sizes_for, standard
@@ -17,7 +17,7 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    cli(["devices"])
+    show_devices()
     dev = device(device_id)
     console.print(f"\nRunning the kernel library on [bold]{dev.id}[/bold] ({dev.name})")
     table = Table(title=f"isthmus on {dev.id} vs NumPy on the host (float32)")
