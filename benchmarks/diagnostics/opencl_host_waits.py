@@ -30,7 +30,8 @@ def host_and_wall(dev, fn, calls: int = 20) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     import isthmus
-    from isthmus.cli.bench import DirectCalls, recording
+    from isthmus.cli.bench import DirectCalls
+    from isthmus.record import recording
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="opencl:0")

@@ -180,10 +180,8 @@ class Buffer:
     def to(self, device) -> "Buffer":
         """A copy of this buffer on ``device`` (a Device or an id): a device copy on the same device,
         a peer copy between CUDA devices where possible, through the host otherwise."""
-        from .device import device as lookup_device
-
         mem = self._handle()
-        target = lookup_device(device)
+        target = self.device._lookup(device)
         out = target.empty(self.shape, self.dtype)
         if self.nbytes:
             if target is self.device:

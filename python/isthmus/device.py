@@ -22,14 +22,15 @@ from .buffer import Buffer, _shape
 from .dtypes import DType, lookup
 from .errors import (BackendUnavailableError, InvalidArgumentError, IsthmusError, OutOfMemoryError,
                      UnsupportedDtypeError)
+from .graph import Graph
 from .launch import GridLimits, LaunchConfig, check_config
 from .program import Program
 from .memo import BoundedMemo
+from .record import _DIRECT, Recorder
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fuse import Fused
     from .ops.registry import BoundOp
-    from .graph import Graph
     from .kernel import Kernel
 
 
@@ -120,6 +121,11 @@ class Device:
         return {"backend": self.backend, "vendor": self.vendor, "name": self.name,
                 "driver": self.driver_version, "platform": self.platform}
 
+    @staticmethod
+    def _lookup(id) -> "Device":
+        """:func:`device` for the modules this one imports (``Buffer.to`` takes an id too)."""
+        return device(id)
+
     def supports(self, dtype) -> bool:
         return lookup(dtype).name in self.dtypes
 
@@ -194,8 +200,6 @@ class Device:
     def capture(self) -> "Graph":
         """Record launches and device copies into a graph replayed with one call:
         ``with dev.capture() as graph: ...`` then ``graph.launch()`` (see :mod:`isthmus.graph`)."""
-        from .graph import Graph
-
         return Graph(self)
 
     def fuse(self, expression: str) -> "Fused":
@@ -455,52 +459,6 @@ class _TransferLane:
         if buf.nbytes:
             self._device.allocator.download(buf._handle(), out, self._queue)
         return out
-
-
-class Recorder:
-    """What sees the device work one thread queues on a device while installed there (graph
-    capture keeps it, bench records and runs it), instead of patching the device's methods.
-    ``Device.launch`` hands it each launch with its unpacked arguments (Buffers and numbers); a
-    plan's launch, a device copy or fill runs as without it unless a recorder overrides it."""
-
-    def __init__(self):
-        self.thread = threading.get_ident()
-        self.kept: list[Buffer] = []  # what temporary() allocated
-
-    def launch(self, device: Device, kernel, gsize, lsize, args: list) -> None: raise NotImplementedError
-
-    def plan(self, plan) -> None:  # a Plan launched on the recording thread
-        plan._go()
-
-    def copy(self, device: Device, dst, src, nbytes: int) -> None:
-        device.allocator.copy(dst, src, nbytes)
-
-    def zero(self, device: Device, mem, nbytes: int) -> None:
-        device.allocator.zero(mem, nbytes)
-
-    def host(self, device: Device, what: str) -> None:
-        """A host transfer or synchronization on the recording thread (allowed unless overridden)."""
-
-    def temporary(self, device: Device, nbytes: int, zeroed: bool = False) -> Buffer:
-        """Memory for one recorded call's intermediate results (or workspace), kept as long as the
-        recording; ``zeroed``: a fill of it recorded first."""
-        buf = Buffer._allocate(device, (nbytes,), lookup("uint8"), nbytes)
-        self.kept.append(buf)
-        if zeroed and nbytes:
-            self.zero(device, buf._handle(), nbytes)
-        return buf
-
-    def workspace(self, device: Device, nbytes: int) -> Buffer:
-        """Memory for a recorded call's workspace (Device._workspace), kept as long as the recording
-        and zeroed once, now, not as a recorded step: what is recorded may run many times, and a
-        workspace needs no reset between launches."""
-        buf = self.temporary(device, nbytes)
-        if nbytes:
-            device.allocator.zero(buf._handle(), nbytes)
-        return buf
-
-
-_DIRECT = Recorder()  # stands in where none is installed: its defaults run the work (never installed)
 
 
 class _Scratch:

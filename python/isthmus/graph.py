@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Callable
 from .buffer import Buffer
 from .dtypes import lookup
 from .errors import ClosedBufferError, DeviceError, InvalidArgumentError
-from .device import Recorder
 from .plan import Plan
+from .record import Recorder
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import Device

@@ -180,7 +180,7 @@ def test_tune_cli_dtype_and_variant_flags_tune_what_the_call_launches(dev, tunin
     import ml_dtypes
 
     import isthmus
-    from isthmus.cli.bench import recording
+    from isthmus.record import recording
 
     if not dev.supports("bfloat16"):
         pytest.skip(f"{dev.id} has no bfloat16")

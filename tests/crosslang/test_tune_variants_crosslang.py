@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import isthmus
-from isthmus.cli.bench import recording
+from isthmus.record import recording
 
 
 def test_java_tuner_flag_reaches_the_transposed_launch(jvm, J, dev, tuning_db, rng):

@@ -352,7 +352,7 @@ def test_graphs_and_plans_of_ops_after_repeated_calls(dev, rng):
 
 
 def test_op_recipes_follow_the_tuning_database_and_forced_configs(dev, tuning_db, rng):
-    from isthmus.cli.bench import recording
+    from isthmus.record import recording
     from isthmus.ops.resolve import forced
     from isthmus.tune import db as dbmod
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import isthmus
-from isthmus.cli.bench import recording
+from isthmus.record import recording
 from isthmus.dtypes import lookup
 from isthmus.ops.registry import OPS
 from isthmus.tune import db as dbmod

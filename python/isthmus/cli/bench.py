@@ -12,47 +12,16 @@ result, and with ``out=``) and the direct call, in alternating rounds. Results g
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import functools
 
 import numpy as np
 
 from .. import measure
-from ..buffer import Buffer
-from ..device import Recorder, device
+from ..device import device
 from ..measure import copy_bandwidth, device_ms, host_ms, machine, per_call_us
 from ..ops.workloads import sizes_for, standard
-
-
-class Recording(Recorder):
-    """What :func:`recording` saw: ``launches`` as (kernel, global, local, packed args). The packed
-    arguments hold their buffers' memory, so replaying the launches never writes memory that was
-    handed to another buffer, even where the calls closed the buffers meanwhile."""
-
-    def __init__(self):
-        super().__init__()
-        self.launches: list = []
-
-    def __len__(self) -> int:
-        return len(self.launches)
-
-    def launch(self, device, kernel, gsize, lsize, args) -> None:
-        packed = [device.launcher.buffer_arg(v) if v.__class__ is Buffer else v for v in args]
-        device.launcher.launch(kernel, gsize, lsize, packed)  # (converts the numbers in place)
-        self.launches.append((kernel, gsize, lsize, list(packed)))
-
-
-@contextlib.contextmanager
-def recording(dev):
-    """Record every launch the calling thread makes on ``dev`` (at the one launch path, so every
-    library op's launches are seen), running each as usual."""
-    rec = Recording()
-    dev._install(rec, f"{dev.id} is already recording (a graph capture or another bench recording)")
-    try:
-        yield rec
-    finally:
-        dev._uninstall(rec)
+from ..record import Recording, recording
 
 
 class DirectCalls:
