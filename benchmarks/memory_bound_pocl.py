@@ -93,8 +93,9 @@ def cases(dev, rng, quick: bool = False):
 def _user_configs() -> int:
     """How many tuned configs the user's database holds (0: only what ships is measured)."""
     from isthmus.tune import db
+    from isthmus.tune.exchange import export
 
-    return len(db.user().export()["entries"])
+    return len(export(db.user())["entries"])
 
 
 def main(argv=None) -> int:

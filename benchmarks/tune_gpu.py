@@ -116,6 +116,7 @@ def main(argv=None) -> int:
 
     import isthmus
     from isthmus.tune import db as dbmod
+    from isthmus.tune.exchange import export
     from isthmus.tune.runner import Budget, Measure, default_params
     from isthmus.ops.registry import OPS
     from isthmus.dtypes import lookup
@@ -186,7 +187,7 @@ def main(argv=None) -> int:
            "cublas_n": largest, "seconds": time.monotonic() - t_start, "strategy": args.strategy, "runs": rows}
     report = report_of(dev, doc)
     _results.write(report, out, args.tag, args.run)
-    bundle = store.export()
+    bundle = export(store)
     if dev.kind == "cpu":  # CPU configs apply to CPUs of a similar core count (tune/lookup.py)
         bundle["cores"] = {dev.name: dev.compute_units}
     (out / f"bundled-{tag}.json").write_text(json.dumps(bundle, indent=1, sort_keys=True) + "\n")

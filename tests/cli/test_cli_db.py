@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from isthmus.tune import db as dbmod
+from isthmus.tune.exchange import export
 
 from test_cli import _isthmus
 
@@ -64,7 +65,7 @@ def test_db_show_at_80_columns_folds_and_never_cuts(tmp_path):
 
     path = tmp_path / "tuning.sqlite"
     name = _db_with_a_long_row(path)
-    doc = dbmod.Database(path).export()
+    doc = export(dbmod.Database(path))
     lines, joined = _columns(dbcli.table(doc, "tuning database"), 80)
     assert all(len(line) <= 80 for line in lines) and "…" not in "".join(lines)
     e = doc["entries"][0]

@@ -11,6 +11,7 @@ from isthmus.errors import DatabaseError
 from isthmus.tune import db as dbmod
 from isthmus.ops.registry import OPS
 from isthmus.tune.db import Database
+from isthmus.tune.exchange import export, import_document
 from test_tune_db import GEMM, FakeDevice, _G, _record
 
 
@@ -35,10 +36,10 @@ def test_export_import_round_trip(db, tmp_path):
     _record(db, dev, 1000, {"WG": 128, "VPT": 4}, 2.0)
     _record(db, dev, {"m": 64, "n": 64, "k": 64}, {**_G, "TM": 32, "TN": 32, "TK": 16, "WPTM": 4, "WPTN": 4}, 1.0,
             family=GEMM)
-    doc = json.loads(json.dumps(db.export()))
+    doc = json.loads(json.dumps(export(db)))
     other = Database(tmp_path / "other.sqlite")
-    assert other.import_document(doc) == 2
-    assert other.export() == doc
+    assert import_document(other, doc) == 2
+    assert export(other) == doc
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -57,10 +58,10 @@ def test_export_import_round_trip(db, tmp_path):
 ])
 def test_bad_import_is_rejected_naming_the_entry_and_changes_nothing(db, bad, message):
     _record(db, FakeDevice(), 1000, {"WG": 128, "VPT": 4}, 2.0)
-    before = db.export()
+    before = export(db)
     with pytest.raises(DatabaseError, match=message):
-        db.import_document(_doc(_entry(), bad))
-    assert db.export() == before
+        import_document(db, _doc(_entry(), bad))
+    assert export(db) == before
 
 
 def _softmax(**params):
@@ -80,7 +81,7 @@ def test_a_restriction_error_names_only_the_clauses_that_fail(db, params, failin
     softmax = OPS["softmax"]
     assert len(softmax.restrictions) > 10
     with pytest.raises(DatabaseError) as caught:
-        db.import_document(_doc(_softmax(**params)))
+        import_document(db, _doc(_softmax(**params)))
     text = str(caught.value)
     assert "entry 0 (softmax)" in text and "at bucket rows=1024 cols=2048" in text
     listed = text.split(" fail: ", 1)[1].split("; ")
@@ -91,7 +92,7 @@ def test_a_tunable_set_outside_its_variant_is_named(db):
     entry = _entry()
     entry["params"]["KS"] = 8  # split-K's parameter on the tiled variant
     with pytest.raises(DatabaseError, match="KS = 8 is set, but KS applies only where VARIANT is one of 1"):
-        db.import_document(_doc(entry))
+        import_document(db, _doc(entry))
 
 
 def test_an_edited_source_hash_never_makes_a_second_best(db):
@@ -100,10 +101,10 @@ def test_an_edited_source_hash_never_makes_a_second_best(db):
     current = _entry()
     edited = _entry(source_hash="0" * 64, time_ms=0.5)
     other_options = _entry(options=OPTIONS.replace("{", '{"x":1,', 1), time_ms=0.4)
-    assert db.import_document(_doc(current, edited, other_options)) == 1
+    assert import_document(db, _doc(current, edited, other_options)) == 1
     rows = db.best()
     assert len(rows) == 1 and rows[0]["source_hash"] == SOURCE and rows[0]["time_ms"] == 1.5
-    assert db.import_document(_doc(edited)) == 0 and len(db.best()) == 1
+    assert import_document(db, _doc(edited)) == 0 and len(db.best()) == 1
 
 
 @pytest.mark.parametrize("doc", [[], {"format": "other", "schema": 1, "entries": []},
@@ -111,7 +112,7 @@ def test_an_edited_source_hash_never_makes_a_second_best(db):
                                  {"format": "isthmus-tuning", "schema": 1, "entries": {}}])
 def test_bad_documents_are_rejected(db, doc):
     with pytest.raises(DatabaseError):
-        db.import_document(doc)
+        import_document(db, doc)
 
 
 def test_shipped_bundled_configs_are_valid(db):
@@ -119,7 +120,7 @@ def test_shipped_bundled_configs_are_valid(db):
     assert bundled.readonly
     with pytest.raises(DatabaseError, match="read-only"):
         bundled.clear()
-    for entry in bundled.export()["entries"]:
+    for entry in export(bundled)["entries"]:
         assert entry["kernel"] in OPS
 
 
@@ -159,11 +160,11 @@ def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
     else:
         assert text != good
         _write_doc(f, text)
-    before = db.export()
+    before = export(db)
     assert dbcli.main(["import", str(f)]) == 2
     err = capsys.readouterr().err
     assert "DatabaseError" in err and "Traceback" not in err
-    assert db.export() == before
+    assert export(db) == before
 
 
 def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):
@@ -171,8 +172,8 @@ def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):
                 _doc(_entry(time_ms=10 ** 400)), _doc(_entry(default_ms=10 ** 5000)),
                 _doc(_entry(source_hash="s" * 200_000))):
         with pytest.raises(DatabaseError):
-            db.import_document(doc)
-    assert db.import_document(_doc(_entry())) == 1
+            import_document(db, doc)
+    assert import_document(db, _doc(_entry())) == 1
 
 
 def test_import_takes_configs_of_cpu_only_variants(db):
@@ -182,4 +183,4 @@ def test_import_takes_configs_of_cpu_only_variants(db):
     cpu = _entry(device={"backend": "opencl", "vendor": "GenuineIntel", "name": "pthread-x", "driver": "3.1"},
                  params={**_G, "TM": 128, "TN": 128, "TK": 16, "WPTM": 8, "WPTN": 8,
                          "VARIANT": 2, "CM": 2, "CN": 8, "CV": 16, "CR": 8})
-    assert db.import_document(_doc(cpu)) == 1
+    assert import_document(db, _doc(cpu)) == 1

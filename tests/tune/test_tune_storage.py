@@ -16,6 +16,7 @@ import pytest
 
 from isthmus.tune import db as dbmod
 from isthmus.tune.db import Database, TuningDatabaseWarning
+from isthmus.tune.exchange import export
 from test_tune_db import AXPY, F32, FakeDevice, _insert_best, _record
 
 
@@ -310,7 +311,7 @@ def test_a_read_only_database_is_read_and_refuses_writes(tmp_path, how):
     store = Database(path)
     _record(store, FakeDevice(), 1000, {"WG": 128, "VPT": 4}, 2.0)
     store.close()
-    (tmp_path / "import.json").write_text(json.dumps(Database(path).export()))
+    (tmp_path / "import.json").write_text(json.dumps(export(Database(path))))
     os.chmod(path, 0o444)
     if how == "folder":
         os.chmod(folder, 0o555)

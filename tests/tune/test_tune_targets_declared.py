@@ -16,6 +16,7 @@ import pytest
 import isthmus
 from isthmus.errors import InvalidArgumentError
 from isthmus.tune import db as dbmod
+from isthmus.tune.exchange import export, import_document
 
 DECLARATION = textwrap.dedent('''
     import numpy as np
@@ -84,7 +85,7 @@ def test_a_declared_kernel_is_tuned_shown_exported_and_imported_by_the_cli(dev, 
     kernel.launch(dev, {"rows": 29, "cols": 6}, 29, 6, dev.asarray(x), y)
     np.testing.assert_array_equal(y.to_numpy(), 2 * x)
     # and the entry, now of a known kernel, exports with its tunables checked
-    assert dbmod.user().export()["entries"] == [entry]
+    assert export(dbmod.user())["entries"] == [entry]
 
 
 def test_an_import_of_an_undeclared_kernel_still_checks_what_it_can(dev, tuning_db, tmp_path):
@@ -92,12 +93,12 @@ def test_an_import_of_an_undeclared_kernel_still_checks_what_it_can(dev, tuning_
              "dtype": "float32", "device": {"backend": "opencl", "vendor": "v", "name": "d", "driver": "1"},
              "bucket": [64, 8], "params": {"WG": 64}, "time_ms": 0.5, "default_ms": 1.0}
     doc = {"format": "isthmus-tuning", "schema": 1, "entries": [entry]}
-    assert dbmod.user().import_document(doc) == 1
-    assert dbmod.user().export()["entries"] == [entry]
+    assert import_document(dbmod.user(), doc) == 1
+    assert export(dbmod.user())["entries"] == [entry]
     for bad, match in ((dict(entry, bucket=[64, 7]), "power of two"), (dict(entry, params={"WG": [1]}), "params"),
                        (dict(entry, time_ms=-1), "time_ms"), (dict(entry, bucket=[]), "bucket")):
         with pytest.raises(isthmus.DatabaseError, match=match):
-            dbmod.user().import_document(dict(doc, entries=[bad]))
+            import_document(dbmod.user(), dict(doc, entries=[bad]))
 
 
 def test_the_cli_says_what_declare_could_not_find(dev, tuning_db, tmp_path):

@@ -166,6 +166,7 @@ def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
     only at the size it was tuned at. On an x86-64 CPU the other x86-64 classes' configs are run
     too (a config's results do not depend on the vector ISA it was tuned with)."""
     from isthmus.tune.db import bundled, key_for
+    from isthmus.tune.exchange import export
     from isthmus.tune.lookup import arch_of, device_arch
     from isthmus.tune.targets import target
     from isthmus.ops.workloads import rel_error, tolerance
@@ -177,7 +178,7 @@ def test_shipped_configs_for_this_device_compute_right_at_odd_sizes(dev, rng):
         return d["backend"] == ident["backend"] and (d["name"] == ident["name"] or (arch is not None and (
             theirs == arch or (arch.startswith("x86-64") and theirs is not None and theirs.startswith("x86-64")))))
 
-    entries = [e for e in bundled().export()["entries"] if reaches(e["device"]) and e["dtype"] == "float32"]
+    entries = [e for e in export(bundled())["entries"] if reaches(e["device"]) and e["dtype"] == "float32"]
     entries = [e for e in entries if key_for(OPS[e["kernel"]], dev, "float32", e["bucket"]).source_hash
                == e["source_hash"]]
     if not entries:

@@ -12,7 +12,7 @@ from ..errors import InvalidArgumentError, IsthmusError
 from . import reported
 from ..tune import db
 from ..tune.db import fingerprint
-from ..tune.exchange import MAX_DOCUMENT_BYTES, load_document, undeclared
+from ..tune.exchange import MAX_DOCUMENT_BYTES, export, import_document, load_document, undeclared
 from ..tune.space import kernel_family
 
 PIPE_WIDTH = 1000  # wider than any row: piped output keeps whole rows (or use --json)
@@ -48,7 +48,7 @@ def _show(args) -> int:
     from rich.console import Console
 
     store = db.bundled() if args.bundled else db.user()
-    doc = _filtered(store.export(), args)
+    doc = _filtered(export(store), args)
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -127,7 +127,7 @@ def _identity(device_id: str) -> dict:
 
 
 def _export(args) -> int:
-    doc = _filtered(db.user().export(), args)
+    doc = _filtered(export(db.user()), args)
     text = json.dumps(doc, indent=1, sort_keys=True)
     if args.file == "-":
         print(text)
@@ -142,7 +142,7 @@ def _import(args) -> int:
     with open(args.file, "rb") as f:
         data = f.read(MAX_DOCUMENT_BYTES + 1)
     doc = load_document(data, source=args.file)
-    count = db.user().import_document(doc, source=args.file)
+    count = import_document(db.user(), doc, source=args.file)
     db.forget()
     print(f"imported {count} configs from {args.file} into {db.user().path}", file=sys.stderr)
     stale = len(doc["entries"]) - count  # (every other entry was valid: an import is all or nothing)

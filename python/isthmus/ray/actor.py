@@ -19,6 +19,7 @@ from pathlib import Path
 import isthmus
 from isthmus.dtypes import lookup
 from isthmus.tune import db as dbmod
+from isthmus.tune.exchange import export, import_document
 from isthmus.tune.space import kernel_family
 
 from .claim import choose
@@ -90,7 +91,7 @@ class DeviceActor:
         db = dbmod.Database.memory()
         try:
             isthmus.tune(kernel, device=self.device, problem=problem, database=db, **options)
-            return db.export()
+            return export(db)
         finally:
             db.close()
 
@@ -100,7 +101,7 @@ class DeviceActor:
         if isinstance(source, (str, Path)):
             name = str(source)
             doc = json.loads(Path(source).read_text())
-        count = dbmod.user().import_document(doc, source=name)
+        count = import_document(dbmod.user(), doc, source=name)
         dbmod.forget()  # launches from now on look the new entries up
         return count
 

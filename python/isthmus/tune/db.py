@@ -19,6 +19,7 @@ from .. import knobs
 from ..errors import DatabaseError
 from ..ops.resolve import forget_resolved as forget  # drop what the ops resolved (a database changed)
 from . import lookup as policy
+from .exchange import import_document
 # what one file is, re-exported: ``isthmus.tune.db`` is the name users and tools know
 from .storage import FORMAT, SCHEMA, Database, Key, TuningDatabaseWarning, code_of, fingerprint, key_for  # noqa: F401
 
@@ -49,7 +50,7 @@ def bundled() -> Database:
             for f in sorted((Path(__file__).resolve().parent / "bundled").glob("*.json")):
                 try:
                     doc = json.loads(f.read_text())
-                    db.import_document(doc, source=f.name, skip_bad=True)
+                    import_document(db, doc, source=f.name, skip_bad=True)
                     db.tuned_cores.update({str(k): int(v) for k, v in (doc.get("cores") or {}).items()})
                 except (DatabaseError, ValueError, TypeError, AttributeError) as exc:  # a broken shipped file must not break launches
                     warnings.warn(f"bundled tuning file {f.name} skipped: {exc}", TuningDatabaseWarning)

@@ -24,12 +24,13 @@ import dataclasses
 import functools
 import json
 import math
+import warnings
 from types import SimpleNamespace
 
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
 from .space import kernel_family
-from .storage import FORMAT, SCHEMA, canonical, fingerprint, parse_best
+from .storage import FORMAT, SCHEMA, TuningDatabaseWarning, canonical, fingerprint, parse_best
 from .targets import UserFamily
 
 _DEVICE_FIELDS = ("backend", "vendor", "name", "driver")
@@ -63,6 +64,31 @@ def load_document(data: bytes, source: str = "document"):
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def export(db) -> dict:
+    """The best configs of the Database ``db`` as a JSON-able document (what ``isthmus db export`` writes)."""
+    entries, bad = [], 0
+    for row in db.best():
+        entry = to_entry(row)
+        if entry is None:
+            bad += 1
+        else:
+            entries.append(entry)
+    if bad:
+        warnings.warn(f"tuning database {db.path or '(bundled)'}: {bad} best-config rows with bad values or "
+                      f"missing columns were left out", TuningDatabaseWarning, stacklevel=2)
+    return {"format": FORMAT, "schema": SCHEMA, "entries": entries}
+
+
+def import_document(db, doc, *, source: str = "document", skip_bad: bool = False) -> int:
+    """Validate ``doc`` whole, then merge its entries into the Database ``db`` (a faster config
+    wins); all or nothing (``skip_bad``: leave out the entries that do not validate). Entries tuned
+    for another version of their kernel's source are left out (no launch would use them); returns
+    how many entries were merged."""
+    rows, _ = split_stale(validate(doc, source=source, skip_bad=skip_bad))
+    db.merge(rows)
+    return len(rows)
 
 
 def to_entry(row: dict) -> dict | None:

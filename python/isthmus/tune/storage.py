@@ -351,36 +351,13 @@ class Database:
             return {"runs": self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0],
                     "best": self._conn.execute("SELECT COUNT(*) FROM best").fetchone()[0]}
 
-    # ---- JSON ----
-    def export(self) -> dict:
-        """The best configs as a JSON-able document (what ``isthmus db export`` writes)."""
-        from .exchange import to_entry
-
-        entries, bad = [], 0
-        for row in self.best():
-            entry = to_entry(row)
-            if entry is None:
-                bad += 1
-            else:
-                entries.append(entry)
-        if bad:
-            warnings.warn(f"tuning database {self.path or '(bundled)'}: {bad} best-config rows with bad values or "
-                          f"missing columns were left out", TuningDatabaseWarning, stacklevel=2)
-        return {"format": FORMAT, "schema": SCHEMA, "entries": entries}
-
-    def import_document(self, doc, *, source: str = "document", skip_bad: bool = False) -> int:
-        """Validate ``doc`` whole, then merge its entries (a faster config wins); all or nothing
-        (``skip_bad``: leave out the entries that do not validate). Entries tuned for another
-        version of their kernel's source are left out (no launch would use them); returns how
-        many entries were merged."""
-        from .exchange import split_stale, validate
-
-        rows, _ = split_stale(validate(doc, source=source, skip_bad=skip_bad))
+    def merge(self, rows: list[tuple]) -> None:
+        """Store validated best configs (:func:`.exchange.validate`'s rows) in one transaction; a
+        faster config wins."""
         now = time.time()
         with self._write() as conn:
             for keyrow, params, time_ms, default_ms in rows:
                 self._upsert_best(conn, keyrow, params, time_ms, default_ms, now)
-        return len(rows)
 
 
 def _is_time(v) -> bool:
