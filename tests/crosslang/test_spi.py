@@ -109,9 +109,9 @@ def test_each_library_op_crosses_once(jvm, J, dev, crossings):
 def test_an_in_place_op_as_the_first_op_of_a_process(jvm, J, dev, rng):
     """The OpResult class is looked up on first need, also when the first op Java runs updates its
     argument (axpy) and so never builds a new result."""
-    from isthmus.java.spi import ops as spi_ops
+    from isthmus.java.spi import calls
 
-    spi_ops._op_result_class.cache_clear()  # as in a fresh process
+    calls._op_result_class.cache_clear()  # as in a fresh process
     n = int(rng.integers(1, 999))
     xs, ys = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     jdev = J.Isthmus.get().device(dev.id)

@@ -199,8 +199,6 @@ def _register_conversion() -> None:
 
     @jpype.JConversion("io.isthmus.DeviceBuffer", instanceof=Buffer)
     def _buffer_to_java(jcls, buffer):  # noqa: ANN001 - JPype's conversion signature
-        from . import to_java
-
         return to_java(buffer)
 
 
@@ -208,6 +206,37 @@ def runtime():
     if _runtime is None:
         raise BackendUnavailableError("the JVM is not started: call isthmus.java.start() first")
     return _runtime
+
+
+def to_java(buffer: Buffer):
+    """The ``io.isthmus.DeviceBuffer`` for a Python Buffer: a new Java handle on the same
+    allocation (same pointer, no copy). Closing it in Java leaves the Python Buffer open."""
+    import jpype
+
+    from .spi.buffers import BufferHandle
+
+    runtime()
+    if not isinstance(buffer, Buffer):
+        raise InvalidArgumentError(f"to_java needs an isthmus.Buffer, got {type(buffer).__name__}")
+    buffer._check()
+    return jpype.JClass("io.isthmus.Interop").wrap(BufferHandle(buffer, owned=False))
+
+
+def from_java(device_buffer) -> Buffer:
+    """The Python Buffer behind an ``io.isthmus.DeviceBuffer`` (the same object, no copy).
+    Python now holds it too: closing the Java handle no longer frees it."""
+    import jpype
+
+    from .spi.buffers import BufferHandle
+
+    runtime()
+    if not isinstance(device_buffer, jpype.JClass("io.isthmus.DeviceBuffer")):
+        raise InvalidArgumentError(f"from_java needs an io.isthmus.DeviceBuffer, got {type(device_buffer).__name__}")
+    handle = jpype.JClass("io.isthmus.Interop").handle(device_buffer)
+    if not isinstance(handle, BufferHandle):
+        raise InvalidArgumentError("this DeviceBuffer is not backed by the isthmus Python runtime")
+    handle.owned = False
+    return handle._live()
 
 
 def shutdown() -> None:

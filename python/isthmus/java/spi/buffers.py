@@ -63,6 +63,13 @@ def buffer(handle, name: str) -> Buffer:
     return handle._live()
 
 
+def device_handle(device):
+    """The DeviceHandle of ``device``: :func:`.devices.device_handle`, which sets itself here when
+    imported (a DeviceHandle makes BufferHandles, so devices.py imports this module, not the other
+    way round; the Runtime, which hands Java every handle, imports devices.py)."""
+    raise NotImplementedError("isthmus.java.spi.devices is not imported")
+
+
 @implements("io.isthmus.spi.BufferHandle")
 class BufferHandle:
     """One Java handle on a Python Buffer.
@@ -76,7 +83,7 @@ class BufferHandle:
         self.buffer = buffer
         self.owned = owned
         self._lock = threading.Lock()
-        self.as_result = None  # the io.isthmus.spi.OpResult naming this handle (spi.ops makes it once)
+        self.as_result = None  # the io.isthmus.spi.OpResult naming this handle (spi.calls makes it once)
 
     def _live(self) -> Buffer:
         buf = self.buffer
@@ -91,8 +98,6 @@ class BufferHandle:
     pointer = reads("_open_buffer.ptr")
 
     def device(self):
-        from .devices import device_handle  # devices.py makes BufferHandles: imported here, not at the top
-
         return device_handle(self._live().device)
 
     def copyFrom(self, source):

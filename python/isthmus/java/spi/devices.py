@@ -6,6 +6,7 @@ import numpy as np
 
 from isthmus.errors import InvalidArgumentError
 
+from . import buffers
 from .buffers import BufferHandle, host_view, shape
 from .kernels import KernelHandle
 from .launches import FusedHandle, GraphHandle
@@ -83,3 +84,6 @@ def device_handle(device) -> DeviceHandle:
     if handle is None or handle.device is not device:
         handle = _devices[device.id] = DeviceHandle(device)
     return handle
+
+
+buffers.device_handle = device_handle  # (BufferHandle.device)

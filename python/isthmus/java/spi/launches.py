@@ -11,7 +11,7 @@ from isthmus.graph import Graph
 from isthmus.plan import Plan
 
 from .buffers import BufferHandle, argument, arguments
-from .ops import call
+from .calls import call
 from .proxy import implements, reads
 
 

@@ -8,10 +8,8 @@ import numpy as np
 
 import isthmus
 
-from . import ops
-from . import tuning
-from . import weights
-from .buffers import BufferHandle, buffer, host_view
+from . import calls, ops, tuning, weights
+from .buffers import host_view
 from .devices import device_handle
 from .proxy import implements
 
@@ -31,7 +29,7 @@ class Runtime:
         return device_handle(isthmus.device(None if id is None else str(id)))
 
     def op(self, name, jargs, jout, joptions):
-        return ops.call(ops.op_function(str(name)), jargs, jout, joptions)
+        return calls.call(ops.op_function(str(name)), jargs, jout, joptions)
 
     def library(self, name):
         return ops.OpHandle(name=str(name))
