@@ -11,6 +11,7 @@ import jpype
 import numpy as np
 
 from isthmus.buffer import Buffer
+from isthmus.dtypes import lookup
 from isthmus.errors import ClosedBufferError, InvalidArgumentError
 
 from .proxy import implements, reads
@@ -25,7 +26,7 @@ def shape(jshape) -> tuple[int, ...]:
 
 def host_view(bb, dtype, shape, writable: bool = False) -> np.ndarray:
     """A NumPy view (no copy) of a direct ByteBuffer from its position, as ``shape`` of ``dtype``."""
-    dtype = np.dtype(dtype)
+    dtype = lookup(dtype).np  # (a name NumPy may not know yet: bfloat16 before ml_dtypes is imported)
     count = int(np.prod(shape, dtype=np.int64))
     if not bb.isDirect():
         raise InvalidArgumentError("a heap ByteBuffer cannot be shared with the device: use "
