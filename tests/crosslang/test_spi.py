@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
+import textwrap
 import zipfile
 
 import numpy as np
@@ -336,3 +339,22 @@ def test_isthmus_exceptions_from_java_are_isthmus_errors_in_python(jvm, J, dev):
         J.Ops.softmax(None)
     assert issubclass(jvm.JClass("io.isthmus.NotAttachedException"), IsthmusError)
     assert issubclass(jvm.JClass("io.isthmus.OutOfDeviceMemoryException"), isthmus.errors.OutOfMemoryError)
+
+
+def test_a_bfloat16_byte_buffer_is_the_first_bfloat16_of_a_process(dev):
+    """DeviceHandle.fromBuffer finds bfloat16 by name before anything imported ml_dtypes (NumPy
+    knows the name only after that import: it raised TypeError 'data type bfloat16 not understood')."""
+    code = textwrap.dedent("""
+        import sys, jpype, isthmus.java
+        isthmus.java.start()
+        assert "ml_dtypes" not in sys.modules
+        J = jpype.JClass
+        bb = J("java.nio.ByteBuffer").allocateDirect(6).order(J("java.nio.ByteOrder").nativeOrder())
+        for bits in (0x3F80, 0xC000, 0x4040):  # bfloat16 1, -2, 3
+            bb.putShort(jpype.JShort(bits))
+        x = J("io.isthmus.Isthmus").get().device(sys.argv[1]).fromBuffer(bb.flip(), J("io.isthmus.DType").BFLOAT16, 3)
+        print(list(x.toFloatArray()))
+    """)
+    r = subprocess.run([sys.executable, "-c", code, dev.id], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["[1.0,", "-2.0,", "3.0]"]
