@@ -392,6 +392,12 @@ class Allocator:
     def copy(self, dst, src, nbytes: int, queue=None) -> None: raise NotImplementedError  # queued
     def zero(self, mem, nbytes: int, queue=None) -> None: raise NotImplementedError  # queued
 
+    def upload_async(self, mem, offset: int, host: np.ndarray):
+        """Queue a copy of ``host`` (pinned memory, untouched until the copy is done) to byte
+        ``offset`` of ``mem`` on the device's queue, without waiting; returns a function that
+        returns once the copy is done (what loading a checkpoint overlaps with reading the file)."""
+        raise NotImplementedError
+
 
 class Compiler:
     """Source to program to function. ``native``: the backend's program object."""

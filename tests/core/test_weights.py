@@ -106,21 +106,26 @@ def test_the_next_chunk_is_read_while_the_last_one_copies(dev, rng, tmp_path, st
     tensors = {"a": rng.standard_normal(10_000).astype(np.float32), "b": rng.integers(0, 9, 7_001, dtype=np.int64)}
     safetensors_numpy.save_file(tensors, tmp_path / "big.safetensors")
     events = []
-    read, lane = staging_mod._Mapped.read, staging_mod._LANES[dev.backend]
+    read, wait, upload = staging_mod._Mapped.read, staging_mod._Slot.wait, dev.allocator.upload_async
     monkeypatch.setattr(staging_mod._Mapped, "read",
                         lambda self, start, stop, into: (events.append(("read", start)), read(self, start, stop, into)))
-    fence, wait = lane.fence, lane.wait
-    monkeypatch.setattr(lane, "fence", lambda self: (events.append(("queued",)), fence(self))[1])
-    monkeypatch.setattr(lane, "wait", lambda self, done: (events.append(("wait", done is not None and done != [])),
-                                                          wait(self, done)))
+    monkeypatch.setattr(staging_mod._Slot, "wait",
+                        lambda self, settle=False: (events.append(("wait", bool(self.done))), wait(self, settle)))
+
+    def queued(mem, offset, host):  # (a chunk's copies, one per tensor piece, as one event)
+        if events[-1] != ("queued",):
+            events.append(("queued",))
+        return upload(mem, offset, host)
+    monkeypatch.setattr(dev.allocator, "upload_async", queued)
     with dev.load_safetensors(tmp_path / "big.safetensors") as weights:
         assert_loaded(weights, tensors)
     reads = [e for e in events if e[0] == "read"]
     assert len(reads) == -(-(40_000 + 56_008) // 4096)
-    # per chunk: wait for the copies out of this slot (two chunks back), read, queue; then the last two
+    # per chunk: wait for the copies out of this slot (two chunks back), read, queue; then the last two,
+    # and nothing left to settle
     for k in range(len(reads)):
         assert events[3 * k:3 * k + 3] == [("wait", k >= 2), reads[k], ("queued",)], events[3 * k:3 * k + 3]
-    assert events[3 * len(reads):3 * len(reads) + 2] == [("wait", True), ("wait", True)]
+    assert events[3 * len(reads):] == [("wait", True), ("wait", True), ("wait", False), ("wait", False)]
 
 
 def test_chunks_read_by_several_threads(dev, rng, tmp_path, staging):

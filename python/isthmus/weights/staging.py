@@ -32,7 +32,6 @@ def copy_in(device: "Device", files: list[File], buffers: dict[str, Buffer]) -> 
     chunk = min(knobs.load_staging_bytes(), max((f.data_len for f in files), default=0))
     if chunk == 0:
         return
-    lane = _LANES[device.backend](device)
     slots = [_Slot(device.empty_host((chunk,), np.uint8)) for _ in range(2)]
     readers = _Readers(chunk)
     turn = 0
@@ -42,18 +41,17 @@ def copy_in(device: "Device", files: list[File], buffers: dict[str, Buffer]) -> 
                 for start, stop, pieces in _pieces(f, chunk):
                     slot = slots[turn % 2]
                     turn += 1
-                    lane.wait(slot.take())
+                    slot.wait()
                     data.read(start, stop, slot.host)
                     for t, offset, a, b in pieces:
-                        lane.put(buffers[t.name]._handle(), offset, slot.host[a:b])
-                    slot.done = lane.fence()
+                        slot.done.append(device.allocator.upload_async(buffers[t.name]._handle(), offset,
+                                                                       slot.host[a:b]))
         for slot in slots:
-            lane.wait(slot.take())
+            slot.wait()
     finally:
         readers.close()
-        # after an error: no copy may still read a staging slot once it is freed
-        for done in (lane.fence(), *(slot.take() for slot in slots)):
-            lane.settle(done)
+        for slot in slots:  # after an error: no copy may still read a staging slot once it is freed
+            slot.wait(settle=True)
 
 
 def _pieces(f: File, chunk: int):
@@ -75,15 +73,24 @@ def _pieces(f: File, chunk: int):
 
 
 class _Slot:
-    """A pinned staging buffer and the copies out of it still queued (what ``lane.wait`` takes)."""
+    """A pinned staging buffer and the copies out of it still queued (``done``: what waits for each)."""
 
     def __init__(self, host: np.ndarray):
         self.host = host
-        self.done = None
+        self.done: list = []
 
-    def take(self):
-        done, self.done = self.done, None
-        return done
+    def wait(self, settle: bool = False) -> None:
+        """Until every copy out of the slot is done; then the first error, unless ``settle`` (after
+        an error, which is what the caller raises)."""
+        done, self.done = self.done, []
+        error = None
+        for wait in done:
+            try:
+                wait()
+            except Exception as exc:  # noqa: BLE001 - the others are waited for all the same
+                error = error or exc
+        if error is not None and not settle:
+            raise error
 
 
 class _Mapped:
@@ -144,65 +151,3 @@ class _Readers:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown()
-
-
-# ---- the device's copy queue -------------------------------------------------------------------
-class _ClLane:
-    """Non-blocking copies on an OpenCL device's queue; ``fence`` gives their events (PyOpenCL's
-    events of host copies keep the host memory alive and wait when dropped: they are kept)."""
-
-    def __init__(self, device: "Device"):
-        self.device, self.cl, self.queue = device, device._cl, device.queue
-        self.events: list = []
-
-    def put(self, mem, offset: int, host: np.ndarray) -> None:
-        self.events.append(self.device._guard(lambda: self.cl.enqueue_copy(
-            self.queue, mem.cl, host, dst_offset=offset, is_blocking=False), "host->device copy (load_safetensors)"))
-
-    def fence(self):
-        events, self.events = self.events, []
-        return events
-
-    def wait(self, done) -> None:
-        if done:
-            self.device._guard(lambda: self.cl.wait_for_events(done), "host->device copy (load_safetensors)")
-
-    def settle(self, done) -> None:
-        for event in done or ():
-            try:
-                event.wait()
-            except Exception:  # noqa: BLE001 - the error being raised already says what failed
-                pass
-
-
-class _CudaLane:
-    """Asynchronous copies from pinned memory on a CUDA device's stream; ``fence`` records an event."""
-
-    def __init__(self, device: "Device"):
-        self.device, self.cp, self.stream = device, device._cp, device.stream
-
-    def put(self, mem, offset: int, host: np.ndarray) -> None:
-        self.device._guard(lambda: (mem + offset).copy_from_host_async(host.ctypes.data, host.nbytes, self.stream),
-                           "host->device copy (load_safetensors)")
-
-    def fence(self):
-        def record():
-            event = self.cp.cuda.Event(block=False, disable_timing=True)
-            event.record(self.stream)
-            return event
-        return self.device._guard(record, "host->device copy (load_safetensors)")
-
-    def wait(self, done) -> None:
-        if done is not None:
-            self.device._guard(done.synchronize, "host->device copy (load_safetensors)")
-
-    def settle(self, done) -> None:
-        try:
-            self.wait(done)
-        except Exception:  # noqa: BLE001 - the error being raised already says what failed
-            pass
-
-
-# the copy queues by backend: these copies (to an offset in a buffer, non-blocking) are no hook of
-# the Device's; they belong in the backends' memory parts once those offer them
-_LANES = {"opencl": _ClLane, "cuda": _CudaLane}

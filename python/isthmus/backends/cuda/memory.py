@@ -59,6 +59,15 @@ class CudaAllocator(Allocator):
             stream.synchronize()  # the host array may be freed as soon as we return
         self.device._guard(run, what)
 
+    def upload_async(self, mem, offset, host):
+        def run():
+            stream = self.device.stream
+            (mem + offset).copy_from_host_async(host.ctypes.data, host.nbytes, stream)
+            done = self._cp.cuda.Event(block=False, disable_timing=True)
+            done.record(stream)
+            return lambda: self.device._guard(done.synchronize, "host->device copy")
+        return self.device._guard(run, "host->device copy")
+
     def copy(self, dst, src, nbytes, queue=None):
         self.device._guard(lambda: dst.copy_from_device_async(src, nbytes, queue or self.device.stream), "device copy")
 

@@ -123,6 +123,12 @@ class ClAllocator(Allocator):
         self.device._guard(lambda: self._cl.enqueue_copy(queue or self.device.queue, host, mem.cl, is_blocking=True),
                            "device->host copy")
 
+    def upload_async(self, mem, offset, host):
+        # (the event keeps ``host`` alive; PyOpenCL waits for it when it is dropped: the caller keeps it)
+        event = self.device._guard(lambda: self._cl.enqueue_copy(self.device.queue, mem.cl, host, dst_offset=offset,
+                                                                 is_blocking=False), "host->device copy")
+        return lambda: self.device._guard(event.wait, "host->device copy")
+
     def copy(self, dst, src, nbytes, queue=None):
         self.device._guard(lambda: self._cl.enqueue_copy(queue or self.device.queue, dst.cl, src.cl, byte_count=nbytes),
                            "device copy")
