@@ -10,7 +10,7 @@ import isthmus
 ROOT = Path(isthmus.__file__).resolve().parent
 CORE = {"_version", "knobs", "errors", "dtypes", "buffer", "device", "launch", "signature", "program", "kernel",
         "program_cache", "memo", "plan", "record", "weights",
-        "graph"}
+        "graph", "interop"}
 
 
 def _modules() -> dict[str, Path]:
@@ -61,6 +61,13 @@ def test_core_backends_and_ops_import_only_downwards():
             wrong += [f"{name} ({layer}) imports {m} ({_layer(m)})" for m in sorted(_imports(name, path, modules))
                       if _layer(m) not in allowed[layer]]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_root_holds_only_the_core():
+    """Issue 25 item 6: the tools have rooms of their own (``isthmus bench``, ``demo`` and ``devices``
+    in cli/, the workloads in ops/); beside the core at the package's root only its entry points."""
+    beside = {f.stem for f in ROOT.glob("*.py")} - CORE - {"__init__", "__main__"}
+    assert not beside, f"modules at the root of isthmus that are not core: {sorted(beside)}"
 
 
 def _circles(graph: dict[str, set[str]]) -> list[tuple[list[str], list[str]]]:
