@@ -24,12 +24,6 @@ from .launches import PlanHandle
 from .proxy import implements
 
 
-def op_function(name: str):
-    """The function of the op registered as ``name`` (the registry is the op table: a library op
-    or a user's)."""
-    return registry.op(name).run
-
-
 @implements("io.isthmus.spi.OpHandle")
 class OpHandle:
     """An op called from Java: ``kernel``, a library kernel bound to a device (``DeviceHandle.op``),

@@ -7,6 +7,7 @@ import jpype
 import numpy as np
 
 import isthmus
+from isthmus.ops import registry
 
 from . import calls, ops, tuning, weights
 from .buffers import host_view
@@ -29,7 +30,7 @@ class Runtime:
         return device_handle(isthmus.device(None if id is None else str(id)))
 
     def op(self, name, jargs, jout, joptions):
-        return calls.call(ops.op_function(str(name)), jargs, jout, joptions)
+        return calls.call(registry.op(str(name)).run, jargs, jout, joptions)  # (the registry: library ops and users')
 
     def library(self, name):
         return ops.OpHandle(name=str(name))
