@@ -29,12 +29,6 @@ def pytest_configure(config):
 _GROUPS = {"crosslang": "jvm", "ray": "ray", "benchmarks": "benchmarks"}
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        parts = item.path.parts
-        group = next((g for folder, g in _GROUPS.items() if folder in parts[-3:-1]), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _device_ids() -> list[str]:
@@ -81,8 +75,14 @@ def tuning_db(tmp_path, monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
+    # one hook (a second definition in this module would replace the first: the groups were lost so,
+    # and every worker ran the benchmark smoke fixture, 16 at once on the GPU machine)
     skip_gpu = pytest.mark.skip(reason="needs a GPU (CUDA or GPU OpenCL); none present")
     for item in items:
+        parts = item.path.parts
+        group = next((g for folder, g in _GROUPS.items() if folder in parts[-3:-1]), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
         if "gpu" in item.keywords and not GPU_IDS:
             item.add_marker(skip_gpu)
 

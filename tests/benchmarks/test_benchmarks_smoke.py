@@ -45,6 +45,13 @@ def smoke_run(tmp_path_factory):
     return json.loads((out / "smoke.json").read_text()), out
 
 
+def test_the_smoke_tests_share_one_worker(request):
+    """Under pytest-xdist (--dist loadgroup) these tests run on one worker, so the smoke run (every
+    benchmark, 90 s on the GPU machine) is made once, not once per worker (tests/conftest.py)."""
+    marker = request.node.get_closest_marker("xdist_group")
+    assert marker is not None and marker.args == ("benchmarks",)
+
+
 def test_every_module_says_how_to_run_it_quickly():
     assert {"shapes", "library", "launch_overhead", "profile_ops", "merge_bundled"} <= set(MODULES)
     for name in MODULES:
