@@ -65,7 +65,9 @@ bench: venv jar
 # (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:
 #   run(carry=[".device", ".devjava"], command="source .device/setup.sh && bash benchmarks/gpu_pass.sh test bench ...")
 device-bundle: jar
-	bash ../shared/device/prepare.sh
+	# jdk.compiler: the JRE runs single-file source programs (tests/java: java Probe.java)
+	JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,jdk.zipfs,java.sql,java.xml,jdk.compiler \
+	  bash ../shared/device/prepare.sh
 	rm -rf .devjava && mkdir -p .devjava/m2jars && cp -r target/test-classes .devjava/
 	tr ':' '\n' < target/test-classpath.txt | grep '\.jar$$' | xargs -I{} cp {} .devjava/m2jars/
 
