@@ -52,11 +52,11 @@ demo: opencl-driver venv jar
 	$(PY) examples/python/demo.py
 	$(MAKE) --no-print-directory java-demo
 
-# in parallel (pytest-xdist), each worker with its own program cache (tests/conftest.py); the tests
-# that host a JVM, and Ray's, each keep to one worker (--dist loadgroup)
+# in parallel (pytest-xdist), each worker with its own program cache (tests/conftest.py), its own hosted
+# JVM and Ray cluster where its tests need one
 TEST_WORKERS ?= 2
 test: opencl-driver venv jar
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest tests -n $(TEST_WORKERS)
 
 bench: venv jar
 	$(PY) -m isthmus.cli bench --out benchmarks/results/latest
