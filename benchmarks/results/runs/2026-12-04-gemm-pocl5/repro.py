@@ -7,6 +7,8 @@ Kernel variants are copies of opencl/ with one change to gemm.cl (ISTHMUS_KERNEL
   zero    ra/rb (the registers a K-step is fetched into) zero-initialized
   poison  the local tiles filled with NaN (and a barrier) before the first staging: a read of
           local memory that no staging wrote gives NaN on any compiler
+  barrier the barrier after the first staging taken by every group (also those whose split-K
+          range is empty, which stage nothing)
   clamp   every work-item fetches and stages an A quad (q clamped to the last one: the extra
           work-items repeat its loads and write the same values to the same place)
 Usage: python repro.py [device-kind: cpu|gpu] ; prints one line per experiment."""
@@ -58,6 +60,8 @@ EDITS = {
                 "    for (int i = tid; i < 2 * TK * (TN + PADB); i += NT) ((__local ACC*)Bs)[i] = (ACC)NAN;\n"
                 "    barrier(CLK_LOCAL_MEM_FENCE);\n"
                 "    if (ntiles > 0) {\n        FETCH(kbeg);")],
+    "barrier": [("        STAGE(0);\n        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n",
+                 "        STAGE(0);\n    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n")],
     "clamp": [("            const int q = tid + l * NT;                                             \\\n"
                "            if (QA_EXACT || q < QA) {                                               \\\n"
                "                const int r = m0",
@@ -82,6 +86,8 @@ def kernel_dir(variant: str, tmp: str) -> str:
     if variant == "base":
         return src
     dst = os.path.join(tmp, variant)
+    if os.path.isdir(dst):
+        return dst
     shutil.copytree(src, dst)
     path = os.path.join(dst, "gemm.cl")
     text = open(path).read()
@@ -113,6 +119,21 @@ def main() -> None:
         ("x@W.T local poisoned", "poison", {}, 1, (3, 96, 40), {}),
         ("x@W.T A staging clamped", "clamp", {}, 1, (3, 96, 40), {}),
     ]
+    if os.environ.get("ROUND") == "2":  # where the fault's edges are (call 2)
+        runs = [
+            ("x@W.T 3x96x40 again", "base", {}, 1, (3, 96, 40), {}),
+            ("x@W.T 3x96x128 (no empty split)", "base", {}, 1, (3, 96, 128), {}),
+            ("x@W.T KS2 (no empty split)", "base", {}, 1, (3, 96, 40), {"KS": 2}),
+            ("x@W.T KS4 (split 3 empty)", "base", {}, 1, (3, 96, 40), {"KS": 4}),
+            ("x@W.T barrier always", "barrier", {}, 1, (3, 96, 40), {}),
+            ("x@W.T barrier always 16x96x40", "barrier", {}, 1, (16, 96, 40), {}),
+            ("x@W.T TK32 (QA=NT=128)", "base", {}, 1, (3, 96, 40), {"TK": 32}),
+            ("x@W.T W4x4 (QA=NT=64)", "base", {}, 1, (3, 96, 40), {"WPTM": 4}),
+            ("x@W.T TM8 W1x4 (QA32 NT128)", "base", {}, 1, (3, 96, 40), {"TM": 8, "WPTM": 1}),
+            ("x@W.T TM32 (QA128 NT256)", "base", {}, 1, (3, 96, 40), {"TM": 32}),
+            ("x@W.T TN128 W2x8 (QA64 NT128)", "base", {}, 1, (3, 96, 40), {"TN": 128, "WPTN": 8}),
+            ("A@B TM8 W1x4 (QA32 NT128)", "base", {}, 0, (3, 96, 40), {"TM": 8, "WPTM": 1}),
+        ]
     if kind == "gpu":
         runs = [r for r in runs if not any(key.startswith("POCL") for key in r[2])]
     only = os.environ.get("ONLY")
