@@ -52,11 +52,11 @@ demo: opencl-driver venv jar
 	$(PY) examples/python/demo.py
 	$(MAKE) --no-print-directory java-demo
 
-# in parallel (pytest-xdist), each worker with its own program cache (tests/conftest.py); the tests
-# that host a JVM, and Ray's, each keep to one worker (--dist loadgroup)
+# in parallel (pytest-xdist), each worker with its own program cache (tests/conftest.py), its own hosted
+# JVM and Ray cluster where its tests need one
 TEST_WORKERS ?= 2
 test: opencl-driver venv jar
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest tests -n $(TEST_WORKERS)
 
 bench: venv jar
 	$(PY) -m isthmus.cli bench --out benchmarks/results/latest
@@ -65,7 +65,9 @@ bench: venv jar
 # (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:
 #   run(carry=[".device", ".devjava"], command="source .device/setup.sh && bash benchmarks/gpu_pass.sh test bench ...")
 device-bundle: jar
-	bash ../shared/device/prepare.sh
+	# jdk.compiler: the JRE runs single-file source programs (tests/java: java Probe.java)
+	JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,jdk.zipfs,java.sql,java.xml,jdk.compiler \
+	  bash ../shared/device/prepare.sh
 	rm -rf .devjava && mkdir -p .devjava/m2jars && cp -r target/test-classes .devjava/
 	tr ':' '\n' < target/test-classpath.txt | grep '\.jar$$' | xargs -I{} cp {} .devjava/m2jars/
 

@@ -23,18 +23,6 @@ def pytest_configure(config):
     os.environ.setdefault("ISTHMUS_TUNING_DB", os.path.join(os.environ["ISTHMUS_CACHE_DIR"], "tuning.sqlite"))
 
 
-# Tests that host a JVM share one per process (tests/crosslang/conftest.py), Ray's start a cluster
-# and the benchmark smoke tests share one run of every benchmark module (90 s on the GPU machine):
-# under `--dist loadgroup` each kind runs on one worker, not once per worker.
-_GROUPS = {"crosslang": "jvm", "ray": "ray", "benchmarks": "benchmarks"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        parts = item.path.parts
-        group = next((g for folder, g in _GROUPS.items() if folder in parts[-3:-1]), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _device_ids() -> list[str]:
@@ -81,6 +69,9 @@ def tuning_db(tmp_path, monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
+    # (no xdist_group markers: pytest-xdist 3.8 groups by a suffix to item._nodeid, which pytest 9
+    # no longer reads, so `--dist loadgroup` spreads every test; a worker hosts its own JVM, and each
+    # benchmark smoke test runs its own module)
     skip_gpu = pytest.mark.skip(reason="needs a GPU (CUDA or GPU OpenCL); none present")
     for item in items:
         if "gpu" in item.keywords and not GPU_IDS:

@@ -1,8 +1,9 @@
-"""Every module of benchmarks/ runs: each in a quick mode on PoCL (``SMOKE``, its arguments), all in
-one process (``python -m benchmarks --smoke OUT``: the start-up is paid once), and writes its
-report under the naming scheme. A module that cannot run here says why in ``SMOKE`` (the skip
-reason); a peer that is missing (torch, CLBlast) is skipped inside the module with the reason
-printed."""
+"""Every module of benchmarks/ runs: each in a quick mode on PoCL (``SMOKE``, its arguments), in a
+process of its own (``python -m benchmarks --smoke OUT NAME``: the modules run in parallel under
+pytest-xdist; one process for all of them took 130-170 s on the GPU machine, and every worker that
+drew one of these tests ran it again), and writes its report under the naming scheme. A module that
+cannot run here says why in ``SMOKE`` (the skip reason); a peer that is missing (torch, CLBlast) is
+skipped inside the module with the reason printed."""
 from __future__ import annotations
 
 import json
@@ -31,18 +32,19 @@ def _pocl() -> str | None:
         return None
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """The quick run of every module on PoCL, once: (summary per module, the results folder)."""
+def _smoke(name: str, out: Path) -> tuple[dict, Path]:
+    """The quick run of module ``name`` on PoCL: (its summary, its results folder)."""
+    smoke = benchmarks.load(name).SMOKE
+    if isinstance(smoke, str):
+        pytest.skip(f"{name}: {smoke}")
     device = _pocl()
     if device is None:
         pytest.skip("no PoCL (OpenCL CPU) device")
-    out = tmp_path_factory.mktemp("smoke")
-    r = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", str(out)], cwd=ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", str(out), name], cwd=ROOT, capture_output=True,
                        text=True, timeout=400, env=dict(os.environ, ISTHMUS_DEVICE=device))
     print(r.stdout[-3000:], r.stderr[-3000:])
     assert (out / "smoke.json").exists(), f"the smoke run ended early: exit {r.returncode}\n{r.stderr[-3000:]}"
-    return json.loads((out / "smoke.json").read_text()), out
+    return json.loads((out / "smoke.json").read_text())[name], out / name
 
 
 def test_every_module_says_how_to_run_it_quickly():
@@ -66,17 +68,14 @@ def test_the_runner_lists_and_refuses_unknown_names():
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_module_runs_quickly_on_pocl(name, smoke_run):
-    summary, out = smoke_run
-    entry = summary[name]
-    if "skipped" in entry:
-        pytest.skip(f"{name}: {entry['skipped']}")
-    log = (out / name / "log.txt").read_text()
+def test_module_runs_quickly_on_pocl(name, tmp_path):
+    entry, folder = _smoke(name, tmp_path)
+    log = (folder / "log.txt").read_text()
     assert entry["rc"] == 0, f"{name} {entry['argv']}: exit {entry['rc']}\n{entry['error']}\n{log[-3000:]}"
     if name == "softmax_variants" and _missing("torch"):
         assert "no torch rows: torch is not installed" in log  # the peer's absence is said, not hidden
     if "{out}" in benchmarks.load(name).SMOKE:
-        reports = sorted((out / name).glob("*.md"))
+        reports = sorted(folder.glob("*.md"))
         suite = SUITE.get(name, name)
         assert any(p.stem == suite or p.stem.startswith(f"{suite}-") for p in reports), (name, reports)
         for p in reports:

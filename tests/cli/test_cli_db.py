@@ -81,8 +81,9 @@ def test_db_export_and_show_filter_by_kernel_and_device(tmp_path, dev):
     ident = dev.identity()
     here = dbmod.Key("axpy", "a" * 64, "{}", ident["backend"], ident["vendor"], ident["name"], ident["driver"],
                      "float32", (1024,))
-    there = dbmod.Key("axpy", "a" * 64, "{}", "cuda", "NVIDIA", "NVIDIA H200", "13.0", "float32", (1024,))
-    gemm = dbmod.Key("gemm", "b" * 64, "{}", "cuda", "NVIDIA", "NVIDIA H200", "13.0", "float32", (64, 64, 64))
+    # another machine's GPU: a name no test device has (the GPU machine's own is an H200)
+    there = dbmod.Key("axpy", "a" * 64, "{}", "cuda", "NVIDIA", "NVIDIA Z900", "13.0", "float32", (1024,))
+    gemm = dbmod.Key("gemm", "b" * 64, "{}", "cuda", "NVIDIA", "NVIDIA Z900", "13.0", "float32", (64, 64, 64))
     for key in (here, there):
         store.record(key, {"n": 1000}, {"WG": 256, "VPT": 4}, 0.5, "ok")
     store.record(gemm, {"m": 64, "n": 64, "k": 64}, {"TM": 64}, 0.5, "ok")
@@ -95,13 +96,13 @@ def test_db_export_and_show_filter_by_kernel_and_device(tmp_path, dev):
         return sorted((e["kernel"], e["device"]["name"]) for e in json.loads(r.stdout)["entries"])
 
     assert len(exported()) == 3
-    assert exported("--device", "h200") == [("axpy", "NVIDIA H200"), ("gemm", "NVIDIA H200")]  # part of the name
+    assert exported("--device", "z900") == [("axpy", "NVIDIA Z900"), ("gemm", "NVIDIA Z900")]  # part of the name
     assert exported("--device", dev.id) == [("axpy", ident["name"])]  # a device id of this machine
-    assert exported("--kernel", "gemm") == [("gemm", "NVIDIA H200")]
-    assert exported("--kernel", "axpy", "--device", "H200") == [("axpy", "NVIDIA H200")]
+    assert exported("--kernel", "gemm") == [("gemm", "NVIDIA Z900")]
+    assert exported("--kernel", "axpy", "--device", "Z900") == [("axpy", "NVIDIA Z900")]
     assert exported("--kernel", "axpy", "--kernel", "gemm") == exported()
     r = _isthmus("db", "export", "-", "--kernel", "gemmm", env=env)
     assert r.returncode == 2 and "--kernel gemmm: no such kernel" in r.stderr
-    shown = _isthmus("db", "show", "--device", "H200", env=env)
+    shown = _isthmus("db", "show", "--device", "Z900", env=env)
     words = " ".join(shown.stdout.split())  # (the title folds where the database's path is long)
     assert shown.returncode == 0 and "2 of 3 best configs" in words and ident["name"] not in shown.stdout

@@ -9,7 +9,7 @@ import isthmus
 
 ROOT = Path(isthmus.__file__).resolve().parent
 CORE = {"_version", "knobs", "errors", "dtypes", "buffer", "device", "launch", "signature", "program", "kernel",
-        "program_cache", "memo", "plan", "record", "weights",
+        "program_cache", "memo", "plan", "record", "weights", "jsonsafe",
         "graph", "interop"}
 
 

@@ -4,6 +4,8 @@ bundled documents valid. Uses the stand-in device of test_tune_db."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -165,6 +167,29 @@ def test_import_of_hostile_files_is_a_typed_error(db, tmp_path, capsys, case):
     err = capsys.readouterr().err
     assert "DatabaseError" in err and "Traceback" not in err
     assert export(db) == before
+
+
+def test_deep_nesting_is_refused_before_the_parser_where_its_recursion_is_unbounded():
+    """200,000 nested brackets crashed a pytest-xdist worker on Python 3.12.3 (the parser's C recursion
+    overflowed the stack instead of raising RecursionError). Emulated here with a recursion limit the
+    stack cannot hold: the document is refused by its depth, before json sees it."""
+    code = ("import sys; sys.setrecursionlimit(10 ** 8)\n"
+            "from isthmus.errors import DatabaseError\n"
+            "from isthmus.tune.exchange import load_document\n"
+            "for text in ('[' * 200_000 + ']' * 200_000, '{\"a\":' * 100_000 + '1' + '}' * 100_000):\n"
+            "    try:\n"
+            "        load_document(text.encode())\n"
+            "    except DatabaseError as exc:\n"
+            "        print(exc)\n"
+            "from isthmus import jsonsafe\n"  # what the safetensors header and the database rows go through
+            "try:\n"
+            "    jsonsafe.loads('[' * 200_000)\n"
+            "except ValueError as exc:\n"
+            "    print(exc)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.count("levels deep is not a tuning export") == 2, r.stdout
+    assert "JSON nested 200000 levels deep (at most 64 are read)" in r.stdout
 
 
 def test_import_document_rejects_non_int_schema_and_unconvertible_numbers(db):

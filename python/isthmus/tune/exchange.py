@@ -27,6 +27,7 @@ import math
 import warnings
 from types import SimpleNamespace
 
+from .. import jsonsafe
 from ..dtypes import lookup as dtype_lookup
 from ..errors import DatabaseError
 from .space import kernel_family
@@ -54,6 +55,10 @@ def load_document(data: bytes, source: str = "document"):
     except UnicodeDecodeError as exc:
         hint = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
         raise DatabaseError(f"{source} is not UTF-8 text{hint}: {exc}") from None
+    depth = jsonsafe.depth(text)  # (json.loads's recursion is not bounded on every Python)
+    if depth > jsonsafe.MAX_DEPTH:
+        raise DatabaseError(f"{source}: JSON nested {depth} levels deep is not a tuning export "
+                            f"(an export nests 4 levels; at most {jsonsafe.MAX_DEPTH} are read)")
     try:
         return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
@@ -96,7 +101,7 @@ def to_entry(row: dict) -> dict | None:
     (the caller leaves it out: a bad row must not hide the good ones)."""
     try:
         family = kernel_family(row["kernel"])
-        dims = len(family.problem) if family is not None else len(json.loads(row["bucket"]))
+        dims = len(family.problem) if family is not None else len(jsonsafe.loads(row["bucket"]))
         parsed = parse_best(row["bucket"], row["params"], dims)
         time_ms, default_ms = row["time_ms"], row.get("default_ms")
         if parsed is None or not _is_number(time_ms) or (default_ms is not None and not _is_number(default_ms)):

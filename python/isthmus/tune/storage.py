@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .. import jsonsafe
 from ..errors import DatabaseError
 from ..memo import BoundedMemo
 from ..ops.spec import problem_bucket
@@ -133,7 +134,7 @@ def canonical(params: dict) -> str:
 def parse_best(bucket, params, dims: int) -> tuple[tuple[int, ...], dict] | None:
     """A stored row's (bucket, params) when both hold what :meth:`Database.record` writes, else None."""
     try:
-        b, p = json.loads(bucket), json.loads(params)
+        b, p = jsonsafe.loads(bucket), jsonsafe.loads(params)
     except (TypeError, ValueError, RecursionError):
         return None
     if (not isinstance(b, list) or len(b) != dims or not isinstance(p, dict)
@@ -341,7 +342,7 @@ class Database:
         found = []
         for params, status, time_ms in rows:
             with suppress(TypeError, ValueError, RecursionError):
-                p = json.loads(params)
+                p = jsonsafe.loads(params)
                 if isinstance(p, dict) and status in STATUSES and (time_ms is None or _is_time(time_ms)):
                     found.append((p, status, time_ms))
         return found

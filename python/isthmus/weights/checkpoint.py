@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import jsonsafe
 from ..dtypes import DType, lookup
 from ..errors import FormatError, InvalidArgumentError, UnsupportedDtypeError
 
@@ -78,7 +79,7 @@ class Checkpoint:
     @classmethod
     def _indexed(cls, index: Path) -> "Checkpoint":
         try:
-            doc = json.loads(index.read_bytes(), object_pairs_hook=_unique_keys)
+            doc = jsonsafe.loads(index.read_bytes(), object_pairs_hook=_unique_keys)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # (RecursionError: nested too deep to parse)
             raise FormatError(f"{index} is not JSON: {exc}") from None
         except OSError as exc:
@@ -139,7 +140,7 @@ def read_header(path: Path, device: "Device") -> File:
     except OSError as exc:
         raise InvalidArgumentError(f"{path} cannot be read: {exc}") from None
     try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+        header = jsonsafe.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # (RecursionError: nested too deep to parse)
         raise FormatError(f"{path}: the header is not JSON ({exc}); not a safetensors file, or a damaged one") from None
     if not isinstance(header, dict):
