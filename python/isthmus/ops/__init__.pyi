@@ -22,6 +22,14 @@ def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
 
+def rmsnorm(
+        x: Buffer, weight: Buffer, eps: float = ..., residual: Buffer | None = ..., offset: float = ...,
+        out: Buffer | None = ...,
+) -> Buffer:
+    """x / sqrt(mean(x^2) + eps) * (offset + weight) over the last dimension of x (any leading
+    dimensions; weight has x.shape[-1] elements), in float32 arithmetic for 16-bit dtypes, rounded
+    once; into a new Buffer or ``out`` (which may be x itself); returns it."""
+
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
 
@@ -33,4 +41,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['axpy', 'gemm', 'sum', 'max', 'rmsnorm', 'scale', 'softmax', 'transpose']
