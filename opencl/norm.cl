@@ -1,13 +1,20 @@
-/* isthmus: norm.cl -- rmsnorm over the last dimension, optionally fused with a residual add
+/* isthmus: norm.cl -- rmsnorm and layernorm over the last dimension, optionally fused with a residual add
  *
- * Kernel:
+ * Kernels (LAYERNORM = 0: rmsnorm, 1: layernorm; a fixed define of each op's spec):
  *   __kernel void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
  *                         __global const T* x, __global const T* w, __global T* res, __global T* out)
- * x, out: rows x cols, row-major (any leading dimensions flattened into rows); w: cols.
+ *   __kernel void layernorm(const long rows, const long cols, const ACC eps, __global const T* x,
+ *                           __global const T* w, __global const T* b, __global T* res, __global T* out)
+ * x, out: rows x cols, row-major (any leading dimensions flattened into rows); w, b: cols.
  * HAS_RESIDUAL = 1: s = x + res, rounded to T, is written to res (res += x in place) and normalized;
  * else s = x (res is not touched: the op passes x there).
- *   out[r, c] = s[r, c] / sqrt(mean_c(s[r, :]^2) + eps) * (offset + w[c])
- * in ACC arithmetic (float for half and bfloat16), rounded once on store.  offset = 1: Gemma's (1 + w).
+ *   rmsnorm:   out[r, c] = s[r, c] / sqrt(mean_c(s[r, :]^2) + eps) * (offset + w[c])
+ *              (offset = 1: Gemma's (1 + w))
+ *   layernorm: out[r, c] = (s[r, c] - mean) / sqrt(var + eps) * w[c] + b[c], var the biased
+ *              variance of the row; w (HAS_WEIGHT) and b (HAS_BIAS) may be absent (1 and 0).
+ *              Each item's (count, mean, sum of squared deviations) is exact over what it holds
+ *              (two passes over its registers) and merged by Chan's formula: no cancellation.
+ * in ACC arithmetic (float for half and bfloat16), rounded once on store.
  * out may be x (each group reads its row before it writes it); res shares memory with nothing else.
  * dtypes: float double half bfloat16.
  *
@@ -21,7 +28,7 @@
  * LAYOUT 1 (CPUs): a row per work-item, in 16-wide OpenCL vectors (two passes over the row, the
  * second one served by the core's cache); RPG, VPT, CACHE unused.
  * Tunables (-D): LAYOUT, WG, RPG, VPT, CACHE: declared once, with their values, defaults and
- *   restrictions, in the op's spec (python/isthmus/ops/specs/rmsnorm.py); any config is correct for
+ *   restrictions, in the ops' specs (python/isthmus/ops/specs/rmsnorm.py, layernorm.py); any config is correct for
  *   any rows and cols.
  * Launch (1-D): LAYOUT 0: global = (ceil(rows / RPG) * WG,); LAYOUT 1: (ceil(rows / WG) * WG,);
  *   local = (WG,).  Needs cols < 2^31.
@@ -31,6 +38,15 @@
 #endif
 #ifndef HAS_RESIDUAL
 #  define HAS_RESIDUAL 0
+#endif
+#ifndef LAYERNORM
+#  define LAYERNORM 0
+#endif
+#ifndef HAS_WEIGHT
+#  define HAS_WEIGHT 1   /* rmsnorm's weight is required */
+#endif
+#ifndef HAS_BIAS
+#  define HAS_BIAS 0
 #endif
 #if LAYOUT == 0 && (RPG > WG || WG % RPG != 0)
 #  error "norm.cl: RPG must divide WG"
@@ -172,8 +188,8 @@ static inline void store_chunk(__global T* p, int c, int lim, int vec, const ACC
 #  define PARTS 1
 #endif
 
-/* s = x (+ res, rounded, written back) for the chunk at column c; its sum of squares added to *q */
-static inline void sum_chunk(__global const T* xr, __global T* rr, int c, int lim, int vec, ACC* s, ACC* q)
+/* s = x (+ res, rounded, written back) for the chunk at column c */
+static inline void add_chunk(__global const T* xr, __global T* rr, int c, int lim, int vec, ACC* s)
 {
     load_chunk(xr, c, lim, vec, s);
 #if HAS_RESIDUAL
@@ -183,18 +199,67 @@ static inline void sum_chunk(__global const T* xr, __global T* rr, int c, int li
     for (int k = 0; k < VPT; ++k) s[k] = round_t(s[k] + r[k]);
     store_chunk(rr, c, lim, vec, s);
 #endif
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) *q += s[k] * s[k];
 }
 
-/* out's chunk at column c from s: s * inv * (offset + w) */
-static inline void write_chunk(__global const T* w, __global T* yr, int c, int lim, int vec, ACC inv, ACC offset,
-                               ACC* s)
+#if LAYERNORM
+/* Chan et al.: the (count, mean, sum of squared deviations) of a part merged into *n, *mean, *m2 */
+static inline void merge(ACC* n, ACC* mean, ACC* m2, ACC nb, ACC mb, ACC m2b)
 {
+    if (nb > (ACC)0) {
+        const ACC nn = *n + nb, d = mb - *mean, f = nb / nn;
+        *mean += d * f;
+        *m2 += m2b + d * d * *n * f;
+        *n = nn;
+    }
+}
+
+/* the chunks' values at columns before lim (chunk j at column c0 + j * step), in two passes */
+static inline void merge_values(const ACC* v, int chunks, int c0, int step, int lim, ACC* n, ACC* mean, ACC* m2)
+{
+    ACC a = (ACC)0, cnt = (ACC)0;
+    for (int j = 0; j < chunks; ++j)
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            if (c0 + j * step + k < lim) { a += v[j * VPT + k]; cnt += (ACC)1; }
+    const ACC mu = cnt > (ACC)0 ? a / cnt : (ACC)0;
+    ACC q = (ACC)0;
+    for (int j = 0; j < chunks; ++j)
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            if (c0 + j * step + k < lim) { const ACC d = v[j * VPT + k] - mu; q += d * d; }
+    merge(n, mean, m2, cnt, mu, q);
+}
+#endif
+
+/* out's chunk at column c from s: rmsnorm s * a * (m + w) (a = 1/rms, m = offset); layernorm
+ * (s - m) * a * w + b (a = 1/std, m = mean) */
+static inline void write_chunk(__global const T* w, __global const T* b, __global T* yr, int c, int lim, int vec,
+                               ACC a, ACC m, ACC* s)
+{
+#if HAS_WEIGHT
     ACC g[VPT];
     load_chunk(w, c, lim, vec, g);
+#endif
+#if LAYERNORM
+#if HAS_BIAS
+    ACC h[VPT];
+    load_chunk(b, c, lim, vec, h);
+#endif
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) s[k] = s[k] * inv * (offset + g[k]);
+    for (int k = 0; k < VPT; ++k) {
+        ACC v = (s[k] - m) * a;
+#if HAS_WEIGHT
+        v *= g[k];
+#endif
+#if HAS_BIAS
+        v += h[k];
+#endif
+        s[k] = v;
+    }
+#else
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) s[k] = s[k] * a * (m + g[k]);
+#endif
     store_chunk(yr, c, lim, vec, s);
 }
 #endif /* LAYOUT == 0 */
@@ -230,9 +295,11 @@ static inline ACC hsum(accv v)
     return c.lo + c.hi;
 }
 
-/* one row: its sum of squares (the residual added and stored first), then the write */
-static inline void row_loop(__global const T* xr, __global const T* w, __global T* rr, __global T* yr, int cols,
-                            ACC eps, ACC offset)
+/* one row: s (the residual added and stored first) and its sum (layernorm: the mean, then the
+ * squared deviations: exact two passes; rmsnorm: the sum of squares), then the write, each pass
+ * after the first served by the core's cache */
+static inline void row_loop(__global const T* xr, __global const T* w, __global const T* b, __global T* rr,
+                            __global T* yr, int cols, ACC eps, ACC offset)
 {
     const int nv = cols / 16 * 16;
     accv q16 = (accv)0;
@@ -244,40 +311,91 @@ static inline void row_loop(__global const T* xr, __global const T* w, __global 
 #if IS_HALF || IS_BF16
         s = VLOAD16(rr, c);   /* as stored (rounded to T): what is normalized */
 #endif
-        q16 += s * s;
+        q16 += LAYERNORM ? s : s * s;
     }
     for (int c = nv; c < cols; ++c) {
         const ACC s = round_t(LOAD(xr, c) + LOAD(rr, c));
         STORE(rr, c, s);
-        q += s * s;
+        q += LAYERNORM ? s : s * s;
     }
     __global const T* sr = rr;
 #else
     for (int c = 0; c < nv; c += 16) {
         const accv s = VLOAD16(xr, c);
-        q16 += s * s;
+        q16 += LAYERNORM ? s : s * s;
     }
     for (int c = nv; c < cols; ++c) {
         const ACC s = LOAD(xr, c);
-        q += s * s;
+        q += LAYERNORM ? s : s * s;
     }
     __global const T* sr = xr;
 #endif
-    const ACC inv = (ACC)1 / sqrt((q + hsum(q16)) / (ACC)cols + eps);
-    for (int c = 0; c < nv; c += 16) VSTORE16(VLOAD16(sr, c) * inv * (offset + VLOAD16(w, c)), yr, c);
-    for (int c = nv; c < cols; ++c) STORE(yr, c, LOAD(sr, c) * inv * (offset + LOAD(w, c)));
+#if LAYERNORM
+    const ACC m = (q + hsum(q16)) / (ACC)cols;
+    q16 = (accv)0;
+    q = (ACC)0;
+    for (int c = 0; c < nv; c += 16) {
+        const accv d = VLOAD16(sr, c) - m;
+        q16 += d * d;
+    }
+    for (int c = nv; c < cols; ++c) {
+        const ACC d = LOAD(sr, c) - m;
+        q += d * d;
+    }
+    const ACC a = (ACC)1 / sqrt((q + hsum(q16)) / (ACC)cols + eps);
+    for (int c = 0; c < nv; c += 16) {
+        accv v = (VLOAD16(sr, c) - m) * a;
+#if HAS_WEIGHT
+        v *= VLOAD16(w, c);
+#endif
+#if HAS_BIAS
+        v += VLOAD16(b, c);
+#endif
+        VSTORE16(v, yr, c);
+    }
+    for (int c = nv; c < cols; ++c) {
+        ACC v = (LOAD(sr, c) - m) * a;
+#if HAS_WEIGHT
+        v *= LOAD(w, c);
+#endif
+#if HAS_BIAS
+        v += LOAD(b, c);
+#endif
+        STORE(yr, c, v);
+    }
+#else
+    const ACC a = (ACC)1 / sqrt((q + hsum(q16)) / (ACC)cols + eps);
+    for (int c = 0; c < nv; c += 16) VSTORE16(VLOAD16(sr, c) * a * (offset + VLOAD16(w, c)), yr, c);
+    for (int c = nv; c < cols; ++c) STORE(yr, c, LOAD(sr, c) * a * (offset + LOAD(w, c)));
+#endif
 }
 #endif /* LAYOUT == 1 */
 
+/* the kernel: one body, two entry points (a team per row on GPUs, a row per item on CPUs) */
+#if LAYERNORM
+__kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
+void layernorm(const long rows, const long cols, const ACC eps, __global const T* x, __global const T* w,
+               __global const T* b, __global T* res, __global T* out)
+{
+#if LAYOUT == 1
+    const ACC offset = (ACC)0;   /* (rmsnorm's) */
+#endif
+#else
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
              __global const T* x, __global const T* w, __global T* res, __global T* out)
 {
+    __global const T* b = x;   /* (no bias) */
+#endif
 #if LAYOUT == 1
     const long row = (long)get_global_id(0);
     if (row < rows)
-        row_loop(x + row * cols, w, res + row * cols, out + row * cols, (int)cols, eps, offset);
+        row_loop(x + row * cols, w, b, res + row * cols, out + row * cols, (int)cols, eps, offset);
 #else
+#if LAYERNORM
+    __local ACC part_n[WG];
+    __local ACC part_m[WG];
+#endif
     __local ACC part[WG];
     const int lid = (int)get_local_id(0);
     const int t = lid % TPR, base = lid - t;
@@ -288,40 +406,83 @@ void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
     __global const T* xr = x + off;
     __global T* rr = res + off;
     __global T* yr = out + off;
-    const int vec = WORDS > 0 && cols % VPT == 0 && aligned(x) && aligned(w) && aligned(out)
-                    && (!HAS_RESIDUAL || aligned(res));
-    ACC q = (ACC)0;
+    const int vec = WORDS > 0 && cols % VPT == 0 && aligned(x) && aligned(out) && (!HAS_RESIDUAL || aligned(res))
+                    && (!HAS_WEIGHT || aligned(w)) && (!LAYERNORM || !HAS_BIAS || aligned(b));
+    const int first = (t + CACHE * TPR) * VPT;   /* this item's first streamed column */
+    ACC q = (ACC)0;                              /* rmsnorm: the sum of squares; layernorm: m2 */
+#if LAYERNORM
+    ACC n = (ACC)0, mean = (ACC)0;
+#endif
 #if CACHE > 0
     ACC held[CACHE][VPT];
 #pragma unroll
-    for (int j = 0; j < CACHE; ++j) sum_chunk(xr, rr, (t + j * TPR) * VPT, lim, vec, held[j], &q);
+    for (int j = 0; j < CACHE; ++j) add_chunk(xr, rr, (t + j * TPR) * VPT, lim, vec, held[j]);
+#if LAYERNORM
+    merge_values(&held[0][0], CACHE, t * VPT, TPR * VPT, lim, &n, &mean, &q);
+#else
+#pragma unroll
+    for (int j = 0; j < CACHE; ++j)
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) q += held[j][k] * held[j][k];
 #endif
-    for (int c = (t + CACHE * TPR) * VPT; c < lim; c += TPR * VPT) {
+#endif
+    for (int c = first; c < lim; c += TPR * VPT) {
         ACC s[VPT];
-        sum_chunk(xr, rr, c, lim, vec, s, &q);
+        add_chunk(xr, rr, c, lim, vec, s);
+#if LAYERNORM
+        merge_values(s, 1, c, 0, lim, &n, &mean, &q);
+#else
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) q += s[k] * s[k];
+#endif
     }
 
-    /* the team's sum of squares, in part[base] */
+    /* the team's statistics, in part[base] (layernorm: part_n, part_m, part) */
 #if TPR > 1
     part[lid] = q;
+#if LAYERNORM
+    part_n[lid] = n;
+    part_m[lid] = mean;
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (t < PARTS) {
+    if (t < PARTS) {   /* (reads base + t + i * PARTS: no other item writes those in this step) */
         ACC a = (ACC)0;
+#if LAYERNORM
+        ACC an = (ACC)0, am = (ACC)0;
+        for (int i = base + t; i < base + TPR; i += PARTS) merge(&an, &am, &a, part_n[i], part_m[i], part[i]);
+        part_n[base + t] = an;
+        part_m[base + t] = am;
+#else
         for (int i = base + t; i < base + TPR; i += PARTS) a += part[i];
-        part[base + t] = a;   /* (no other item reads base + t in this step) */
+#endif
+        part[base + t] = a;
     }
 #if PARTS > 1
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t == 0) {
         ACC a = (ACC)0;
+#if LAYERNORM
+        ACC an = (ACC)0, am = (ACC)0;
+        for (int i = base; i < base + PARTS; ++i) merge(&an, &am, &a, part_n[i], part_m[i], part[i]);
+        part_n[base] = an;
+        part_m[base] = am;
+#else
         for (int i = base; i < base + PARTS; ++i) a += part[i];
+#endif
         part[base] = a;
     }
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
     q = part[base];
+#if LAYERNORM
+    mean = part_m[base];
 #endif
-    const ACC inv = (ACC)1 / sqrt(q / (ACC)cols + eps);
+#endif
+#if LAYERNORM
+    const ACC a = (ACC)1 / sqrt(q / (ACC)cols + eps), m = mean;
+#else
+    const ACC a = (ACC)1 / sqrt(q / (ACC)cols + eps), m = offset;
+#endif
 
     /* the write: streamed chunks read again (the residual's stored sum), then the held ones */
 #if HAS_RESIDUAL
@@ -329,14 +490,14 @@ void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
 #else
     __global const T* sr = xr;
 #endif
-    for (int c = (t + CACHE * TPR) * VPT; c < lim; c += TPR * VPT) {
+    for (int c = first; c < lim; c += TPR * VPT) {
         ACC s[VPT];
         load_chunk(sr, c, lim, vec, s);
-        write_chunk(w, yr, c, lim, vec, inv, offset, s);
+        write_chunk(w, b, yr, c, lim, vec, a, m, s);
     }
 #if CACHE > 0
 #pragma unroll
-    for (int j = 0; j < CACHE; ++j) write_chunk(w, yr, (t + j * TPR) * VPT, lim, vec, inv, offset, held[j]);
+    for (int j = 0; j < CACHE; ++j) write_chunk(w, b, yr, (t + j * TPR) * VPT, lim, vec, a, m, held[j]);
 #endif
 #endif
 }

@@ -189,6 +189,70 @@ public final class Ops {
         return OpCall.run("rmsnorm", out, options, need(x, "x"), need(weight, "weight"), eps, residual);
     }
 
+    // ---- layernorm (isthmus.ops.layernorm) ----
+
+    /**
+     * Layer norm over the last dimension: {@code (x - mean) / sqrt(var + eps) * weight + bias} (the
+     * biased variance, as torch's), in float32 arithmetic for 16-bit dtypes, as a new buffer.
+     *
+     * @param x input, any number of leading dimensions
+     * @param weight {@code x.shape[-1]} elements, or {@code null} (the plain form: 1)
+     * @param bias {@code x.shape[-1]} elements, or {@code null} (0)
+     * @param eps added to the variance, {@code >= 0} (torch: 1e-5)
+     * @return a new buffer
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps) {
+        return layernorm(x, weight, bias, eps, null, null);
+    }
+
+    /**
+     * {@link #layernorm(DeviceBuffer, DeviceBuffer, DeviceBuffer, double)} into an existing buffer.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements, or {@code null}
+     * @param bias {@code x.shape[-1]} elements, or {@code null}
+     * @param eps added to the variance, {@code >= 0}
+     * @param out a buffer of {@code x}'s shape and dtype; may be {@code x} itself
+     * @return {@code out}
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps,
+                                         DeviceBuffer out) {
+        return layernorm(x, weight, bias, eps, null, need(out, "out"));
+    }
+
+    /**
+     * The fused add and layer norm of a transformer block: {@code residual += x} in place (rounded
+     * to the dtype), and the layer norm of that sum.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements, or {@code null}
+     * @param bias {@code x.shape[-1]} elements, or {@code null}
+     * @param eps added to the variance, {@code >= 0}
+     * @param residual updated in place ({@code residual += x}), sharing memory with no other
+     *     argument; {@code null}: no residual add
+     * @param out the result's buffer (may be {@code x}), or {@code null} for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps,
+                                         DeviceBuffer residual, DeviceBuffer out) {
+        need(x, "x");
+        if (weight != null && bias != null && residual == null) {
+            return OpCall.run("layernorm", out, null, x, weight, bias, eps);
+        }
+        Map<String, Object> options = new HashMap<>();   // (an absent tensor is left out: its default, None)
+        options.put("eps", eps);
+        if (weight != null) {
+            options.put("weight", weight.handle());
+        }
+        if (bias != null) {
+            options.put("bias", bias.handle());
+        }
+        if (residual != null) {
+            options.put("residual", residual.handle());
+        }
+        return OpCall.run("layernorm", out, options, x);
+    }
+
     /**
      * @param x a 2-d buffer
      * @return its transpose as a new buffer

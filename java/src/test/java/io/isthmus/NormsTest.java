@@ -12,7 +12,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** Ops' norms (isthmus.ops.rmsnorm) against a plain Java reference in double, at odd widths. */
+/** Ops' norms (isthmus.ops.rmsnorm, layernorm) against a plain Java reference in double, at odd widths. */
 class NormsTest {
     @BeforeAll
     static void attached() {
@@ -40,6 +40,28 @@ class NormsTest {
             for (int j = 0; j < cols; j++) {
                 double s = residual == null ? x[i * cols + j] : (float) (residual[i * cols + j] + x[i * cols + j]);
                 y[i * cols + j] = (float) (s * inv * (offset + w[j]));
+            }
+        }
+        return y;
+    }
+
+    /** rows x cols: s = x (+ residual), (s - mean) / sqrt(var + eps) * w + b (w, b may be null), in double. */
+    static float[] layernorm(float[] x, float[] w, float[] b, int rows, int cols, double eps, float[] residual) {
+        float[] y = new float[rows * cols];
+        double[] s = new double[cols];
+        for (int i = 0; i < rows; i++) {
+            double mean = 0;
+            for (int j = 0; j < cols; j++) {
+                s[j] = residual == null ? x[i * cols + j] : (float) (residual[i * cols + j] + x[i * cols + j]);
+                mean += s[j] / cols;
+            }
+            double var = 0;
+            for (int j = 0; j < cols; j++) {
+                var += (s[j] - mean) * (s[j] - mean) / cols;
+            }
+            for (int j = 0; j < cols; j++) {
+                double v = (s[j] - mean) / Math.sqrt(var + eps);
+                y[i * cols + j] = (float) (v * (w == null ? 1 : w[j]) + (b == null ? 0 : b[j]));
             }
         }
         return y;
@@ -87,6 +109,51 @@ class NormsTest {
             }
             assertSame(x, Ops.rmsnorm(x, w, 1e-6, x));   // in place over x
             close(rmsnorm(xs, ws, rows, cols, 1e-6, null, 0), x.toFloatArray());
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void layernormWithAndWithoutWeightAndBiasIntoOutAndFused(Device dev) {
+        Random r = new Random();
+        int rows = 1 + r.nextInt(9);
+        int cols = 1 + r.nextInt(3000);
+        float[] xs = random(r, rows * cols);
+        for (int i = 0; i < xs.length; i++) {
+            xs[i] += 50;   // a mean far from 0: the variance must not cancel
+        }
+        float[] ws = random(r, cols);
+        float[] bs = random(r, cols);
+        float[] rs = random(r, rows * cols);
+        try (DeviceBuffer x = dev.fromArray(xs, rows, cols); DeviceBuffer w = dev.fromArray(ws);
+             DeviceBuffer b = dev.fromArray(bs); DeviceBuffer res = dev.fromArray(rs, rows, cols);
+             DeviceBuffer out = dev.fromArray(new float[rows * cols], rows, cols);
+             DeviceBuffer y = Ops.layernorm(x, w, b, 1e-5); DeviceBuffer plain = Ops.layernorm(x, null, null, 1e-5);
+             DeviceBuffer biasOnly = Ops.layernorm(x, null, b, 1e-5)) {
+            closeLn(layernorm(xs, ws, bs, rows, cols, 1e-5, null), y.toFloatArray());
+            closeLn(layernorm(xs, null, null, rows, cols, 1e-5, null), plain.toFloatArray());
+            closeLn(layernorm(xs, null, bs, rows, cols, 1e-5, null), biasOnly.toFloatArray());
+            assertSame(out, Ops.layernorm(x, w, null, 1e-3, out));
+            closeLn(layernorm(xs, ws, null, rows, cols, 1e-3, null), out.toFloatArray());
+            assertSame(out, Ops.layernorm(x, w, b, 1e-5, res, out));
+            closeLn(layernorm(xs, ws, bs, rows, cols, 1e-5, rs), out.toFloatArray());
+            float[] sum = new float[rows * cols];
+            for (int i = 0; i < sum.length; i++) {
+                sum[i] = rs[i] + xs[i];
+            }
+            assertArrayEquals(sum, res.toFloatArray());
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> Ops.layernorm(x, w, b, 1e-5, res, res));
+            assertTrue(e.getMessage().contains("out shares memory with residual"), e.getMessage());
+            assertThrows(InvalidArgumentException.class, () -> Ops.layernorm(x, w, b, Double.NaN));
+        }
+    }
+
+    /** layernorm's inputs have a mean of 50: float32 holds them to about 4e-6, scaled by 1/std. */
+    private static void closeLn(float[] want, float[] got) {
+        assertEquals(want.length, got.length);
+        for (int i = 0; i < want.length; i++) {
+            assertEquals(want[i], got[i], 2e-5 * (Math.abs(want[i]) + 1), "element " + i);
         }
     }
 
