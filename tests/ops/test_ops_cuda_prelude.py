@@ -45,8 +45,9 @@ class _Cuda:
 def _builds(spec):
     """(dtype, defines) of each build the sweep checks: a covering set of the configs a CUDA device
     runs, each with the call's variant macros at each of their values."""
-    base = {k: vs[0] for k, vs in CALL_DEFINES.get(spec.name, {}).items()}
-    variants = [base] + [{**base, k: v} for k, vs in CALL_DEFINES.get(spec.name, {}).items() for v in vs[1:]]
+    decided = {**CALL_DEFINES.get(spec.name, {}), **spec.call_defines()}  # (a declared op's: its optional tensors)
+    base = {k: vs[0] for k, vs in decided.items()}
+    variants = [base] + [{**base, k: v} for k, vs in decided.items() for v in vs[1:]]
     for dtype in spec.dtypes:
         dt = lookup(dtype)
         for params in covering(spec, _Cuda(), {p: 1000 for p in spec.problem}, dt):

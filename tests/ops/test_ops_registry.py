@@ -8,7 +8,7 @@ import pytest
 
 import isthmus
 from isthmus import knobs, ops
-from isthmus.ops import registry
+from isthmus.ops import docs, registry
 from isthmus.ops.spec import OpSpec
 from isthmus.ops.spec import Launch, Output, Scalar, Sizes, Tensor, Tunable, sample
 from isthmus.ops.workloads import standard, workload
@@ -187,3 +187,52 @@ def test_a_declared_op_checks_its_arguments_and_links(dev):
                         (lambda: _BHSD.run(np.zeros((1, 1, 1, 1), np.float32)), "must be an isthmus Buffer")]:
         with pytest.raises(isthmus.InvalidArgumentError, match=match):
             call()
+
+
+# ---- optional tensors, a tensor written in place besides the result, a scalar's range ------------
+_ACC_SRC = """
+__kernel void r27_acc(const long n, const T alpha, __global const T* x, __global T* acc, __global T* out) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+#if HAS_ACC
+    acc[i] += x[i];
+#endif
+    out[i] = alpha * x[i];
+}"""
+_ACC = _Text(
+    name="r27_acc", source="<r27_acc>", entries=("r27_acc",), dtypes=("float32",), library=False, text=_ACC_SRC,
+    args=(Tensor("x", min_ndim=1), Scalar("alpha", default=1.0, minimum=0.0), Tensor("acc", shape="x", optional=True,
+                                                                                       written=True)),
+    problem={"n": "x.size"}, out=Output(like="x", alias=True),
+    launch=Launch("r27_acc", lambda p, c: ((-(-p["n"] // c["WG"]) * c["WG"],), (c["WG"],)),
+                  args=("n:long", "alpha", "x", "acc", "out")),
+    tunables=(Tunable("WG", (16, 32), 16),), reference=lambda xp, x, alpha=1.0, acc=None: alpha * x,
+    inputs=lambda p, dt, rng: (sample(rng, p["n"], dt),))
+
+
+def test_an_optional_tensor_written_in_place_compiles_in_when_given_and_is_checked(dev, rng):
+    """acc=None: the kernel built with HAS_ACC=0 (x stands in at the launch, never read); given: acc
+    += x in place besides the result, acc disjoint from x and from out; alpha below its minimum, NaN
+    or inf refused naming it; a 0-d x refused by its least rank."""
+    host = rng.standard_normal(1000).astype(np.float32)
+    x = dev.asarray(host)
+    np.testing.assert_array_equal(_ACC.run(x, 2.0).to_numpy(), 2 * host)
+    acc_host = rng.standard_normal(1000).astype(np.float32)
+    acc = dev.asarray(acc_host)
+    out = dev.asarray(np.full(1000, np.nan, np.float32))
+    assert _ACC.run(x, 0.5, acc, out=out) is out
+    np.testing.assert_array_equal(out.to_numpy(), 0.5 * host)
+    np.testing.assert_array_equal(acc.to_numpy(), acc_host + host)
+    assert _ACC.call_defines() == {"HAS_ACC": (0, 1)} and "acc: Buffer | None = ..." in docs.signature(_ACC)
+    assert _ACC._sample_args([x]) == [x, 1.0, None]
+    for call, match in [(lambda: _ACC.run(x, 1.0, x), "acc shares memory with x"),
+                        (lambda: _ACC.run(x, 1.0, acc, out=acc), "out shares memory with acc"),
+                        (lambda: _ACC.run(x, 1.0, dev.zeros(999, np.float32)), r"acc has shape \(999,\); it must have x's shape"),
+                        (lambda: _ACC.run(x, 1.0, dev.zeros(1000, np.float64)), "acc has dtype float64"),
+                        (lambda: _ACC.run(x, -1.0), r"alpha = -1 is out of range; it must be a finite number >= 0"),
+                        (lambda: _ACC.run(x, float("nan")), "alpha = nan is out of range"),
+                        (lambda: _ACC.run(x, float("inf")), "alpha = inf is out of range"),
+                        (lambda: _ACC.run(dev.zeros((), np.float32)), "x must have at least 1 dimension")]:
+        with pytest.raises(isthmus.InvalidArgumentError, match=match):
+            call()
+    np.testing.assert_array_equal(acc.to_numpy(), acc_host + host)  # nothing refused wrote anything

@@ -14,6 +14,15 @@ def gemm(
 ) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
 
+def layernorm(
+        x: Buffer, weight: Buffer | None = ..., bias: Buffer | None = ..., eps: float = ...,
+        residual: Buffer | None = ..., out: Buffer | None = ...,
+) -> Buffer:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension of x (any leading
+    dimensions; weight and bias have x.shape[-1] elements, each optional: the plain form without
+    them), the biased variance as torch's layer_norm, in float32 arithmetic for 16-bit dtypes,
+    rounded once; into a new Buffer or ``out`` (which may be x itself); returns it."""
+
 def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The sum of all elements, as a one-element Buffer (``out`` to reuse one) of NumPy's dtype for
     the sum: int64 for int32, uint64 for uint8 (integer sums run in 64 bits), x's dtype for floats
@@ -21,6 +30,14 @@ def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
 
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
+
+def rmsnorm(
+        x: Buffer, weight: Buffer, eps: float = ..., residual: Buffer | None = ..., offset: float = ...,
+        out: Buffer | None = ...,
+) -> Buffer:
+    """x / sqrt(mean(x^2) + eps) * (offset + weight) over the last dimension of x (any leading
+    dimensions; weight has x.shape[-1] elements), in float32 arithmetic for 16-bit dtypes, rounded
+    once; into a new Buffer or ``out`` (which may be x itself); returns it."""
 
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
@@ -33,4 +50,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['axpy', 'gemm', 'layernorm', 'sum', 'max', 'rmsnorm', 'scale', 'softmax', 'transpose']

@@ -140,6 +140,11 @@ def scalar(op: str, name: str, value, ctype: str):
 _PARAMS: dict = {}  # C type: a Param of that type, for convert_scalar
 
 
+def minimum(op: str, name: str, value, low: float) -> NoReturn:
+    """The error for a scalar that is not a finite number >= ``low`` (NaN, inf, below it)."""
+    raise InvalidArgumentError(f"{op}: {name} = {float(value):g} is out of range; it must be a finite number >= {low:g}")
+
+
 def flag(op: str, name: str, value) -> bool:
     """A yes/no argument: a bool (NumPy's too); anything else is an InvalidArgumentError naming it."""
     if value.__class__ is bool or isinstance(value, (bool, np.bool_)):

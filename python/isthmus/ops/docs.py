@@ -33,7 +33,7 @@ def _annotation(spec: OpSpec, p: inspect.Parameter) -> str:
     Buffer or None, else anything; a bool; a number)."""
     declared = {a.name: a for a in spec.args}
     if isinstance(declared.get(p.name), Tensor):
-        return "Buffer"
+        return "Buffer | None" if declared[p.name].optional else "Buffer"
     if isinstance(declared.get(p.name), Scalar):
         return "float"
     if p.default is inspect.Parameter.empty:

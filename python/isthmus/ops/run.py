@@ -42,13 +42,29 @@ REQUIRED: Any = _Required()  # a Scalar without a default
 
 @dataclass(frozen=True)
 class Tensor:
-    """A buffer argument. ``ndim``: the rank it must have (None: any). ``shape``: its shape as
-    problem names (or numbers), a link to the sizes other arguments give (``("cols",)``: as many
-    elements as x has columns); ``size``: its element count as a problem name (axpy's y: ``"n"``)."""
+    """A buffer argument. ``ndim``: the rank it must have (None: any); ``min_ndim``: the least rank
+    it may have. ``shape``: its shape as problem names (or numbers), a link to the sizes other
+    arguments give (``("cols",)``: as many elements as x has columns), or another tensor's name
+    (``"x"``: x's shape, whatever its rank); ``size``: its element count as a problem name (axpy's
+    y: ``"n"``).
+
+    ``optional``: the call may omit it (default None; not the first tensor, not a problem size's
+    source); the kernel is compiled with ``-DHAS_<NAME>=1`` when it is given, ``0`` when not (the
+    tuned config is shared), and the first tensor stands in for it at the launch (never read).
+    ``written``: the op writes it in place besides its result (rmsnorm's ``residual += x``): it
+    shares no memory with the other tensors nor with ``out``."""
     name: str
     ndim: int | None = None
-    shape: tuple | None = None
+    shape: tuple | str | None = None
     size: str | None = None
+    min_ndim: int | None = None
+    optional: bool = False
+    written: bool = False
+
+    @property
+    def define(self) -> str:
+        """The -D macro that says whether an optional tensor was given."""
+        return f"HAS_{self.name.upper()}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,7 @@ class Scalar:
     name: str
     default: Any = REQUIRED
     sample: Any = REQUIRED
+    minimum: float | None = None  # it must be a finite number >= this (rmsnorm's eps: 0)
 
     @property
     def sample_value(self) -> Any:
@@ -99,21 +116,31 @@ def _sources(spec: OpSpec, tensors: list[str]) -> Callable[..., dict]:
 
 def _check_ranks(spec: OpSpec, named: dict) -> None:
     for a in spec.args:
-        if isinstance(a, Tensor) and a.ndim is not None and len(named[a.name].shape) != a.ndim:
+        if not isinstance(a, Tensor) or named[a.name] is None:
+            continue
+        rank = len(named[a.name].shape)
+        if a.ndim is not None and rank != a.ndim:
             raise InvalidArgumentError(f"{spec.name}: {a.name} must be {a.ndim}-D, got shape {named[a.name].shape}")
+        if a.min_ndim is not None and rank < a.min_ndim:
+            raise InvalidArgumentError(f"{spec.name}: {a.name} must have at least {a.min_ndim} dimension"
+                                       f"{'s' if a.min_ndim > 1 else ''}, got shape {named[a.name].shape}")
 
 
 def _check_links(spec: OpSpec, problem: dict, named: dict) -> None:
     """Shape links of the tensors (checked once per key: the key holds every shape)."""
     where = dict(spec.sources)
     for a in spec.args:
-        if not isinstance(a, Tensor):
+        if not isinstance(a, Tensor) or named[a.name] is None:
             continue
         t = named[a.name]
         if a.size is not None and t.size != problem[a.size]:
             raise InvalidArgumentError(f"{spec.name}: {a.name} has {t.size} elements; it must have {a.size} = "
                                        f"{where.get(a.size, a.size)} = {problem[a.size]}")
-        if a.shape is not None:
+        if isinstance(a.shape, str):
+            if t.shape != named[a.shape].shape:
+                raise InvalidArgumentError(f"{spec.name}: {a.name} has shape {t.shape}; it must have {a.shape}'s shape "
+                                           f"{named[a.shape].shape}")
+        elif a.shape is not None:
             want = tuple(problem[d] if isinstance(d, str) else d for d in a.shape)
             if t.shape != want:
                 dims = ", ".join(d if isinstance(d, str) else str(d) for d in a.shape)
@@ -128,7 +155,8 @@ def _make(spec: OpSpec, tensors: list[str], sources: Callable, dev, dt, values: 
     _check_ranks(spec, named)
     problem = sources(*values)
     _check_links(spec, problem, named)
-    params, kernels = resolve(spec, dev, dt, {k: max(v, 1) for k, v in problem.items()})
+    given = tuple((a.define, int(named[a.name] is not None)) for a in spec.args if isinstance(a, Tensor) and a.optional)
+    params, kernels = resolve(spec, dev, dt, {k: max(v, 1) for k, v in problem.items()}, given)
     launch = spec.launch
     entry = launch.entry if isinstance(launch.entry, str) else launch.entry(problem)
     sizes = tuple(_PACK[a.split(":")[1]](problem[a.split(":")[0]]) for a in launch.args if ":" in a)
@@ -152,20 +180,27 @@ def declared(spec: OpSpec) -> Callable:
     if bad or any(not n.isidentifier() or n.startswith("_") or n == "out" for n in params):
         raise InvalidArgumentError(f"{name}: launch arguments {bad} are not declared, or argument names are not "
                                    f"identifiers: {params}")
-    defaults = [isinstance(a, Scalar) and a.default is not REQUIRED for a in spec.args]
+    optional = [a.name for a in spec.args if isinstance(a, Tensor) and a.optional]
+    written = [a.name for a in spec.args if isinstance(a, Tensor) and a.written]
+    if tensors[0] in optional:
+        raise InvalidArgumentError(f"{name}: the first tensor ({tensors[0]}) cannot be optional")
+    defaults = [a.name in optional or (isinstance(a, Scalar) and a.default is not REQUIRED) for a in spec.args]
     if any(d and not later for i, d in enumerate(defaults) for later in defaults[i + 1:]):
         raise InvalidArgumentError(f"{name}: an argument without a default follows one with a default: {params}")
     first, like = tensors[0], out_rule.like
     sources = _sources(spec, tensors)
     ns = {"Buffer": Buffer, "_buffer": checks.buffer, "_like": checks.like, "_dtype": checks.dtype,
           "_output": checks.output, "_disjoint": checks.disjoint, "_in_place": checks.in_place,
-          "_scalar": checks.scalar, "_forced": _forced.get, "_plan": plan,
+          "_scalar": checks.scalar, "_minimum": checks.minimum, "_inf": float("inf"), "_forced": _forced.get,
+          "_plan": plan,
           "_spec": spec, "_memo": memo(spec), "_make": _make, "_tensors": tensors, "_sources": sources}
     sig = []
     for a in spec.args:
         if isinstance(a, Scalar) and a.default is not REQUIRED:
             ns[f"_default_{a.name}"] = a.default
             sig.append(f"{a.name}=_default_{a.name}")
+        elif a.name in optional:
+            sig.append(f"{a.name}=None")
         else:
             sig.append(a.name)
     if out_rule.in_place is None:
@@ -177,20 +212,28 @@ def declared(spec: OpSpec) -> Callable:
              f"    _dt = {first}._dt or _dtype({first})",
              f"    _dev = {first}.device"]
     for other in t[1:]:
-        lines += [f"    if {other}.__class__ is not Buffer or {other}._dt is not _dt or {other}.device is not _dev:",
+        test = (f"{other}.__class__ is not Buffer or {other}._dt is not _dt or {other}.device is not _dev")
+        lines += [f"    if {f'{other} is not None and ({test})' if other in optional else test}:",
                   f"        _like({name!r}, {first}, {other!r}, _buffer({name!r}, {other!r}, {other}))"]
-    others = [x for x in t if x != out_rule.in_place]
-    if out_rule.in_place is not None and others:  # (the kernel reads the others while it writes it)
-        lines.append(f"    _disjoint({name!r}, {out_rule.in_place}, {out_rule.in_place!r}, "
-                     f"{', '.join(f'{x}={x}' for x in others)})")
-    for a in scalars:  # (checks.scalar: a Python number in range is taken as it is)
-        lines.append(f"    {a.name} = _scalar({name!r}, {a.name!r}, {a.name}, _dt.acc)")
-    lines += [f"    _key = (_dev, _dt.name, {', '.join(f'{x}.shape' for x in t)})",
+    # the tensors it writes in place (the kernel reads the others while it writes them)
+    for w in ([out_rule.in_place] if out_rule.in_place is not None else []) + written:
+        others = [x for x in t if x != w]
+        if others:
+            lines.append(f"    {f'if {w} is not None: ' if w in optional else ''}_disjoint({name!r}, {w}, {w!r}, "
+                         f"{', '.join(f'{x}={x}' for x in others)})")
+    shapes = [f"(None if {x} is None else {x}.shape)" if x in optional else f"{x}.shape" for x in t]
+    lines += [f"    _key = (_dev, _dt.name, {', '.join(shapes)})",
               "    _found = _memo.get(_key)",
               "    if _found is None or _forced() is not None:",
               "        _found = _plan(_spec, _key, lambda: _make(_spec, _tensors, _sources, _dev, _dt, "
               f"({', '.join(t)},)), _memo)",
               "    _kernel, _g, _loc, _sizes, _shape, _nbytes, _empty = _found"]
+    # (after the plan, which refuses a dtype the op does not take before its scalars are converted to it)
+    for a in scalars:  # (checks.scalar: a Python number in range is taken as it is)
+        lines.append(f"    {a.name} = _scalar({name!r}, {a.name!r}, {a.name}, _dt.acc)")
+        if a.minimum is not None:
+            lines += [f"    if not {a.minimum!r} <= {a.name} < _inf:",
+                      f"        _minimum({name!r}, {a.name!r}, {a.name}, {a.minimum!r})"]
     if out_rule.in_place is not None:
         lines.append(f"    _y = {out_rule.in_place}")
     else:
@@ -207,7 +250,9 @@ def declared(spec: OpSpec) -> Callable:
                   *([f"        _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t if x != like or not out_rule.alias)})"]
                     if len(t) > 1 or not out_rule.alias else [])]
     sizes = iter(range(len(launch.args)))
-    values = [f"_sizes[{next(sizes)}]" if ":" in a else "_y" if a == "out" else a for a in launch.args]
+    # (an optional tensor not given: the first tensor stands in, never read: its HAS_ define is 0)
+    values = [f"_sizes[{next(sizes)}]" if ":" in a else "_y" if a == "out" else
+              f"({first} if {a} is None else {a})" if a in optional else a for a in launch.args]
     lines += ["    if _empty:",
               "        return _y"]
     call = f"_dev.launch(_kernel, _g, _loc, [{', '.join(values)}])"

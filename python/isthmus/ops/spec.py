@@ -197,7 +197,14 @@ class OpSpec:
         missing = [a.name for a in self.args if isinstance(a, Scalar) and a.sample_value is REQUIRED]
         if missing:
             raise InvalidArgumentError(f"{self.name}: no sample value for {', '.join(missing)} (Scalar(sample=...))")
-        return [next(tensors) if isinstance(a, Tensor) else a.sample_value for a in self.args]
+        # (an optional tensor the sample inputs stop before is not given)
+        return [(next(tensors, None) if a.optional else next(tensors)) if isinstance(a, Tensor) else a.sample_value
+                for a in self.args]
+
+    def call_defines(self) -> dict[str, tuple[int, ...]]:
+        """The ``-D`` macros a call of a declared op decides from its arguments, with their values
+        (an optional tensor's ``HAS_<NAME>``: 0 or 1); they are not tuned."""
+        return {a.define: (0, 1) for a in self.args if isinstance(a, Tensor) and a.optional}
 
     def sample_call(self, *tensors, out=None, **flags):
         """The op on the sample inputs (device buffers) with its variant ``flags``, into ``out`` when given."""

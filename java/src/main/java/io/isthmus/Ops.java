@@ -118,6 +118,141 @@ public final class Ops {
         return OpCall.run("softmax", need(out, "out"), null, need(x, "x"));
     }
 
+    // ---- rmsnorm (isthmus.ops.rmsnorm) ----
+
+    /**
+     * RMS norm over the last dimension: {@code x / sqrt(mean(x^2) + eps) * weight}, in float32
+     * arithmetic for 16-bit dtypes, as a new buffer of {@code x}'s shape and dtype.
+     *
+     * @param x input, any number of leading dimensions
+     * @param weight {@code x.shape[-1]} elements of {@code x}'s dtype
+     * @param eps added to the mean square, {@code >= 0} (Llama: 1e-6 or 1e-5)
+     * @return a new buffer
+     */
+    public static DeviceBuffer rmsnorm(DeviceBuffer x, DeviceBuffer weight, double eps) {
+        return OpCall.run("rmsnorm", null, null, need(x, "x"), need(weight, "weight"), eps);
+    }
+
+    /**
+     * {@link #rmsnorm(DeviceBuffer, DeviceBuffer, double)} into an existing buffer.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements
+     * @param eps added to the mean square, {@code >= 0}
+     * @param out a buffer of {@code x}'s shape and dtype; may be {@code x} itself
+     * @return {@code out}
+     */
+    public static DeviceBuffer rmsnorm(DeviceBuffer x, DeviceBuffer weight, double eps, DeviceBuffer out) {
+        return OpCall.run("rmsnorm", need(out, "out"), null, need(x, "x"), need(weight, "weight"), eps);
+    }
+
+    /**
+     * The fused add and norm of a transformer block: {@code residual += x} in place (rounded to the
+     * dtype), and the RMS norm of that sum returned.
+     *
+     * <pre>{@code
+     * Ops.rmsnorm(hidden, weight, 1e-6, residual, hidden);   // residual += hidden; hidden = norm(residual)
+     * }</pre>
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements
+     * @param eps added to the mean square, {@code >= 0}
+     * @param residual a buffer of {@code x}'s shape and dtype, updated in place; sharing memory with
+     *     no other argument; {@code null}: no residual add
+     * @param out the result's buffer (may be {@code x}), or {@code null} for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer rmsnorm(DeviceBuffer x, DeviceBuffer weight, double eps, DeviceBuffer residual,
+                                       DeviceBuffer out) {
+        return rmsnorm(x, weight, eps, residual, 0.0, out);
+    }
+
+    /**
+     * RMS norm with every option: {@code s / sqrt(mean(s^2) + eps) * (offset + weight)}, where
+     * {@code s} is {@code x}, or {@code residual + x} stored into {@code residual} when one is given.
+     * {@code offset = 1} is Gemma's {@code (1 + weight)}.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements
+     * @param eps added to the mean square, {@code >= 0}
+     * @param residual updated in place ({@code residual += x}), or {@code null}
+     * @param offset added to every weight (0: plain; 1: Gemma)
+     * @param out the result's buffer (may be {@code x}), or {@code null} for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer rmsnorm(DeviceBuffer x, DeviceBuffer weight, double eps, DeviceBuffer residual,
+                                       double offset, DeviceBuffer out) {
+        Map<String, Object> options = offset == 0.0 ? null : Map.of("offset", offset);
+        if (residual == null) {
+            return OpCall.run("rmsnorm", out, options, need(x, "x"), need(weight, "weight"), eps);
+        }
+        return OpCall.run("rmsnorm", out, options, need(x, "x"), need(weight, "weight"), eps, residual);
+    }
+
+    // ---- layernorm (isthmus.ops.layernorm) ----
+
+    /**
+     * Layer norm over the last dimension: {@code (x - mean) / sqrt(var + eps) * weight + bias} (the
+     * biased variance, as torch's), in float32 arithmetic for 16-bit dtypes, as a new buffer.
+     *
+     * @param x input, any number of leading dimensions
+     * @param weight {@code x.shape[-1]} elements, or {@code null} (the plain form: 1)
+     * @param bias {@code x.shape[-1]} elements, or {@code null} (0)
+     * @param eps added to the variance, {@code >= 0} (torch: 1e-5)
+     * @return a new buffer
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps) {
+        return layernorm(x, weight, bias, eps, null, null);
+    }
+
+    /**
+     * {@link #layernorm(DeviceBuffer, DeviceBuffer, DeviceBuffer, double)} into an existing buffer.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements, or {@code null}
+     * @param bias {@code x.shape[-1]} elements, or {@code null}
+     * @param eps added to the variance, {@code >= 0}
+     * @param out a buffer of {@code x}'s shape and dtype; may be {@code x} itself
+     * @return {@code out}
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps,
+                                         DeviceBuffer out) {
+        return layernorm(x, weight, bias, eps, null, need(out, "out"));
+    }
+
+    /**
+     * The fused add and layer norm of a transformer block: {@code residual += x} in place (rounded
+     * to the dtype), and the layer norm of that sum.
+     *
+     * @param x input
+     * @param weight {@code x.shape[-1]} elements, or {@code null}
+     * @param bias {@code x.shape[-1]} elements, or {@code null}
+     * @param eps added to the variance, {@code >= 0}
+     * @param residual updated in place ({@code residual += x}), sharing memory with no other
+     *     argument; {@code null}: no residual add
+     * @param out the result's buffer (may be {@code x}), or {@code null} for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer layernorm(DeviceBuffer x, DeviceBuffer weight, DeviceBuffer bias, double eps,
+                                         DeviceBuffer residual, DeviceBuffer out) {
+        need(x, "x");
+        if (weight != null && bias != null && residual == null) {
+            return OpCall.run("layernorm", out, null, x, weight, bias, eps);
+        }
+        Map<String, Object> options = new HashMap<>();   // (an absent tensor is left out: its default, None)
+        options.put("eps", eps);
+        if (weight != null) {
+            options.put("weight", weight.handle());
+        }
+        if (bias != null) {
+            options.put("bias", bias.handle());
+        }
+        if (residual != null) {
+            options.put("residual", residual.handle());
+        }
+        return OpCall.run("layernorm", out, options, x);
+    }
+
     /**
      * @param x a 2-d buffer
      * @return its transpose as a new buffer
