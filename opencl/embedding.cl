@@ -6,7 +6,7 @@
  * out[r, :] = table[ids[r], :] (out: rows x cols, table: vocab x cols, row-major). An id outside
  * 0 .. vocab-1 is never read out of bounds: its row is read from the id clamped into that range,
  * and bad[0] is set to 1 (the op reads it after the launch and raises).
- * ID_LONG (fixed -D): ids are long (1) or int (0).
+ * ID (fixed -D): the ids' type, int or long.
  * dtypes: any (a copy of the bits; bfloat16 and half as their 16-bit patterns).
  * Tunables (-D): WG, VPT, LAYOUT (declared in python/isthmus/ops/specs/embedding.py).
  * Launch (1-D), local = (WG,), global = rows * chunks * WG, chunks = ceil(cols / span):
@@ -14,13 +14,8 @@
  *   LAYOUT 1 (CPUs: OpenCL vectors): a group's span is WG*VPT*16 columns, each item a contiguous
  *     VPT*16 of them as 16-wide vectors.
  */
-#if !defined(LAYOUT) || !defined(WG) || !defined(VPT) || !defined(ID_LONG)
+#if !defined(LAYOUT) || !defined(WG) || !defined(VPT) || !defined(ID)
 #  error "embedding.cl: build it through its op, which passes every tunable (-D)"
-#endif
-#if ID_LONG
-#  define ID long
-#else
-#  define ID int
 #endif
 #if LAYOUT == 1
 #  define SPAN (WG * VPT * 16)

@@ -12,7 +12,7 @@
  * x1, x2 = x[i], x[i + npairs] (INTERLEAVED 0: Llama, NeoX, Hugging Face's rotate_half) or
  * x[2i], x[2i + 1] (INTERLEAVED 1: GPT-J); elements past rotary_dim stay as they are.
  * inv_freq: npairs float32 frequencies, the op's table (scaling applied, computed on the host).
- * POS_LONG (fixed -D): positions are long (1) or int (0).
+ * POS (fixed -D): the positions' type, int or long.
  * dtypes: float half bfloat16 (float arithmetic, one rounding on store).
  * Tunables (-D): WG, VPT (pairs per item), HPI (heads per item), declared in specs/rope.py.
  * Launch (2-D), local = (WG, 1): global = (ceil(tokens * pg / WG) * WG, ceil((hq + hk) / HPI)),
@@ -20,13 +20,8 @@
  *   x % pg + j * pg (j < VPT: consecutive items, consecutive pairs) of heads y*HPI .. y*HPI + HPI - 1,
  *   computing each pair's cos and sin once for all of them.
  */
-#if !defined(WG) || !defined(VPT) || !defined(HPI) || !defined(POS_LONG) || !defined(INTERLEAVED)
+#if !defined(WG) || !defined(VPT) || !defined(HPI) || !defined(POS) || !defined(INTERLEAVED)
 #  error "rope.cl: build it through its op, which passes every tunable (-D)"
-#endif
-#if POS_LONG
-#  define POS long
-#else
-#  define POS int
 #endif
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)

@@ -18,7 +18,7 @@ from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes
 from .glu import ROW_RESTRICTIONS, ROW_TUNABLES, row_grid, sample
 
-_IDS = {"int32": 0, "int64": 1}  # ids dtype -> ID_LONG
+_IDS = {"int32": "int", "int64": "long"}  # ids dtype -> ID (the kernel's type for them)
 _VOCAB = 4099  # the sample problems' table rows (a prime)
 
 SIZES = Sizes(gpu={"rows": 16384, "cols": 4096}, cpu={"rows": 2048, "cols": 4096},
@@ -26,8 +26,8 @@ SIZES = Sizes(gpu={"rows": 16384, "cols": 4096}, cpu={"rows": 2048, "cols": 4096
               odd=({"rows": 1, "cols": 1}, {"rows": 3, "cols": 1000}, {"rows": 37, "cols": 4097}))
 
 
-def _steps(dev, dt, rows: int, cols: int, id_long: int) -> tuple:
-    params, kernels = resolve(SPEC, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, (("ID_LONG", id_long),))
+def _steps(dev, dt, rows: int, cols: int, id_type: int) -> tuple:
+    params, kernels = resolve(SPEC, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, (("ID", id_type),))
     return (kernels["embedding"], *row_grid(rows, cols, params))
 
 
@@ -47,8 +47,8 @@ def embedding(ids, table, out=None, check=True):
     if ids.device is not dev:
         raise InvalidArgumentError(f"embedding: ids live on {ids.device.id}, table on {dev.id}; copy them with "
                                    f".to({dev.id!r})")
-    id_long = _IDS.get((ids._dt or checks.dtype(ids)).name)
-    if id_long is None:
+    id_type = _IDS.get((ids._dt or checks.dtype(ids)).name)
+    if id_type is None:
         raise InvalidArgumentError(f"embedding: ids must be int32 or int64, got {ids.dtype}")
     vocab, cols = table.shape
     rows = math.prod(ids.shape)
@@ -58,8 +58,8 @@ def embedding(ids, table, out=None, check=True):
         raise InvalidArgumentError("embedding inside dev.capture(): check=True reads the device after the launch, "
                                    "which a graph cannot replay; pass check=False (an out-of-range id then reads "
                                    "its clamped row)")
-    kernel, g, loc = plan(SPEC, (dev, dt.name, ids.shape, table.shape, id_long),
-                          lambda: _steps(dev, dt, rows, cols, id_long))
+    kernel, g, loc = plan(SPEC, (dev, dt.name, ids.shape, table.shape, id_type),
+                          lambda: _steps(dev, dt, rows, cols, id_type))
     y = checks.output("embedding", out, table, (*ids.shape, cols))
     checks.disjoint("embedding", y, ids=ids, table=table)
     if not rows * cols:
@@ -93,7 +93,7 @@ SPEC = OpSpec(
     name="embedding", source="embedding.cl", entries=("embedding",),
     dtypes=("float32", "float64", "float16", "bfloat16"),
     storage=(("float16", "ushort"), ("bfloat16", "ushort")),  # a copy of the bits
-    defines=(("ID_LONG", 0),), tunables=ROW_TUNABLES, problem=("rows", "cols"), restrictions=ROW_RESTRICTIONS,
+    defines=(("ID", "int"),), tunables=ROW_TUNABLES, problem=("rows", "cols"), restrictions=ROW_RESTRICTIONS,
     cpu_defaults=(("WG", 4), ("VPT", 16), ("LAYOUT", 1)),
     run=embedding, reference=reference, sizes=SIZES,
     inputs=lambda p, dt, rng: (rng.integers(0, _VOCAB, p["rows"]).astype(np.int32), sample(rng, (_VOCAB, p["cols"]), dt)),

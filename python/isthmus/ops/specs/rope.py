@@ -26,7 +26,7 @@ from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes, Tunable
 
-_POS = {"int32": 0, "int64": 1}  # positions dtype -> POS_LONG
+_POS = {"int32": "int", "int64": "long"}  # positions dtype -> POS (the kernel's type for them)
 _LLAMA3 = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
 _tables: dict = {}  # (device, frequencies) -> the device table (Device._Scratch-like memory)
 _tables_lock = threading.Lock()
@@ -114,10 +114,10 @@ def grid(tokens: int, heads: int, half: int, p: dict) -> tuple[tuple, tuple]:
     return (max(1, -(-tokens * pg // wg)) * wg, -(-heads // p["HPI"])), (wg, 1)
 
 
-def _steps(dev, dt, tokens: int, hq: int, hk: int, head_dim: int, half: int, pos_long: int,
+def _steps(dev, dt, tokens: int, hq: int, hk: int, head_dim: int, half: int, pos_type: int,
            interleaved: bool) -> tuple:
     params, kernels = resolve(SPEC, dev, dt, {"rows": max(tokens, 1), "cols": max((hq + hk) * head_dim, 1)},
-                              (("POS_LONG", pos_long), ("INTERLEAVED", int(interleaved))))
+                              (("POS", pos_type), ("INTERLEAVED", int(interleaved))))
     return (kernels["rope"], *grid(tokens, hq + hk, half, params))
 
 
@@ -148,8 +148,8 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
     if len(shape) not in (3, 4):
         raise InvalidArgumentError(f"rope: x must be (tokens, heads, head_dim) or (batch, seq, heads, head_dim), "
                                    f"got shape {shape}")
-    pos_long = _POS.get((positions._dt or checks.dtype(positions)).name)
-    if pos_long is None:
+    pos_type = _POS.get((positions._dt or checks.dtype(positions)).name)
+    if pos_type is None:
         raise InvalidArgumentError(f"rope: positions must be int32 or int64, got {positions.dtype}")
     if positions.device is not dev:
         raise InvalidArgumentError(f"rope: positions live on {positions.device.id}, x on {dev.id}; copy them with "
@@ -176,9 +176,9 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
         checks.disjoint("rope", k, "k", x=x, positions=positions)
     checks.disjoint("rope", x, "x", positions=positions)
     tokens, hq, hk = math.prod(shape[:-2]), shape[-2], (0 if k is None else k.shape[-2])
-    key = (dev, dt.name, shape, None if k is None else k.shape, npos, pos_long, interleaved, int(rotary_dim))
+    key = (dev, dt.name, shape, None if k is None else k.shape, npos, pos_type, interleaved, int(rotary_dim))
     kernel, g, loc = plan(SPEC, key, lambda: _steps(dev, dt, tokens, hq, hk, head_dim, int(rotary_dim) // 2,
-                                                    pos_long, interleaved))
+                                                    pos_type, interleaved))
     if tokens and hq + hk and head_dim:
         table = _table(dev, int(rotary_dim), float(theta), scaling)
         dev.launch(kernel, g, loc, [np.int32(tokens), np.int32(npos), np.int32(hq), np.int32(hk),
@@ -220,7 +220,7 @@ def _inputs(p: dict, dt, rng):
 # for HPI heads); HPI heads per item along the grid's second dimension
 SPEC = OpSpec(
     name="rope", source="rope.cl", entries=("rope",), dtypes=("float32", "float16", "bfloat16"),
-    defines=(("POS_LONG", 0), ("INTERLEAVED", 0)),
+    defines=(("POS", "int"), ("INTERLEAVED", 0)),
     tunables=(Tunable("WG", (16, 32, 64, 128, 256, 512), 128), Tunable("VPT", (1, 2, 4), 1),
               Tunable("HPI", (1, 2, 4, 8, 16, 32, 64), 4)),
     problem=("rows", "cols"), restrictions=("WG <= max_work_group_size",),
