@@ -53,8 +53,11 @@ def _spec(name: str, act: int, summary: str) -> OpSpec:
         summary=summary, tolerance=8.0)
 
 
-def _steps(spec: OpSpec, dev, dt, rows: int, cols: int, act: int) -> tuple:
-    params, kernels = resolve(spec, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, (("ACT", act),))
+def _steps(spec: OpSpec, dev, dt, shape: tuple, rows: int, cols: int, act: int) -> tuple:
+    """The kernel and grid for (rows, cols) as launched; the config is the one of the result's
+    (rows, last dimension), the problem as the tuner and the user see it."""
+    problem = {"rows": max(math.prod(shape[:-1]), 1), "cols": max(shape[-1], 1)}
+    params, kernels = resolve(spec, dev, dt, problem, (("ACT", act),))
     return (kernels["glu"], *row_grid(rows, cols, params))
 
 
@@ -81,7 +84,7 @@ def _run(spec: OpSpec, gate, up, out, act: int):
         rows, cols = 1, math.prod(shape)  # contiguous: one row
         stride, up_off, out_shape = cols, 0, shape
     key = (dev, dt.name, shape, up is gate, act)
-    kernel, g, loc = plan(spec, key, lambda: _steps(spec, dev, dt, rows, cols, act))
+    kernel, g, loc = plan(spec, key, lambda: _steps(spec, dev, dt, out_shape, rows, cols, act))
     y = checks.output(name, out, gate, out_shape)
     checks.disjoint(name, y, gate=gate, up=up)
     if rows * cols:

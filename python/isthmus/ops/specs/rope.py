@@ -208,10 +208,15 @@ def reference(xp, x, positions, theta=10000.0, interleaved=False, rope_scaling=N
     return y.astype(x.dtype)
 
 
+def _heads(cols: int) -> tuple[int, int]:
+    """(heads, head_dim) of a sample problem: heads of 64 covering cols (one head of cols rounded up
+    to even below 128), so that heads * head_dim is in cols' bucket (the op's problem, a tuning key)."""
+    return (-(-cols // 64), 64) if cols >= 128 else (1, max(2, cols + cols % 2))
+
+
 def _inputs(p: dict, dt, rng):
-    """(x, positions): heads of 64 (8 for narrow problems) filling cols, positions up to 4095."""
-    head_dim = 64 if p["cols"] >= 128 else 8
-    heads = max(1, p["cols"] // head_dim)
+    """(x, positions): _heads(cols) heads, positions up to 4095."""
+    heads, head_dim = _heads(p["cols"])
     x = rng.standard_normal((p["rows"], heads, head_dim), dtype=np.float32).astype(dt)
     return x, rng.integers(0, 4096, p["rows"]).astype(np.int32)
 
@@ -225,7 +230,7 @@ SPEC = OpSpec(
               Tunable("HPI", (1, 2, 4, 8, 16, 32, 64), 4)),
     problem=("rows", "cols"), restrictions=("WG <= max_work_group_size",),
     cpu_defaults=(("WG", 64), ("VPT", 1), ("HPI", 64)),
-    run=rope, reference=reference, inputs=_inputs, sizes=SIZES, tolerance=8.0,
-    moved=lambda p, size: 2 * p["rows"] * p["cols"] * size + 4 * p["rows"],
+    run=rope, reference=reference, inputs=_inputs, sizes=SIZES, tolerance=8.0, in_place=(0,),
+    moved=lambda p, size: 2 * p["rows"] * math.prod(_heads(p["cols"])) * size + 4 * p["rows"],
     summary="rotary position embedding in place (half-split or interleaved, partial, llama3/linear scaling)",
     doc=rope.__doc__)
