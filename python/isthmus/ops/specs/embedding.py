@@ -97,7 +97,7 @@ SPEC = OpSpec(
     dtypes=("float32", "float64", "float16", "bfloat16"),
     storage=(("float16", "ushort"), ("bfloat16", "ushort")),  # a copy of the bits
     defines=(("ID", "int"),), tunables=ROW_TUNABLES, problem=("rows", "cols"), restrictions=ROW_RESTRICTIONS,
-    cpu_defaults=(("WG", 4), ("VPT", 16), ("LAYOUT", 1)),
+    cpu_defaults=(("WG", 16), ("VPT", 4), ("LAYOUT", 1)),
     run=embedding, reference=reference, sizes=SIZES,
     inputs=lambda p, dt, rng: (rng.integers(0, _VOCAB, p["rows"]).astype(np.int32), sample(rng, (_VOCAB, p["cols"]), dt)),
     moved=lambda p, size: 2 * p["rows"] * p["cols"] * size + 4 * p["rows"],

@@ -47,7 +47,7 @@ def _spec(name: str, act: int, summary: str) -> OpSpec:
         name=name, source="glu.cl", entries=("glu",), dtypes=("float32", "float64", "float16", "bfloat16"),
         defines=(("ACT", act),), tunables=ROW_TUNABLES, problem=("rows", "cols"), restrictions=ROW_RESTRICTIONS,
         # PoCL, 2 shared cores: see benchmarks/results/runs/2026-12-04-pointwise-pocl/
-        cpu_defaults=(("WG", 4), ("VPT", 16), ("LAYOUT", 1)),
+        cpu_defaults=(("WG", 16), ("VPT", 4), ("LAYOUT", 1)),
         sizes=GLU_SIZES, moved=lambda p, size: 3 * p["rows"] * p["cols"] * size,
         inputs=lambda p, dt, rng: (sample(rng, (p["rows"], p["cols"]), dt), sample(rng, (p["rows"], p["cols"]), dt)),
         summary=summary, tolerance=8.0)
