@@ -45,7 +45,7 @@ def np_silu(g, u):
 
 
 def np_gelu(g, u):
-    return 0.5 * g * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (g + np.float32(0.044715) * g ** 3))) * u
+    return 0.5 * g * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (g + np.float32(0.044715) * g * g * g))) * u
 
 
 def np_rope(q, k, pos, inv):
