@@ -61,6 +61,15 @@ def test_gated_units_match_the_float64_reference(dev, rng, op, dtype, shape):
     _close(y.to_numpy(), ref(g, u), dtype)
 
 
+def test_one_buffer_as_both_gate_and_up_is_not_taken_for_gate_up(dev, rng):
+    """silu_mul(x) (x a gate_up buffer) after silu_mul(x, x) (gate and up the same buffer): two
+    problems of one shape, each launched with its own geometry."""
+    x = rng.standard_normal((3, 10)).astype(np.float32)
+    bx = dev.asarray(x)
+    _close(ops.silu_mul(bx, bx).to_numpy(), silu64(x, x), "float32")  # one row of 30: one group
+    _close(ops.silu_mul(bx).to_numpy(), silu64(x[:, :5], x[:, 5:]), "float32")  # 3 rows: a group each
+
+
 def test_extreme_gates_stay_finite_where_the_product_is(dev):
     g = np.array([-100, -30, -1e-30, 0, 1e-30, 30, 100, 88.8], np.float32)
     u = np.ones_like(g)

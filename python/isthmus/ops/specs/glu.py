@@ -67,7 +67,8 @@ def _run(spec: OpSpec, gate, up, out, act: int):
     dev, dt, shape = gate.device, gate._dt or checks.dtype(gate), gate.shape
     if not shape:
         raise InvalidArgumentError(f"{name}: gate must have at least one dimension, got a 0-d buffer")
-    if up is None:  # gate_up: the last dimension's halves
+    fused = up is None
+    if fused:  # gate_up: the last dimension's halves
         if shape[-1] % 2:
             raise InvalidArgumentError(f"{name}: a single gate_up buffer holds gate and up in the halves of its "
                                        f"last dimension, which must be even; got shape {shape}")
@@ -83,7 +84,7 @@ def _run(spec: OpSpec, gate, up, out, act: int):
                                        f"(or pass one gate_up buffer whose last dimension holds both)")
         rows, cols = 1, math.prod(shape)  # contiguous: one row
         stride, up_off, out_shape = cols, 0, shape
-    key = (dev, dt.name, shape, up is gate, act)
+    key = (dev, dt.name, shape, fused, act)
     kernel, g, loc = plan(spec, key, lambda: _steps(spec, dev, dt, out_shape, rows, cols, act))
     y = checks.output(name, out, gate, out_shape)
     checks.disjoint(name, y, gate=gate, up=up)
