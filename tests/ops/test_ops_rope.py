@@ -179,6 +179,23 @@ def test_rope_replays_a_captured_graph_with_new_positions_each_time(dev, rng):
         graph.close()
 
 
+def test_a_prepared_rope_plan_takes_new_positions_by_bind(dev, rng):
+    """dev.library("rope").prepare(...): the Java plans' path; positions rebound without preparing again."""
+    x = rng.standard_normal((5, 3, 32)).astype(np.float32)
+    bx, bpos = dev.asarray(x), dev.asarray(np.zeros(5, np.int64))
+    plan = dev.library("rope").prepare(bx, bpos, theta=500000.0, rope_scaling=LLAMA31)
+    inv = inv_freq64(32, 500000.0, LLAMA31)
+    try:
+        for _ in range(2):
+            pos = rng.integers(0, 50000, 5).astype(np.int64)
+            plan.bind("positions", dev.asarray(pos))
+            bx.copy_from(x)
+            plan.launch()
+            _check(bx.to_numpy(), x, pos, inv, False, "float32")
+    finally:
+        plan.close()
+
+
 def test_rope_of_nothing_launches_nothing(dev):
     x = dev.zeros((0, 4, 8), np.float32)
     assert ops.rope(x, dev.zeros((0,), np.int32)) is x

@@ -58,9 +58,9 @@ def embedding(ids, table, out=None, check=True):
         try:  # (what a graph capture refuses: the flag's read after the launch)
             dev._host_work("embedding's check of its ids")
         except InvalidArgumentError:
-            raise InvalidArgumentError("embedding inside dev.capture(): check=True reads the device after the "
-                                       "launch, which a graph cannot replay; pass check=False (an out-of-range id "
-                                       "then reads its clamped row)") from None
+            raise InvalidArgumentError("embedding inside dev.capture() (or a prepared plan): check=True reads the "
+                                       "device after the launch, which a graph cannot replay; pass check=False (an "
+                                       "out-of-range id then reads its clamped row)") from None
     kernel, g, loc = plan(SPEC, (dev, dt.name, ids.shape, table.shape, id_type),
                           lambda: _steps(dev, dt, rows, cols, id_type))
     y = checks.output("embedding", out, table, (*ids.shape, cols))
