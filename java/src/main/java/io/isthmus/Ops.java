@@ -225,7 +225,7 @@ public final class Ops {
      * @param rotaryDim the rotated leading part of each head (even), 0 for the whole head
      * @param scaling Hugging Face's rope_scaling ({@code rope_type} llama3, linear, default), or null
      */
-    public record Rope(double theta, boolean interleaved, int rotaryDim, Map<String, Object> scaling) {
+    public record Rope(double theta, boolean interleaved, int rotaryDim, Map<String, ?> scaling) {
         /** Llama's defaults: theta 10000, half split, whole heads, no scaling. */
         public static final Rope DEFAULT = new Rope(10000.0, false, 0, null);
 
@@ -257,7 +257,7 @@ public final class Ops {
          * @param ropeScaling Hugging Face's rope_scaling dict, or null
          * @return these settings with that scaling
          */
-        public Rope scaling(Map<String, Object> ropeScaling) {
+        public Rope scaling(Map<String, ?> ropeScaling) {
             return new Rope(theta, interleaved, rotaryDim, ropeScaling);
         }
 
