@@ -30,6 +30,8 @@ def _option(v):
         return bool(v)
     if isinstance(v, jpype.JClass("java.lang.String")):
         return str(v)
+    if isinstance(v, jpype.JClass("java.util.Map")):  # a nested option (rope's rope_scaling)
+        return {str(e.getKey()): _option(e.getValue()) for e in v.entrySet()}
     return argument(v)
 
 

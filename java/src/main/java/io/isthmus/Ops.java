@@ -343,6 +343,218 @@ public final class Ops {
         return OpCall.run("gemm", null, scaled, need(a, "a"), need(b, "b"));
     }
 
+    // ---- transformer building blocks (issue 27): rope, siluMul, geluMul, embedding -------------
+
+    /**
+     * Rotary position embedding's settings: the base {@code theta}, the layout, the rotated part of
+     * each head and Hugging Face's {@code rope_scaling} dict (as a model's config.json writes it).
+     *
+     * <pre>{@code
+     * Ops.Rope llama31 = Ops.Rope.theta(500000).scaling(Map.of("rope_type", "llama3", "factor", 8.0,
+     *         "low_freq_factor", 1.0, "high_freq_factor", 4.0, "original_max_position_embeddings", 8192));
+     * Ops.rope(q, k, positions, llama31);
+     * }</pre>
+     *
+     * @param theta the frequencies' base (10000 in Llama 2, 500000 in Llama 3)
+     * @param interleaved GPT-J's pairs (2i, 2i+1) instead of the half split (i, i + rotaryDim/2)
+     * @param rotaryDim the rotated leading part of each head (even), 0 for the whole head
+     * @param scaling Hugging Face's rope_scaling ({@code rope_type} llama3, linear, default), or null
+     */
+    public record Rope(double theta, boolean interleaved, int rotaryDim, Map<String, ?> scaling) {
+        /** Llama's defaults: theta 10000, half split, whole heads, no scaling. */
+        public static final Rope DEFAULT = new Rope(10000.0, false, 0, null);
+
+        /**
+         * @param theta the frequencies' base
+         * @return the defaults with this base
+         */
+        public static Rope theta(double theta) {
+            return new Rope(theta, false, 0, null);
+        }
+
+        /**
+         * @param on GPT-J's interleaved pairs
+         * @return these settings with that layout
+         */
+        public Rope interleaved(boolean on) {
+            return new Rope(theta, on, rotaryDim, scaling);
+        }
+
+        /**
+         * @param dim the rotated leading part of each head (even), 0 for the whole head
+         * @return these settings with that rotary dimension
+         */
+        public Rope rotaryDim(int dim) {
+            return new Rope(theta, interleaved, dim, scaling);
+        }
+
+        /**
+         * @param ropeScaling Hugging Face's rope_scaling dict, or null
+         * @return these settings with that scaling
+         */
+        public Rope scaling(Map<String, ?> ropeScaling) {
+            return new Rope(theta, interleaved, rotaryDim, ropeScaling);
+        }
+
+        Map<String, Object> options(DeviceBuffer k) {
+            Map<String, Object> o = new HashMap<>();
+            o.put("theta", theta);
+            o.put("interleaved", interleaved);
+            if (rotaryDim != 0) {
+                o.put("rotary_dim", rotaryDim);
+            }
+            if (scaling != null) {
+                o.put("rope_scaling", scaling);
+            }
+            if (k != null) {
+                o.put("k", k.handle());
+            }
+            return o;
+        }
+    }
+
+    /** gelu's form in {@link #geluMul}: torch's {@code approximate="tanh"} or {@code "none"} (erf). */
+    public enum GeluApproximate {
+        /** 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+        TANH,
+        /** 0.5 g (1 + erf(g / sqrt 2)). */
+        NONE;
+
+        Map<String, Object> options() {
+            return Map.of("approximate", this == TANH ? "tanh" : "none");
+        }
+    }
+
+    /**
+     * Rotary position embedding in place with Llama's defaults ({@link Rope#DEFAULT}).
+     *
+     * @param x (tokens, heads, headDim) or (batch, seq, heads, headDim), float32/float16/bfloat16
+     * @param positions int32/int64 positions of shape x.shape[:-2] (or (seq) for a 4-d x)
+     * @return {@code x}
+     */
+    public static DeviceBuffer rope(DeviceBuffer x, DeviceBuffer positions) {
+        return rope(x, null, positions, Rope.DEFAULT);
+    }
+
+    /**
+     * Rotary position embedding of {@code x} in place.
+     *
+     * @param x (tokens, heads, headDim) or (batch, seq, heads, headDim)
+     * @param positions int32/int64 positions of shape x.shape[:-2] (or (seq) for a 4-d x)
+     * @param rope the settings
+     * @return {@code x}
+     */
+    public static DeviceBuffer rope(DeviceBuffer x, DeviceBuffer positions, Rope rope) {
+        return rope(x, null, positions, rope);
+    }
+
+    /**
+     * Rotary position embedding of q and k in place, in one launch (each with its own number of heads).
+     *
+     * @param q (tokens, heads, headDim) or (batch, seq, heads, headDim)
+     * @param k q's shape but for its number of heads, or null for q alone
+     * @param positions int32/int64 positions of shape q.shape[:-2] (or (seq) for a 4-d q)
+     * @param rope the settings
+     * @return {@code q}
+     */
+    public static DeviceBuffer rope(DeviceBuffer q, DeviceBuffer k, DeviceBuffer positions, Rope rope) {
+        if (rope == null) {
+            throw new InvalidArgumentException("rope must not be null (use Ops.Rope.DEFAULT)");
+        }
+        return OpCall.run("rope", null, rope.options(k), need(q, "q"), need(positions, "positions"));
+    }
+
+    /**
+     * SwiGLU: {@code silu(gate) * up} as a new buffer.
+     *
+     * @param gate input
+     * @param up input of gate's shape and dtype
+     * @return a new buffer of gate's shape
+     */
+    public static DeviceBuffer siluMul(DeviceBuffer gate, DeviceBuffer up) {
+        return OpCall.run("silu_mul", null, null, need(gate, "gate"), need(up, "up"));
+    }
+
+    /**
+     * SwiGLU into an existing buffer.
+     *
+     * @param gate input
+     * @param up input of gate's shape and dtype, or null when {@code gate} is one gate_up buffer
+     * @param out a buffer of the result's shape and dtype
+     * @return {@code out}
+     */
+    public static DeviceBuffer siluMul(DeviceBuffer gate, DeviceBuffer up, DeviceBuffer out) {
+        return up == null ? OpCall.run("silu_mul", need(out, "out"), null, need(gate, "gate"))
+                : OpCall.run("silu_mul", need(out, "out"), null, need(gate, "gate"), up);
+    }
+
+    /**
+     * SwiGLU of one fused gate_up buffer: its last dimension holds the gate, then up.
+     *
+     * @param gateUp input, last dimension even
+     * @return a new buffer, the last dimension halved
+     */
+    public static DeviceBuffer siluMul(DeviceBuffer gateUp) {
+        return OpCall.run("silu_mul", null, null, need(gateUp, "gateUp"));
+    }
+
+    /**
+     * GeGLU, tanh form: {@code gelu(gate) * up} as a new buffer.
+     *
+     * @param gate input
+     * @param up input of gate's shape and dtype
+     * @return a new buffer of gate's shape
+     */
+    public static DeviceBuffer geluMul(DeviceBuffer gate, DeviceBuffer up) {
+        return OpCall.run("gelu_mul", null, null, need(gate, "gate"), need(up, "up"));
+    }
+
+    /**
+     * GeGLU: {@code gelu(gate) * up}, gelu's form chosen, into {@code out} or a new buffer.
+     *
+     * @param gate input, or one gate_up buffer when {@code up} is null
+     * @param up input of gate's shape and dtype, or null
+     * @param approximate gelu's form
+     * @param out a buffer of the result's shape and dtype, or null for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer geluMul(DeviceBuffer gate, DeviceBuffer up, GeluApproximate approximate,
+                                       DeviceBuffer out) {
+        if (approximate == null) {
+            throw new InvalidArgumentException("approximate must not be null (GeluApproximate.TANH or NONE)");
+        }
+        return up == null ? OpCall.run("gelu_mul", out, approximate.options(), need(gate, "gate"))
+                : OpCall.run("gelu_mul", out, approximate.options(), need(gate, "gate"), up);
+    }
+
+    /**
+     * The rows of {@code table} at {@code ids}; an id out of range is an {@link InvalidArgumentException}
+     * naming it (its row is read clamped, never out of bounds). Waits for the device to read the check.
+     *
+     * @param ids int32/int64 ids of any shape
+     * @param table (vocab, hidden)
+     * @return a new buffer of shape ids.shape + (hidden), table's dtype
+     */
+    public static DeviceBuffer embedding(DeviceBuffer ids, DeviceBuffer table) {
+        return OpCall.run("embedding", null, null, need(ids, "ids"), need(table, "table"));
+    }
+
+    /**
+     * The rows of {@code table} at {@code ids} into {@code out}.
+     *
+     * @param ids int32/int64 ids of any shape
+     * @param table (vocab, hidden)
+     * @param out a buffer of shape ids.shape + (hidden) and table's dtype
+     * @param check read the out-of-range flag after the launch (false: no wait, and what a
+     *     captured graph needs; an out-of-range id reads its clamped row)
+     * @return {@code out}
+     */
+    public static DeviceBuffer embedding(DeviceBuffer ids, DeviceBuffer table, DeviceBuffer out, boolean check) {
+        return OpCall.run("embedding", need(out, "out"), check ? null : NO_CHECK, need(ids, "ids"), need(table, "table"));
+    }
+
+    private static final Map<String, Object> NO_CHECK = Map.of("check", false);
+
     /**
      * Any op of the runtime's registry by name: a library op, or one registered in Python
      * ({@code isthmus.ops.registry.register(spec)}), on the device its buffers live on.
