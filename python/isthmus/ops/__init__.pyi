@@ -8,6 +8,33 @@ from ..buffer import Buffer
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
+def cross_entropy(
+        logits: Buffer, targets: Buffer, ignore_index: float = ..., label_smoothing: float = ..., reduction: Any = ...,
+        grad: bool = ..., z_loss: float = ..., *, grad_out: Any = ..., check_targets: bool = ...,
+        out: Buffer | None = ...,
+) -> Any:
+    """Softmax cross-entropy of each row of ``logits`` (``(..., C)``: rows of vocabulary width)
+    against ``targets`` (int32/int64 class indices, shaped as the rows) as
+    ``torch.nn.functional.cross_entropy``: rows whose target is ``ignore_index`` count for nothing,
+    ``label_smoothing`` as torch defines it, ``reduction`` "mean" (over the rows not ignored; NaN
+    when every row is), "sum" or "none" (a loss per row, shaped as ``targets``); plus ``z_loss *
+    lse**2`` per row (PaLM's and Liger's z-loss; lse the row's log-sum-exp). Float16 and bfloat16
+    logits are computed in float32."""
+
+def fused_linear_cross_entropy(
+        hidden: Buffer, weight: Buffer, targets: Buffer, bias: Any = ..., ignore_index: float = ...,
+        reduction: Any = ..., grad: bool = ..., label_smoothing: float = ..., z_loss: float = ..., *,
+        max_chunk_bytes: Any = ..., check_targets: bool = ..., grad_hidden: Any = ..., grad_weight: Any = ...,
+        grad_bias: Any = ..., out: Buffer | None = ...,
+) -> Any:
+    """The cross-entropy (:func:`cross_entropy`'s semantics) of the logits ``hidden @ weight.T (+ bias)``
+    (hidden ``(tokens, H)``, weight ``(V, H)``, bias ``(V,)``, targets ``(tokens,)``), and with
+    ``grad=True`` the gradients of hidden and weight (and bias), without the full ``(tokens, V)``
+    logits ever existing: the tokens run in chunks whose logits take at most ``max_chunk_bytes``
+    (default: the size of ``hidden``, at least 64 MiB); each chunk is one gemm, the loss and its
+    gradient in place over the chunk's logits, then ``grad_hidden[chunk] = dlogits @ weight`` and
+    ``grad_weight += dlogits.T @ hidden[chunk]``."""
+
 def gemm(
         a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ...,
         trans_b: bool = ..., out_dtype: Any = ...,
@@ -33,4 +60,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['axpy', 'cross_entropy', 'fused_linear_cross_entropy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']

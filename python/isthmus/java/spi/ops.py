@@ -93,6 +93,10 @@ def op_result(result, args, jobjs, out, jout):
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
     if result is None:
         return None
+    if isinstance(result, tuple) and result and isinstance(result[0], Buffer):
+        # an op that also returns buffers it wrote (cross_entropy's gradient with grad=True): Java gets
+        # the first result, and passes the buffers for the others (Ops.crossEntropy's gradOut)
+        result = result[0]
     if not isinstance(result, Buffer):
         raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
     if result is out:

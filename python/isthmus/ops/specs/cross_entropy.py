@@ -16,6 +16,8 @@ gradients (``grad_weight`` accumulated with ``beta = 1``).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...buffer import Buffer
@@ -109,7 +111,7 @@ def _copy_grid(n: int, wg: int) -> tuple:
 
 # ---- cross_entropy ------------------------------------------------------------------------------
 def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean", grad=False,
-                  z_loss=0.0, *, grad_out=None, check_targets=True, out=None):
+                  z_loss=0.0, *, grad_out=None, check_targets=True, out=None) -> Any:
     """Softmax cross-entropy of each row of ``logits`` (``(..., C)``: rows of vocabulary width)
     against ``targets`` (int32/int64 class indices, shaped as the rows) as
     ``torch.nn.functional.cross_entropy``: rows whose target is ``ignore_index`` count for nothing,
@@ -207,7 +209,7 @@ def _chunk_rows(rows: int, vocab: int, hidden_nbytes: int, itemsize: int, max_ch
 
 def fused_linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean", grad=False,
                                label_smoothing=0.0, z_loss=0.0, *, max_chunk_bytes=None, check_targets=True,
-                               grad_hidden=None, grad_weight=None, grad_bias=None, out=None):
+                               grad_hidden=None, grad_weight=None, grad_bias=None, out=None) -> Any:
     """The cross-entropy (:func:`cross_entropy`'s semantics) of the logits ``hidden @ weight.T (+ bias)``
     (hidden ``(tokens, H)``, weight ``(V, H)``, bias ``(V,)``, targets ``(tokens,)``), and with
     ``grad=True`` the gradients of hidden and weight (and bias), without the full ``(tokens, V)``
