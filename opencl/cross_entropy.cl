@@ -30,7 +30,9 @@
  * dtypes: T float, double, half, bfloat16 (ushort bits): ACC float (double for double). TI: the
  * targets' type (int or long). GRAD: 0 or 1 (a build each).
  * ws: ACC words (counts are exact up to 2^24 rows in float; the op refuses more).
- * Tunables (-D): WG (work-group size, a power of two), VPT (loads in flight per item); declared in
+ * ROWLOOP = 1 (CPUs): a row per work-item, WG rows per group (grid = ceil(rows / WG) groups), three passes
+ *   in NumPy's order, in 16-wide vectors where T is float or double on OpenCL; VPT unused.
+ * Tunables (-D): WG (work-group size, a power of two), VPT (loads in flight per item), ROWLOOP; declared in
  *   python/isthmus/ops/specs/cross_entropy.py; correctness does not depend on them.
  */
 #if !defined(WG) || !defined(VPT)
@@ -79,11 +81,113 @@ void ce_count(const int rows, const int cols, __global const TI* targets, const 
     }
 }
 
+#ifndef ROWLOOP
+#define ROWLOOP 0
+#endif
+#if ROWLOOP && !defined(ISTHMUS_CUDA) && !IS_HALF && !IS_BF16
+/* ROWLOOP on OpenCL with float or double: 16-wide vectors (a CPU compiler keeps them in SIMD registers
+ * and takes its vector exp) */
+#  define ROW_VEC 1
+#  define VCAT_(a, b) a##b
+#  define VCAT(a, b) VCAT_(a, b)
+typedef VCAT(ACC, 16) accv;
+typedef VCAT(ACC, 8) accv8;
+typedef VCAT(ACC, 4) accv4;
+typedef VCAT(ACC, 2) accv2;
+static inline ACC vmax_all(const accv v)
+{
+    const accv8 a = fmax(v.lo, v.hi);
+    const accv4 b = fmax(a.lo, a.hi);
+    const accv2 c = fmax(b.lo, b.hi);
+    return fmax(c.lo, c.hi);
+}
+static inline ACC vsum_all(const accv v)
+{
+    const accv8 a = v.lo + v.hi;
+    const accv4 b = a.lo + a.hi;
+    const accv2 c = b.lo + b.hi;
+    return c.lo + c.hi;
+}
+#else
+#  define ROW_VEC 0
+#endif
+
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void ce_rows(const int rows, const int cols, const int row0, __global const T* x, __global const TI* targets,
              const long ignore_index, const ACC smoothing, const ACC z_loss, const int mean,
              __global ACC* ws, __global T* grad)
 {
+#if ROWLOOP
+    /* a row per work-item (CPUs), NumPy's order: max and sum of x, then the sum of exp, then the
+     * gradient (the row re-read from the core's cache) */
+    const int r = (int)get_group_id(0) * WG + (int)get_local_id(0);
+    if (r >= rows)
+        return;
+    const long off = (long)r * (long)cols;
+    const long t = (long)targets[row0 + r];
+    const int ignored = t == ignore_index;
+    const int bad = !ignored && (t < 0 || t >= (long)cols);
+    ACC m = -INFINITY, sum_x = (ACC)0, s = (ACC)0;
+    int c = 0;
+#if ROW_VEC
+    __global const T* xr = x + off;
+    const int nv = cols / 16;
+    accv vm = (accv)(-INFINITY), vx = (accv)0, vs = (accv)0;
+    for (int i = 0; i < nv; ++i) {
+        const accv w = vload16(i, xr);
+        vm = fmax(vm, w);   /* (fmax skips NaN; the exp below does not) */
+        vx += w;
+    }
+    m = vmax_all(vm);
+    sum_x = vsum_all(vx);
+    for (c = nv * 16; c < cols; ++c) {
+        m = xr[c] > m ? xr[c] : m;
+        sum_x += xr[c];
+    }
+    const ACC sh = SHIFT(m);
+    for (int i = 0; i < nv; ++i)
+        vs += exp(vload16(i, xr) - sh);
+    s = vsum_all(vs);
+    for (c = nv * 16; c < cols; ++c)
+        s += exp(xr[c] - sh);
+#else
+    for (c = 0; c < cols; ++c) {
+        const ACC w = LOAD(x, off + c);
+        m = w > m ? w : m;
+        sum_x += w;
+    }
+    const ACC sh = SHIFT(m);
+    for (c = 0; c < cols; ++c)
+        s += exp(LOAD(x, off + c) - sh);
+#endif
+    const ACC lse = sh + log(s);
+    const ACC xt = (ignored || bad) ? (ACC)0 : LOAD(x, off + t);
+    const ACC inv_c = (ACC)1 / (ACC)cols;
+    ws[2 + row0 + r] = ignored ? (ACC)0 : bad ? (ACC)NAN
+                     : lse - ((ACC)1 - smoothing) * xt - smoothing * inv_c * sum_x + z_loss * lse * lse;
+#if GRAD
+    const ACC scale = mean ? (ACC)1 / ws[0] : (ACC)1;
+    const ACC a = ignored ? (ACC)0 : bad ? (ACC)NAN : scale * ((ACC)1 + (ACC)2 * z_loss * lse);
+    const ACC b = ignored ? (ACC)0 : scale * smoothing * inv_c;
+    if (ignored) {
+        for (c = 0; c < cols; ++c)
+            STORE(grad, off + c, (ACC)0);
+        return;
+    }
+#if ROW_VEC
+    __global T* gr = grad + off;
+    for (int i = 0; i < nv; ++i)
+        vstore16(a * exp(vload16(i, xr) - lse) - b, i, gr);
+    for (c = nv * 16; c < cols; ++c)
+        gr[c] = a * exp(xr[c] - lse) - b;
+#else
+    for (c = 0; c < cols; ++c)
+        STORE(grad, off + c, a * exp(LOAD(x, off + c) - lse) - b);
+#endif
+    if (!bad)   /* the target's element (x_t read before the pass above wrote over it) */
+        STORE(grad, off + t, a * exp(xt - lse) - b - scale * ((ACC)1 - smoothing));
+#endif
+#else
     __local ACC sm[WG];
     __local ACC ss[WG];
     __local ACC sx[WG];
@@ -158,6 +262,7 @@ void ce_rows(const int rows, const int cols, const int row0, __global const T* x
         }
     }
 #endif
+#endif  /* ROWLOOP */
 }
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)

@@ -144,19 +144,25 @@ def test_every_tunable_value(dev, rng):
     want, want_g = ce64(x, t, label_smoothing=0.05, z_loss=1e-3)
     bt = dev.asarray(t)
     values = {tu.name: tu.values for tu in SPEC.tunables}
-    configs = [{"WG": wg, "VPT": values["VPT"][i % len(values["VPT"])]} for i, wg in enumerate(values["WG"])]
-    configs += [{"WG": 64, "VPT": v} for v in values["VPT"]]
+    configs = [{"WG": wg, "ROWLOOP": 0, "VPT": values["VPT"][i % len(values["VPT"])]}
+               for i, wg in enumerate(values["WG"]) if wg >= 16]
+    configs += [{"WG": 64, "ROWLOOP": 0, "VPT": v} for v in values["VPT"]]
+    configs += [{"WG": wg, "ROWLOOP": 1, "VPT": 4} for wg in values["WG"] if wg <= 64]  # a row per item (CPUs)
     forget_resolved()
+    ran = 0
     try:
         for params in configs:
             if not SPEC.is_valid(params, dev):
+                assert params["ROWLOOP"] == 1 and dev.kind != "cpu", params
                 continue
+            ran += 1
             with forced(SPEC, params):
                 loss, g = ce(dev.asarray(x), bt, label_smoothing=0.05, grad=True, z_loss=1e-3)
             assert _err(loss.to_numpy(), want) <= TOL["float32"], params
             assert _err(g.to_numpy(), want_g) <= TOL["float32"], params
     finally:
         forget_resolved()
+    assert ran >= len(values["WG"]) - 4
 
 
 def test_an_out_of_range_target_is_an_error_before_anything_is_written(dev, rng):

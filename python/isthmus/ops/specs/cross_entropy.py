@@ -31,11 +31,25 @@ _REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}
 _ROWS_MAX = 1 << 24  # rows whose count a float word holds exactly (the workspace's)
 _TARGETS = {"int32": "int", "int64": "long"}
 _DTYPES = ("float32", "float64", "float16", "bfloat16")
-_TUNABLES = (Tunable("WG", (16, 32, 64, 128, 256, 512, 1024), 256), Tunable("VPT", (1, 2, 4, 8), 4))
-_RESTRICTIONS = ("WG <= max_work_group_size", "3 * WG * acc_size + 8 <= local_mem_size")
-# PoCL 3.1 on the 2-core Xeon here: a group of 16 items per row, 4 loads each in flight
+# ROWLOOP 0: a work-group of WG items per row, VPT loads in flight each (GPUs); 1 (CPUs): a row per
+# work-item, WG rows per group, in OpenCL C vectors (VPT unused)
+_TUNABLES = (Tunable("WG", (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 256), Tunable("ROWLOOP", (0, 1), 0),
+             Tunable("VPT", (1, 2, 4, 8), 4, when=("ROWLOOP", (0,))))
+_RESTRICTIONS = ("WG <= max_work_group_size", "3 * WG * acc_size + 8 <= local_mem_size", "ROWLOOP == 0 or is_cpu",
+                 "WG >= 16 or ROWLOOP == 1", "ROWLOOP == 0 or WG <= 64")
+# PoCL 3.1 on the 2-core Xeon here: a group of 16 items a row ran at 0.3-0.6x NumPy (one exp per element
+# but scalar code); a row per item in vectors, a few rows a group (the rule), at NumPy's speed or better
 # (benchmarks/results/runs/2026-12-04-losses-pocl/)
-_CPU_DEFAULTS = (("WG", 16), ("VPT", 4))
+_CPU_DEFAULTS = (("ROWLOOP", 1), ("WG", 4))
+
+
+def rule(buckets: dict, device, dt, params: dict) -> dict:
+    """CPUs: a row per work-item in groups of about rows/8 (so that the cores each take several groups);
+    GPUs: the defaults (a group of 256 per row)."""
+    if device.kind != "cpu":
+        return {}
+    rows = buckets.get("rows", buckets.get("m", 1))
+    return {"ROWLOOP": 1, "WG": max(1, min(16, rows // 8))}
 _LOSS_SHAPE = (1,)
 _COPY_GROUPS = 1024  # the copy kernels' groups at most (each grid-strides)
 
@@ -44,7 +58,7 @@ def _spec(name: str, problem: tuple) -> OpSpec:
     return OpSpec(name=name, source="cross_entropy.cl",
                   entries=("ce_count", "ce_rows", "ce_final", "ce_copy", "ce_bias_rows", "ce_colsum"),
                   dtypes=_DTYPES, tunables=_TUNABLES, problem=problem, restrictions=_RESTRICTIONS,
-                  cpu_defaults=_CPU_DEFAULTS)
+                  cpu_defaults=_CPU_DEFAULTS, rule=rule)
 
 
 SPEC = _spec("cross_entropy", ("rows", "cols"))
@@ -102,7 +116,12 @@ def _check_targets(op: str, dev, ws_mem, acc, cols: int, ignore_index) -> None:
 
 def _launches(spec, dev, dt, problem: dict, ti: str, grad: bool) -> tuple:
     params, kernels = resolve(spec, dev, dt, problem, (("TI", ti), ("GRAD", int(grad))))
-    return params["WG"], kernels
+    return params["WG"], bool(params.get("ROWLOOP", 0)), kernels
+
+
+def _rows_grid(rows: int, wg: int, rowloop: bool) -> tuple:
+    """ce_rows's grid: a group per row, or (ROWLOOP) a row per item."""
+    return ((-(-rows // wg) if rowloop else rows) * wg,), (wg,)
 
 
 def _copy_grid(n: int, wg: int) -> tuple:
@@ -167,7 +186,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     if out is not None:
         out = checks.buffer(op, "out", out)
         checks.disjoint(op, out, logits=logits, targets=targets, grad_out=grad_out)
-    wg, kernels = plan(SPEC, (dev, dt.name, rows, cols, ti, grad),
+    wg, rowloop, kernels = plan(SPEC, (dev, dt.name, rows, cols, ti, grad),
                        lambda: _launches(SPEC, dev, dt, {"rows": max(rows, 1), "cols": cols}, ti, grad))
     acc = _acc(dt)
     ws_nbytes = (2 + max(rows, 1)) * np.dtype(acc).itemsize
@@ -186,7 +205,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     if grad:
         g = grad_out if grad_out is not None else Buffer._allocate(dev, logits.shape, dt, logits.nbytes)
     if rows:
-        dev.launch(kernels["ce_rows"], (rows * wg,), (wg,),
+        dev.launch(kernels["ce_rows"], *_rows_grid(rows, wg, rowloop),
                    [n_rows, n_cols, np.int32(0), logits, targets, ignore, smoothing, z, np.int32(red == 2), ws,
                     g if grad else logits])
     _final(dev, kernels, wg, rows, red, ws, loss)
@@ -273,7 +292,7 @@ def fused_linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=
     from . import gemm as _gemm  # (the op library's gemm: its public run, checks included)
 
     gemm = _gemm.SPEC.run
-    wg, kernels = plan(FUSED, (dev, dt.name, rows, vocab, h, ti, grad),
+    wg, rowloop, kernels = plan(FUSED, (dev, dt.name, rows, vocab, h, ti, grad),
                        lambda: _launches(FUSED, dev, dt, {"m": max(rows, 1), "n": vocab, "k": h}, ti, grad))
     acc = _acc(dt)
     item = dt.np.itemsize
@@ -321,7 +340,7 @@ def fused_linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=
                 gemm(hc, weight, logits, 1.0, 1.0, trans_b=True)
             else:
                 gemm(hc, weight, logits, trans_b=True)
-            dev.launch(kernels["ce_rows"], (n * wg,), (wg,),
+            dev.launch(kernels["ce_rows"], *_rows_grid(n, wg, rowloop),
                        [np.int32(n), np.int32(vocab), np.int32(a), logits, targets, ignore, smoothing, z,
                         np.int32(red == 2), ws, logits])
             if grad:
