@@ -31,7 +31,9 @@ CALL_DEFINES = {"gemm": {"TRANS_A": (0, 1), "TRANS_B": (0, 1), "GRID_LOOP": (0, 
                              "MMA_PTX": (1,), "DYN_SMEM": (1,)},
                 "softmax": {"SHFL": (1,)},
                 "rope": {"POS": ("int", "long"), "INTERLEAVED": (0, 1)}, "gelu_mul": {"ACT": (1, 2)},
-                "embedding": {"ID": ("int", "long")}}
+                "embedding": {"ID": ("int", "long")},
+                "cross_entropy": {"GRAD": (0, 1), "TI": ("int", "long")},
+                "fused_linear_cross_entropy": {"GRAD": (0, 1), "TI": ("int", "long")}}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "static_assert", "alignof", "decltype", "asm",
             "volatile", "__launch_bounds__", "__align__", "__attribute__", "static_cast", "reinterpret_cast",
             "const_cast", "float", "double", "int", "uint", "unsigned", "char", "uchar", "short", "ushort", "long",

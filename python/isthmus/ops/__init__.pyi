@@ -8,27 +8,38 @@ from ..buffer import Buffer
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
-def embedding(ids: Buffer, table: Buffer, out: Buffer | None = ..., check: bool = ...) -> Buffer:
-    """The rows of ``table`` (vocab, hidden) at ``ids`` (int32/int64, any shape), as a new Buffer
-    of shape ``ids.shape + (hidden,)`` or into ``out``. ``check``: read the kernel's out-of-range
-    flag after the launch (waits for the device) and raise InvalidArgumentError for an id outside
-    0 .. vocab-1 (whose rows were read clamped, never out of bounds); ``check=False`` inside
-    ``dev.capture()`` and where no wait is wanted."""
+def cross_entropy(
+        logits: Buffer, targets: Buffer, ignore_index: float = ..., label_smoothing: float = ..., reduction: Any = ...,
+        grad: bool = ..., z_loss: float = ..., *, grad_out: Any = ..., check_targets: bool = ...,
+        out: Buffer | None = ...,
+) -> Any:
+    """Softmax cross-entropy of each row of ``logits`` (``(..., C)``: rows of vocabulary width)
+    against ``targets`` (int32/int64 class indices, shaped as the rows) as
+    ``torch.nn.functional.cross_entropy``: rows whose target is ``ignore_index`` count for nothing,
+    ``label_smoothing`` as torch defines it, ``reduction`` "mean" (over the rows not ignored; NaN
+    when every row is), "sum" or "none" (a loss per row, shaped as ``targets``); plus ``z_loss *
+    lse**2`` per row (PaLM's and Liger's z-loss; lse the row's log-sum-exp). Float16 and bfloat16
+    logits are computed in float32."""
+
+def fused_linear_cross_entropy(
+        hidden: Buffer, weight: Buffer, targets: Buffer, bias: Any = ..., ignore_index: float = ...,
+        reduction: Any = ..., grad: bool = ..., label_smoothing: float = ..., z_loss: float = ..., *,
+        max_chunk_bytes: Any = ..., check_targets: bool = ..., grad_hidden: Any = ..., grad_weight: Any = ...,
+        grad_bias: Any = ..., out: Buffer | None = ...,
+) -> Any:
+    """The cross-entropy (:func:`cross_entropy`'s semantics) of the logits ``hidden @ weight.T (+ bias)``
+    (hidden ``(tokens, H)``, weight ``(V, H)``, bias ``(V,)``, targets ``(tokens,)``), and with
+    ``grad=True`` the gradients of hidden and weight (and bias), without the full ``(tokens, V)``
+    logits ever existing: the tokens run in chunks whose logits take at most ``max_chunk_bytes``
+    (default: the size of ``hidden``, at least 64 MiB); each chunk is one gemm, the loss and its
+    gradient in place over the chunk's logits, then ``grad_hidden[chunk] = dlogits @ weight`` and
+    ``grad_weight += dlogits.T @ hidden[chunk]``."""
 
 def gemm(
         a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ...,
         trans_b: bool = ..., out_dtype: Any = ...,
 ) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
-
-def silu_mul(gate: Buffer, up: Any = ..., out: Buffer | None = ...) -> Buffer:
-    """SwiGLU: ``silu(gate) * up`` (silu(g) = g / (1 + exp(-g))), into a new Buffer or ``out``.
-    ``up=None``: ``gate`` is one gate_up buffer, its last dimension the gate's half then up's."""
-
-def gelu_mul(gate: Buffer, up: Any = ..., approximate: Any = ..., out: Buffer | None = ...) -> Buffer:
-    """GeGLU: ``gelu(gate) * up``, gelu's ``approximate`` form as torch's: ``"tanh"``
-    (0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))) or ``"none"`` (0.5 g (1 + erf(g / sqrt 2))).
-    ``up=None``: ``gate`` is one gate_up buffer (last dimension: gate's half, then up's)."""
 
 def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The sum of all elements, as a one-element Buffer (``out`` to reuse one) of NumPy's dtype for
@@ -37,13 +48,6 @@ def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
 
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
-
-def rope(
-        x: Buffer, positions: Buffer, theta: float = ..., interleaved: bool = ..., rope_scaling: Any = ...,
-        rotary_dim: Any = ..., k: Any = ...,
-) -> Buffer:
-    """Rotary position embedding of ``x`` in place (and of ``k`` in the same launch: the q and k of
-    one attention layer, each with its own number of heads); returns ``x``."""
 
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
@@ -56,4 +60,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'embedding', 'gemm', 'silu_mul', 'gelu_mul', 'sum', 'max', 'rope', 'scale', 'softmax', 'transpose']
+__all__ = ['axpy', 'cross_entropy', 'fused_linear_cross_entropy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']

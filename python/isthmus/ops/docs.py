@@ -51,7 +51,10 @@ def signature(spec: OpSpec) -> str:
             parts.append("*")
             star = True
         parts.append(f"{p.name}: {_annotation(spec, p)}" + ("" if p.default is inspect.Parameter.empty else " = ..."))
-    return f"{spec.name}({', '.join(parts)}) -> Buffer"
+    # a run annotated with what it returns says so (cross_entropy: the loss, or a tuple with grad=True)
+    returns = inspect.signature(spec.run).return_annotation
+    returns = returns if isinstance(returns, str) and returns else "Buffer"
+    return f"{spec.name}({', '.join(parts)}) -> {returns}"
 
 
 def _wrapped(sig: str, width: int = 116) -> str:

@@ -30,6 +30,8 @@ def _option(v):
         return bool(v)
     if isinstance(v, jpype.JClass("java.lang.String")):
         return str(v)
+    if isinstance(v, jpype.JArray):  # several outputs (top_k's out=(values, indices)): a tuple
+        return tuple(argument(v[i]) for i in range(len(v)))
     if isinstance(v, jpype.JClass("java.util.Map")):  # a nested option (rope's rope_scaling)
         return {str(e.getKey()): _option(e.getValue()) for e in v.entrySet()}
     return argument(v)
@@ -44,7 +46,12 @@ def call(fn, jargs, jout, joptions):
     out = None
     if jout is not None:
         out = kwargs["out"] = argument(jout)
-    return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
+    result = fn(*args, **kwargs)
+    if isinstance(result, tuple):  # several outputs: Java passes them all (top_k's out=(values, indices))
+        given = [b for v in kwargs.values() for b in (v if isinstance(v, tuple) else (v,))]
+        if all(any(r is g for g in given) for r in result):
+            return None
+    return op_result(result, args, jobjs, out, jout)
 
 
 def arg(j):
@@ -66,6 +73,8 @@ def run(fn, args: tuple, jobjs: tuple, jout):
         result = fn(*args, out=out)
         if result is out:
             return _own(jout)
+    if isinstance(result, tuple):
+        return op_result(result, args, jobjs, None, None)
     if args and result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
         return _own(jobjs[-1])
     return op_result(result, args, jobjs, None, None)
@@ -76,6 +85,11 @@ def op_result(result, args, jobjs, out, jout):
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
     if result is None:
         return None
+    if isinstance(result, tuple) and result and all(isinstance(r, Buffer) for r in result):
+        # an op returning several buffers (cross_entropy's gradient, kv_append's caches,
+        # merge_attention_states' o and lse): Java gets the first; its typed Ops methods pass the
+        # buffers for the others in (gradOut, lse_out=, state=)
+        result = result[0]
     if not isinstance(result, Buffer):
         raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
     if result is out:

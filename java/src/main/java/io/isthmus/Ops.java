@@ -554,6 +554,127 @@ public final class Ops {
     }
 
     private static final Map<String, Object> NO_CHECK = Map.of("check", false);
+    // ---- losses: cross_entropy, fused_linear_cross_entropy (issue 27 item 5) ----
+
+    /**
+     * Softmax cross-entropy of each row of {@code logits} ({@code (..., C)}) against class indices,
+     * averaged over the rows (as {@code torch.nn.functional.cross_entropy}, ignore index -100).
+     *
+     * @param logits the rows of scores, float32/float64/float16/bfloat16
+     * @param targets int32 or int64 class indices, one per row (shaped as the leading dimensions)
+     * @return a new one-element buffer of the logits' dtype
+     * @throws InvalidArgumentException for a target out of range, shapes that disagree
+     */
+    public static DeviceBuffer crossEntropy(DeviceBuffer logits, DeviceBuffer targets) {
+        return OpCall.run("cross_entropy", null, null, need(logits, "logits"), need(targets, "targets"));
+    }
+
+    /**
+     * {@link #crossEntropy(DeviceBuffer, DeviceBuffer)} with every option of Python's
+     * {@code isthmus.ops.cross_entropy}.
+     *
+     * @param logits the rows of scores
+     * @param targets int32 or int64 class indices, one per row
+     * @param ignoreIndex rows whose target is this count for nothing
+     * @param labelSmoothing in [0, 1], as torch defines it
+     * @param reduction "mean" (over the rows not ignored), "sum" or "none" (a loss per row)
+     * @param zLoss the z-loss weight: {@code zLoss * lse^2} added to each row's loss
+     * @return a new buffer: one element, or one per row for "none"
+     */
+    public static DeviceBuffer crossEntropy(DeviceBuffer logits, DeviceBuffer targets, long ignoreIndex,
+                                            double labelSmoothing, String reduction, double zLoss) {
+        return OpCall.run("cross_entropy", null, lossOptions(ignoreIndex, labelSmoothing, reduction, zLoss),
+                          need(logits, "logits"), need(targets, "targets"));
+    }
+
+    /**
+     * The loss and its gradient with respect to the logits, written into {@code gradOut} in the same
+     * pass; {@code gradOut} may be {@code logits} itself (in place: no second buffer of the logits' size).
+     *
+     * @param logits the rows of scores
+     * @param targets int32 or int64 class indices, one per row
+     * @param ignoreIndex rows whose target is this count for nothing (and get a zero gradient)
+     * @param labelSmoothing in [0, 1], as torch defines it
+     * @param reduction "mean", "sum" or "none" (the gradient of the sum of the row losses)
+     * @param zLoss the z-loss weight
+     * @param gradOut the gradient's buffer: the logits' shape and dtype, or {@code logits}
+     * @return a new buffer holding the loss
+     */
+    public static DeviceBuffer crossEntropy(DeviceBuffer logits, DeviceBuffer targets, long ignoreIndex,
+                                            double labelSmoothing, String reduction, double zLoss,
+                                            DeviceBuffer gradOut) {
+        Map<String, Object> options = lossOptions(ignoreIndex, labelSmoothing, reduction, zLoss);
+        options.put("grad", true);
+        options.put("grad_out", need(gradOut, "gradOut").handle());
+        return OpCall.run("cross_entropy", null, options, need(logits, "logits"), need(targets, "targets"));
+    }
+
+    /**
+     * The cross-entropy of the logits {@code hidden @ weight.T (+ bias)} without materializing
+     * them (the tokens run in chunks), as Python's {@code isthmus.ops.fused_linear_cross_entropy}.
+     *
+     * @param hidden (tokens, H)
+     * @param weight (V, H), the same dtype
+     * @param targets int32 or int64, (tokens)
+     * @param bias (V), or {@code null}
+     * @param ignoreIndex tokens whose target is this count for nothing
+     * @param reduction "mean", "sum" or "none"
+     * @return a new buffer holding the loss
+     */
+    public static DeviceBuffer fusedLinearCrossEntropy(DeviceBuffer hidden, DeviceBuffer weight,
+                                                       DeviceBuffer targets, DeviceBuffer bias, long ignoreIndex,
+                                                       String reduction) {
+        return fusedLinearCrossEntropy(hidden, weight, targets, bias, ignoreIndex, reduction, null, null, null);
+    }
+
+    /**
+     * {@link #fusedLinearCrossEntropy(DeviceBuffer, DeviceBuffer, DeviceBuffer, DeviceBuffer, long, String)}
+     * with the gradients written into the given buffers.
+     *
+     * @param hidden (tokens, H)
+     * @param weight (V, H)
+     * @param targets int32 or int64, (tokens)
+     * @param bias (V), or {@code null}
+     * @param ignoreIndex tokens whose target is this count for nothing
+     * @param reduction "mean", "sum" or "none"
+     * @param gradHidden receives d loss / d hidden (hidden's shape), or {@code null} with no gradient wanted
+     * @param gradWeight receives d loss / d weight (weight's shape); given with {@code gradHidden}
+     * @param gradBias receives d loss / d bias, or {@code null} (no bias)
+     * @return a new buffer holding the loss
+     */
+    public static DeviceBuffer fusedLinearCrossEntropy(DeviceBuffer hidden, DeviceBuffer weight,
+                                                       DeviceBuffer targets, DeviceBuffer bias, long ignoreIndex,
+                                                       String reduction, DeviceBuffer gradHidden,
+                                                       DeviceBuffer gradWeight, DeviceBuffer gradBias) {
+        Map<String, Object> options = lossOptions(ignoreIndex, 0.0, reduction, 0.0);
+        if (bias != null) {
+            options.put("bias", bias.handle());
+        }
+        if (gradHidden != null || gradWeight != null || gradBias != null) {
+            options.put("grad", true);
+            options.put("grad_hidden", need(gradHidden, "gradHidden").handle());
+            options.put("grad_weight", need(gradWeight, "gradWeight").handle());
+            if (gradBias != null) {
+                options.put("grad_bias", gradBias.handle());
+            }
+        }
+        return OpCall.run("fused_linear_cross_entropy", null, options, need(hidden, "hidden"),
+                          need(weight, "weight"), need(targets, "targets"));
+    }
+
+    private static Map<String, Object> lossOptions(long ignoreIndex, double labelSmoothing, String reduction,
+                                                   double zLoss) {
+        if (reduction == null) {
+            throw new InvalidArgumentException("reduction must not be null (use \"mean\", \"sum\" or \"none\")");
+        }
+        Map<String, Object> options = new HashMap<>();
+        options.put("ignore_index", ignoreIndex);
+        options.put("label_smoothing", labelSmoothing);
+        options.put("reduction", reduction);
+        options.put("z_loss", zLoss);
+        return options;
+    }
+    // ---- end of losses ----
 
     /**
      * Any op of the runtime's registry by name: a library op, or one registered in Python
