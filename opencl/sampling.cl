@@ -209,14 +209,14 @@ static inline int topk_select(volatile LOCAL_PTR topk_local* L, const int mode, 
         for (int base = 0; base < n; base += WG) {
             const int i = base + lid;
             int f = 0;
-            if (i < n) {
+            if (i < n && L->need > 0) {
                 FETCH(i, key, index)
                 f = key == th;
             }
             L->flag[lid] = f ? index + 1 : 0;
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid == 0) {
-                int left = need;
+                int left = L->need;
                 for (int t = 0; t < WG && left > 0; ++t) {
                     if (L->flag[t]) {
                         const int at = L->count++;
@@ -228,8 +228,6 @@ static inline int topk_select(volatile LOCAL_PTR topk_local* L, const int mode, 
                 L->need = left;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (L->need == 0)
-                break;
         }
     }
     /* bitonic sort of the kk selected, padded to a power of two with empty slots */
@@ -271,7 +269,11 @@ static inline void topk_write(volatile LOCAL_PTR topk_local* L, const int kk, co
     if (final_out) {
         for (int t = lid; t < kk; t += WG) {
             const int i = L->idx[t];
-            values[t] = xr[i];   /* the value itself (-0, NaN payloads kept) */
+#if IS_HALF   /* the value itself, its bits copied (-0, NaN payloads kept) */
+            ((__global ushort*)values)[t] = ((__global const ushort*)xr)[i];
+#else
+            values[t] = xr[i];
+#endif
             indices[t] = i;
         }
     } else {

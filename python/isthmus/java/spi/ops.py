@@ -49,6 +49,8 @@ def _option(v):
         return bool(v)
     if isinstance(v, jpype.JClass("java.lang.String")):
         return str(v)
+    if isinstance(v, jpype.JArray):  # several outputs (top_k's out=(values, indices)): a tuple
+        return tuple(argument(v[i]) for i in range(len(v)))
     return argument(v)
 
 
@@ -61,7 +63,12 @@ def call(fn, jargs, jout, joptions):
     out = None
     if jout is not None:
         out = kwargs["out"] = argument(jout)
-    return op_result(fn(*args, **kwargs), args, jobjs, out, jout)
+    result = fn(*args, **kwargs)
+    if isinstance(result, tuple):  # several outputs: Java passes them all (top_k's out=(values, indices))
+        given = [b for v in kwargs.values() for b in (v if isinstance(v, tuple) else (v,))]
+        if all(any(r is g for g in given) for r in result):
+            return None
+    return op_result(result, args, jobjs, out, jout)
 
 
 def arg(j):

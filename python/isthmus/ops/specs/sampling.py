@@ -65,7 +65,9 @@ def _spec(name: str, entries: tuple, **fields) -> OpSpec:
 
 
 def _kmax(k: int) -> int:
-    return max(32, 1 << (max(1, k) - 1).bit_length())
+    """The KMAX a top-k of ``k`` builds with: two builds per config (local memory for 64 or for
+    1024 candidates; a GPU keeps more groups resident with the small one)."""
+    return 64 if k <= 64 else K_MAX
 
 
 # ---- argument checks ------------------------------------------------------------------------
@@ -118,7 +120,7 @@ def _index_out(op: str, out, x: Buffer, shape: tuple, name: str = "out") -> Buff
 
 # ---- argmax ---------------------------------------------------------------------------------
 def _argmax_steps(dev, dt, rows: int, cols: int) -> tuple:
-    params, kernels = resolve(ARGMAX, dev, dt, {"rows": max(rows, 1), "cols": cols}, (("KMAX", 32),))
+    params, kernels = resolve(ARGMAX, dev, dt, {"rows": max(rows, 1), "cols": cols}, (("KMAX", 64),))
     wg, split = params["WG"], params["SPLIT"]
     return (kernels["argmax_partial"], (rows * split * wg,), (wg,), kernels["argmax_final"],
             (-(-rows // wg) * wg,), (wg,), split, np.int32(rows), np.int32(cols))
@@ -206,7 +208,7 @@ def top_k(x, k, out=None):
 
 # ---- sample ---------------------------------------------------------------------------------
 def _sample_steps(dev, dt, rows: int, cols: int) -> tuple:
-    params, kernels = resolve(SAMPLE, dev, dt, {"rows": max(rows, 1), "cols": cols}, (("KMAX", 32),))
+    params, kernels = resolve(SAMPLE, dev, dt, {"rows": max(rows, 1), "cols": cols}, (("KMAX", 64),))
     wg = params["WG"]
     return kernels["sample_rows"], (rows * wg,), (wg,), np.int32(rows), np.int32(cols)
 
