@@ -39,8 +39,11 @@
  *   build holds in local memory: set by the call, not tuned).  Declared in
  *   python/isthmus/ops/specs/sampling.py.
  */
-#if !defined(WG) || !defined(SPLIT) || !defined(KMAX)
+#if !defined(WG) || !defined(SPLIT)
 #  error "sampling.cl: build it through its op, which passes every tunable (-D)"
+#endif
+#ifndef KMAX
+#  define KMAX 64   /* (the call sets it: 64, or 1024 for k > 64) */
 #endif
 #if (WG & (WG - 1)) != 0 || (KMAX & (KMAX - 1)) != 0
 #  error "sampling.cl: WG and KMAX must be powers of two"
@@ -88,12 +91,19 @@ void argmax_partial(const int rows, const int cols, __global const T* x, __globa
     const int chunk = (cols + SPLIT - 1) / SPLIT;
     const int start = p * chunk, end = min(cols, start + chunk);
     __global const T* xr = x + (long)row * cols;
-    ulong best = 0;
+    /* the item's best in float compares (a NaN beats any number; > keeps the item's lowest index:
+     * it visits its indices in increasing order), packed once for the group's reduction */
+    float bv = -INFINITY;
+    int bi = -1;
     for (int i = start + lid; i < end; i += WG) {
-        const ulong v = PACK(sampling_key(LOAD(xr, i)), i);
-        best = v > best ? v : best;
+        const float v = LOAD(xr, i);
+        if (v > bv || (bi < 0) || ((as_uint(v) & 0x7fffffffu) > 0x7f800000u &&
+                                   (as_uint(bv) & 0x7fffffffu) <= 0x7f800000u)) {
+            bv = v;
+            bi = i;
+        }
     }
-    red[lid] = best;
+    red[lid] = bi < 0 ? (ulong)0 : PACK(sampling_key(bv), bi);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = WG / 2; s > 0; s >>= 1) {
         if (lid < s) {
@@ -358,7 +368,7 @@ static inline uint philox_first(uint c0, uint c1, uint c2, uint c3, uint k0, uin
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void sample_rows(const int rows, const int cols, const int kc, const int norm_all, const float temperature,
-                 const float top_p, const long seed, const long offset, const int per_row,
+                 const float top_p, const ulong seed, const long offset, const int per_row,
                  __global const long* offsets, __global const T* x, __global const uint* ws, const long cand_at,
                  __global int* out)
 {
@@ -399,7 +409,7 @@ void sample_rows(const int rows, const int cols, const int kc, const int norm_al
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
         const ulong c = (ulong)(per_row ? offsets[row] : offset);
-        const uint r = philox_first((uint)c, (uint)(c >> 32), (uint)row, 0u, (uint)seed, (uint)((ulong)seed >> 32));
+        const uint r = philox_first((uint)c, (uint)(c >> 32), (uint)row, 0u, (uint)seed, (uint)(seed >> 32));
         const float u = (float)(r >> 8) * (1.0f / 16777216.0f);
         /* the row's max, total and argmax, over the segments in order */
         float mx = -INFINITY;

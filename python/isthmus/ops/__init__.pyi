@@ -22,6 +22,24 @@ def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
 
+def argmax(x: Buffer, out: Buffer | None = ...) -> Buffer:
+    """The index of the largest value of each row (the last dimension), as an int32 Buffer of
+    x's leading shape (``out`` to reuse one). As torch: NaN is the largest value, ties go to the
+    lowest index."""
+
+def top_k(x: Buffer, k: int, out: tuple[Buffer, Buffer] | None = ...) -> tuple[Buffer, Buffer]:
+    """The ``k`` largest values of each row (the last dimension) and their indices, as
+    ``(values, indices)``: Buffers of shape ``x.shape[:-1] + (k,)``, values in x's dtype sorted
+    largest first, indices int32 (``out=(values, indices)`` to reuse two). As torch.topk: NaN is
+    the largest value, ties go to the lowest index. 1 <= k <= min(row width, 1024)."""
+
+def sample(
+        logits: Buffer, temperature: float = ..., top_k: int = ..., top_p: float = ..., seed: int = ...,
+        offsets: int | Buffer = ..., out: Buffer | None = ...,
+) -> Buffer:
+    """One token per row of ``logits`` (the last dimension), drawn on the device, as an int32
+    Buffer of the leading shape (``out`` to reuse one)."""
+
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
 
@@ -33,4 +51,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['axpy', 'gemm', 'sum', 'max', 'argmax', 'top_k', 'sample', 'scale', 'softmax', 'transpose']

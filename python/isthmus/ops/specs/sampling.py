@@ -58,8 +58,8 @@ _RESTRICTIONS = ("WG <= max_work_group_size", f"4 * (256 + WG + 8) + 8 * {K_MAX}
 def _spec(name: str, entries: tuple, **fields) -> OpSpec:
     return OpSpec(name=name, source="sampling.cl", entries=entries, dtypes=_DTYPES, tunables=_TUNABLES,
                   problem=("rows", "cols"), restrictions=_RESTRICTIONS, rule=rule,
-                  # PoCL 3.1 on the 2-core Xeon (benchmarks/results/runs/2026-12-04-sampling-pocl/): groups
-                  # of 64 items (the work-item loops of a barrier region stay in the cache)
+                  # PoCL 3.1 on the 2-core Xeon: WG 16, 64 and 256 ran argmax within 10% of each other at 1 and 64
+                  # rows of 128256 (a busy machine); 64 keeps top-k's per-step barriers few
                   cpu_defaults=(("WG", 64),), sizes=SIZES,
                   moved=lambda p, size: p["rows"] * p["cols"] * size, **fields)
 
@@ -137,7 +137,7 @@ def _argmax_launch(dev, dt, x: Buffer, rows: int, cols: int, out: Buffer) -> Non
         dev.launch(k1, g1, l1, [r, c, x, None, out])
 
 
-def argmax(x, out=None):
+def argmax(x: Buffer, out: Buffer | None = None) -> Buffer:
     """The index of the largest value of each row (the last dimension), as an int32 Buffer of
     x's leading shape (``out`` to reuse one). As torch: NaN is the largest value, ties go to the
     lowest index.
@@ -173,7 +173,7 @@ def _topk_launch(spec: OpSpec, dev, dt, x: Buffer, rows: int, cols: int, k: int,
     return ws, np.int64(2 * rows * split * k if split > 1 else 0)
 
 
-def top_k(x, k, out=None):
+def top_k(x: Buffer, k: int, out: tuple[Buffer, Buffer] | None = None) -> tuple[Buffer, Buffer]:
     """The ``k`` largest values of each row (the last dimension) and their indices, as
     ``(values, indices)``: Buffers of shape ``x.shape[:-1] + (k,)``, values in x's dtype sorted
     largest first, indices int32 (``out=(values, indices)`` to reuse two). As torch.topk: NaN is
@@ -213,7 +213,8 @@ def _sample_steps(dev, dt, rows: int, cols: int) -> tuple:
     return kernels["sample_rows"], (rows * wg,), (wg,), np.int32(rows), np.int32(cols)
 
 
-def sample(logits, temperature=1.0, top_k=0, top_p=1.0, seed=0, offsets=0, out=None):
+def sample(logits: Buffer, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+           offsets: int | Buffer = 0, out: Buffer | None = None) -> Buffer:
     """One token per row of ``logits`` (the last dimension), drawn on the device, as an int32
     Buffer of the leading shape (``out`` to reuse one).
 
@@ -266,7 +267,7 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, seed=0, offsets=0, out=N
     out = _index_out("sample", out, x, lead)
     if not rows:
         return out
-    seed_arg = np.int64(seed - (1 << 64) if seed >= 1 << 63 else seed)  # (the kernel's long: its bits)
+    seed_arg = np.uint64(seed)
     kernel, g, loc, r, c = plan(SAMPLE, (dev, dt.name, rows, cols), lambda: _sample_steps(dev, dt, rows, cols))
     if temperature == 0 or (top_k == 0 and top_p == 1.0):
         kc, norm_all, ws, cand_at = 0, 0, None, np.int64(0)
