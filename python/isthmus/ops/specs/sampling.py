@@ -55,8 +55,8 @@ _TUNABLES = (Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("SPLIT",
 _RESTRICTIONS = ("WG <= max_work_group_size", f"4 * (256 + WG + 8) + 8 * {K_MAX} + 16 * WG <= local_mem_size")
 
 
-def _spec(name: str, entries: tuple, **fields) -> OpSpec:
-    return OpSpec(name=name, source="sampling.cl", entries=entries, dtypes=_DTYPES, tunables=_TUNABLES,
+def _spec(kind: type, name: str, entries: tuple, **fields) -> OpSpec:
+    return kind(name=name, source="sampling.cl", entries=entries, dtypes=_DTYPES, tunables=_TUNABLES,
                   problem=("rows", "cols"), restrictions=_RESTRICTIONS, rule=rule,
                   # PoCL 3.1 on the 2-core Xeon: WG 16, 64 and 256 ran argmax within 10% of each other at 1 and 64
                   # rows of 128256 (a busy machine); 64 keeps top-k's per-step barriers few
@@ -331,7 +331,7 @@ def uniforms(rows: int, seed: int, offsets) -> np.ndarray:
 
 def reference_sample(xp, logits, temperature=1.0, top_k=0, top_p=1.0, seed=0, offsets=0):
     """The token the kernel draws, in float64 (NumPy only: the draw is host arithmetic)."""
-    x = np.asarray(logits)
+    x = logits.get() if hasattr(logits, "get") else np.asarray(logits)  # (CuPy's: to the host)
     cols = x.shape[-1]
     flat = x.reshape(-1, cols).astype(np.float64)
     greedy = reference_argmax(np, flat)
@@ -364,6 +364,14 @@ def _inputs(p: dict, dt, rng):
     return (_sample_array(rng, (p["rows"], p["cols"]), dt),)
 
 
+class _Indices(OpSpec):
+    """argmax's and sample's spec: the reference's result is indices, never rounded to the input's
+    dtype (``exact``: the reference on the inputs in float64, its int32 as it is)."""
+
+    def sample_expect(self, *tensors, xp=np, exact: bool = False, **flags):
+        return self.reference(xp, *tensors, **flags)
+
+
 class _TopK(OpSpec):
     """top_k's spec: its sample calls (tests, tuner, bench) give the values (the indices are the
     op tests'), at k = 50 or the row width."""
@@ -382,14 +390,11 @@ class _TopK(OpSpec):
 
 SAMPLE_K = 50
 
-ARGMAX = _spec("argmax", ("argmax_partial", "argmax_final"), run=argmax, reference=reference_argmax,
+ARGMAX = _spec(_Indices, "argmax", ("argmax_partial", "argmax_final"), run=argmax, reference=reference_argmax,
                inputs=_inputs, summary="index of the largest value of each row (int32)")
-TOP_K = _TopK(name="top_k", source="sampling.cl", entries=("topk_chunk", "topk_merge"), dtypes=_DTYPES,
-              tunables=_TUNABLES, problem=("rows", "cols"), restrictions=_RESTRICTIONS, rule=rule,
-              cpu_defaults=(("WG", 64),), sizes=SIZES, moved=lambda p, size: p["rows"] * p["cols"] * size,
-              run=top_k, reference=reference_top_k, inputs=_inputs,
+TOP_K = _spec(_TopK, "top_k", ("topk_chunk", "topk_merge"), run=top_k, reference=reference_top_k, inputs=_inputs,
               summary="the k largest values of each row, sorted, and their int32 indices")
-SAMPLE = _spec("sample", ("topk_chunk", "topk_merge", "sample_rows"), run=sample, reference=reference_sample,
+SAMPLE = _spec(_Indices, "sample", ("topk_chunk", "topk_merge", "sample_rows"), run=sample, reference=reference_sample,
                inputs=_inputs, summary="one token per row drawn on the device (Philox), after temperature, "
                                        "top-k and top-p")
 SPECS = (ARGMAX, TOP_K, SAMPLE)
