@@ -12,7 +12,8 @@ nothing runs while capturing. ``graph.launch()`` then replays the whole sequence
 
 Arguments are taken when captured (like CUDA graphs): binding a plan after capturing it does not
 change the graph. ``graph.bind(step, name, value)`` updates one launch of the graph: a scalar, or
-a buffer of the same shape and dtype. On CUDA the graph is re-instantiated on the next launch
+a buffer of the same shape and dtype; ``graph.bind_all(name, value)`` every launch with a parameter
+of that name (an op's per-step scalars, by the name its documentation gives, whatever its launches). On CUDA the graph is re-instantiated on the next launch
 (CuPy exposes no per-node parameter update), on OpenCL the update is immediate.
 Host transfers and synchronization cannot be captured: they raise inside the block.
 
@@ -22,6 +23,7 @@ Host transfers and synchronization cannot be captured: they raise inside the blo
 >>> for _ in range(100):
 ...     graph.launch()
 >>> graph.bind(0, "a", 3.0)     # step 0's parameter `a`
+>>> graph.bind_all("seed", 7)   # parameter `seed` of every launch that has one (isthmus.ops.sample's)
 """
 from __future__ import annotations
 
@@ -150,6 +152,26 @@ class Graph:
         plan.bind(key, value)
         self._refresh()
         self._dirty = True
+        return self
+
+    def bind_all(self, name: str, value) -> "Graph":
+        """Update the argument named ``name`` in every captured launch whose kernel has a parameter
+        of that name: the per-step scalars an op documents by name (``sample``'s ``seed``,
+        ``offset``, ``temperature``), without counting its launches. A buffer must have the shape
+        of each one captured. Raises InvalidArgumentError when no launch has such a parameter (the
+        message lists the names there are). Returns self."""
+        if self._state != "ready":
+            self._not_ready()
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"graph.bind_all: the parameter name must be a str, got {type(name).__name__}")
+        plans = self.plans
+        steps = [i for i, plan in enumerate(plans) if any(p.name == name for p in plan.kernel.params)]
+        if not steps:
+            names = sorted({p.name for plan in plans for p in plan.kernel.params})
+            raise InvalidArgumentError(f"graph.bind_all: no launch of this graph has a parameter {name!r}; its "
+                                       f"launches' parameters are {', '.join(names) or 'none'}")
+        for i in steps:
+            self.bind(i, name, value)
         return self
 
     def close(self) -> None:

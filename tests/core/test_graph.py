@@ -175,3 +175,26 @@ def test_zeroed_temporaries_are_zero_at_every_call_and_every_replay(dev):
             assert y.to_numpy().tolist() == [0] * n
     finally:
         graph.close()
+
+
+def test_graph_bind_all_updates_a_parameter_in_every_launch_that_has_it(dev, rng, affine):
+    """bind_all(name, value): each captured launch with a parameter of that name, whatever its step
+    (an op's several launches, or user kernels); launches without one are left alone."""
+    n = 53
+    xh = rng.standard_normal(n).astype(np.float32)
+    x, y, z = dev.asarray(xh), dev.zeros(n, np.float32), dev.zeros(n, np.float32)
+    with dev.capture() as graph:
+        affine(n, 1.0, x, y, config=_cfg(n))
+        isthmus.ops.scale(2.0, x, out=z)           # no parameter `a`: untouched
+        affine(n, 1.0, x, y, config=_cfg(n))
+    assert graph.bind_all("a", 0.5) is graph
+    graph.launch()
+    np.testing.assert_allclose(y.to_numpy(), xh, rtol=1e-6, atol=1e-6)  # 0.5 x twice
+    np.testing.assert_allclose(z.to_numpy(), 2 * xh, rtol=1e-6)
+    y2 = dev.zeros(n, np.float32)
+    graph.bind_all("y", y2).launch()
+    np.testing.assert_allclose(y2.to_numpy(), xh, rtol=1e-6, atol=1e-6)
+    with pytest.raises(isthmus.InvalidArgumentError, match="no launch of this graph has a parameter 'b'; .* a, "):
+        graph.bind_all("b", 1.0)
+    with pytest.raises(isthmus.InvalidArgumentError, match="same shape"):
+        graph.bind_all("y", dev.zeros(n + 1, np.float32))

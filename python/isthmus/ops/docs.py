@@ -31,6 +31,8 @@ def _annotation(spec: OpSpec, p: inspect.Parameter) -> str:
     """The type of one parameter of an op's public function: a declared op's Tensor is a Buffer and
     its Scalar a number; otherwise read from the default (none: a Buffer; None: the output, a
     Buffer or None, else anything; a bool; a number)."""
+    if isinstance(p.annotation, str) and p.annotation:  # the run's own annotation (a string: postponed evaluation)
+        return p.annotation
     declared = {a.name: a for a in spec.args}
     if isinstance(declared.get(p.name), Tensor):
         return "Buffer | None" if declared[p.name].optional else "Buffer"

@@ -64,6 +64,9 @@ class GraphHandle:
     def bind(self, step, name, value):
         self.graph.bind(int(step), str(name), argument(value))
 
+    def bindAll(self, name, value):
+        self.graph.bind_all(str(name), argument(value))
+
     size = reads("graph", len)
 
     def close(self):

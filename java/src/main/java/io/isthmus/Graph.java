@@ -47,6 +47,32 @@ public final class Graph implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Updates argument {@code name} in every captured launch whose kernel has a parameter of that
+     * name: an op's per-step scalars by the name its documentation gives ({@link Ops#sample}'s
+     * {@code seed}, {@code offset}, {@code temperature}), without counting its launches.
+     *
+     * <pre>{@code
+     * try (Graph step = dev.capture(() -> Ops.sample(logits, 0.7, 0, 1.0, 0, 0, tokens))) {
+     *     for (long t = 0; t < 100; t++) {
+     *         step.bindAll("offset", t).launch();
+     *     }
+     * }
+     * }</pre>
+     *
+     * @param name parameter name
+     * @param value a {@link DeviceBuffer} (the shape of each captured one) or a Java number
+     * @return this graph
+     * @throws InvalidArgumentException when no captured launch has such a parameter
+     */
+    public Graph bindAll(String name, Object value) {
+        if (name == null) {
+            throw new InvalidArgumentException("parameter name must not be null");
+        }
+        handle.bindAll(name, Kernel.handle(value, name));
+        return this;
+    }
+
     /** @return the number of captured steps (launches and copies) */
     public int size() {
         return handle.size();

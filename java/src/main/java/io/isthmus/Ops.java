@@ -676,6 +676,133 @@ public final class Ops {
     }
     // ---- end of losses ----
 
+    // ---- argmax, top-k, sampling (issue 27 item 6) ---------------------------------------------
+
+    /**
+     * The index of the largest value of each row (the last dimension), as torch: NaN is the largest
+     * value, ties go to the lowest index.
+     *
+     * @param x input (float32, float16 or bfloat16), any leading dimensions
+     * @return a new {@link DType#INT32} buffer of {@code x}'s leading shape
+     */
+    public static DeviceBuffer argmax(DeviceBuffer x) {
+        return OpCall.run("argmax", null, null, need(x, "x"));
+    }
+
+    /**
+     * @param x input (float32, float16 or bfloat16), any leading dimensions
+     * @param out an {@link DType#INT32} buffer of {@code x}'s leading shape
+     * @return {@code out}
+     */
+    public static DeviceBuffer argmax(DeviceBuffer x, DeviceBuffer out) {
+        return OpCall.run("argmax", need(out, "out"), null, need(x, "x"));
+    }
+
+    /**
+     * The {@code k} largest values of each row (the last dimension), largest first, and their
+     * indices; as torch.topk: NaN is the largest value, ties go to the lowest index.
+     *
+     * @param x input (float32, float16 or bfloat16), any leading dimensions
+     * @param k how many, 1 to min(row width, 1024)
+     * @return {values, indices}: new buffers of shape {@code x.shape[:-1] + [k]}, values in
+     *     {@code x}'s dtype, indices {@link DType#INT32}
+     */
+    public static DeviceBuffer[] topK(DeviceBuffer x, int k) {
+        need(x, "x");
+        long[] shape = x.shape();
+        if (shape.length == 0) {
+            throw new InvalidArgumentException("topK: x must have at least one dimension, got a scalar");
+        }
+        if (k < 1 || k > shape[shape.length - 1]) {
+            throw new InvalidArgumentException("topK: k = " + k + " must be in [1, " + shape[shape.length - 1]
+                    + "] (the row width; topK takes k up to 1024)");
+        }
+        shape[shape.length - 1] = k;
+        DeviceBuffer values = x.device().allocate(x.dtype(), shape);
+        try {
+            DeviceBuffer indices = x.device().allocate(DType.INT32, shape);
+            try {
+                topK(x, k, values, indices);
+            } catch (RuntimeException e) {
+                indices.close();
+                throw e;
+            }
+            return new DeviceBuffer[] {values, indices};
+        } catch (RuntimeException e) {
+            values.close();
+            throw e;
+        }
+    }
+
+    /**
+     * {@link #topK(DeviceBuffer, int)} into existing buffers (no allocation per call).
+     *
+     * @param x input (float32, float16 or bfloat16), any leading dimensions
+     * @param k how many, 1 to min(row width, 1024)
+     * @param values a buffer of {@code x}'s dtype and shape {@code x.shape[:-1] + [k]}
+     * @param indices an {@link DType#INT32} buffer of the same shape
+     */
+    public static void topK(DeviceBuffer x, int k, DeviceBuffer values, DeviceBuffer indices) {
+        Object[] pair = {need(values, "values").handle(), need(indices, "indices").handle()};
+        OpCall.run("top_k", null, Map.of("out", pair), need(x, "x"), k);
+    }
+
+    /**
+     * One token per row of {@code logits}, drawn on the device (see {@code isthmus.ops.sample}):
+     * Philox4x32-10 keyed by {@code seed} at counter (offset, row), so the same seed and offset give
+     * the same tokens on every device; Hugging Face's temperature, top-k and top-p filtering;
+     * {@code temperature} 0 is greedy. In a captured {@link Graph}, {@link Graph#bindAll} rebinds
+     * {@code "seed"}, {@code "offset"}, {@code "temperature"}, {@code "top_p"} per replay.
+     *
+     * @param logits (float32, float16 or bfloat16), any leading dimensions
+     * @param temperature &gt;= 0
+     * @param topK 0 (all tokens) or 1 to 1024
+     * @param topP in (0, 1]
+     * @param seed 0 or more
+     * @param offset the counter of this step, 0 or more
+     * @return a new {@link DType#INT32} buffer of the leading shape
+     */
+    public static DeviceBuffer sample(DeviceBuffer logits, double temperature, int topK, double topP, long seed,
+                                      long offset) {
+        return OpCall.run("sample", null, null, need(logits, "logits"), temperature, topK, topP, seed, offset);
+    }
+
+    /**
+     * {@link #sample(DeviceBuffer, double, int, double, long, long)} with a counter per row.
+     *
+     * @param logits (float32, float16 or bfloat16), any leading dimensions
+     * @param temperature &gt;= 0
+     * @param topK 0 (all tokens) or 1 to 1024
+     * @param topP in (0, 1]
+     * @param seed 0 or more
+     * @param offsets an {@link DType#INT64} buffer of one counter per row
+     * @param out an {@link DType#INT32} buffer of the leading shape, or {@code null} for a new one
+     * @return {@code out}, or a new buffer
+     */
+    public static DeviceBuffer sample(DeviceBuffer logits, double temperature, int topK, double topP, long seed,
+                                      DeviceBuffer offsets, DeviceBuffer out) {
+        return OpCall.run("sample", out, null, need(logits, "logits"), temperature, topK, topP, seed,
+                          need(offsets, "offsets"));
+    }
+
+    /**
+     * {@link #sample(DeviceBuffer, double, int, double, long, long)} into an existing buffer.
+     *
+     * @param logits (float32, float16 or bfloat16), any leading dimensions
+     * @param temperature &gt;= 0
+     * @param topK 0 (all tokens) or 1 to 1024
+     * @param topP in (0, 1]
+     * @param seed 0 or more
+     * @param offset the counter of this step, 0 or more
+     * @param out an {@link DType#INT32} buffer of the leading shape
+     * @return {@code out}
+     */
+    public static DeviceBuffer sample(DeviceBuffer logits, double temperature, int topK, double topP, long seed,
+                                      long offset, DeviceBuffer out) {
+        return OpCall.run("sample", need(out, "out"), null, need(logits, "logits"), temperature, topK, topP, seed,
+                          offset);
+    }
+
     /**
      * Any op of the runtime's registry by name: a library op, or one registered in Python
      * ({@code isthmus.ops.registry.register(spec)}), on the device its buffers live on.

@@ -14,6 +14,9 @@ public interface GraphHandle {
      */
     void bind(int step, String name, Object value);
 
+    /** Rebinds parameter {@code name} in every captured launch that has one (Python's {@code Graph.bind_all}). */
+    void bindAll(String name, Object value);
+
     /** @return the number of captured steps (launches and copies) */
     int size();
 
