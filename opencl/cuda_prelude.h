@@ -104,7 +104,7 @@ __device__ __forceinline__ float native_recip(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ float native_divide(float a, float b) { return __fdividef(a, b); }
 /* portable by name (CUDA's own, float and double overloads; the kernels may call these as they
  * are, tests/ops/test_ops_cuda_prelude.py holds them to this list): exp fmax fmin fma fmaf sqrt min max
- * make_uint4 */
+ * make_uint4 log tanh */
 
 /* ---- inline PTX: kernels spell it the GNU way (`__asm__ __volatile__`, the only spelling OpenCL C
  * has); NVRTC's front end knows only `asm` ---- */

@@ -23,7 +23,10 @@ from isthmus.workloads import rel_error, tolerance
 # gemm's 3 x 96 x 40 leaves split-K's last splits with no K at all (KS 4-32 with TK 16)
 SHAPES = {("n",): [{"n": 100_003}, {"n": 37}],
           ("rows", "cols"): [{"rows": 37, "cols": 1031}, {"rows": 5, "cols": 6007}],
-          ("m", "n", "k"): [{"m": 3, "n": 96, "k": 40}, {"m": 37, "n": 45, "k": 67}]}
+          ("m", "n", "k"): [{"m": 3, "n": 96, "k": 40}, {"m": 37, "n": 45, "k": 67}],
+          # attention: GQA, a chunk of queries over a longer cache, a head dim no tile divides
+          ("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"): [
+              {"batch": 2, "seq_q": 37, "seq_k": 53, "heads": 4, "kv_heads": 2, "head_dim": 12}]}
 # ops whose shapes are builds of their own (gemm_mma: VEC, 16-byte copies, where every leading
 # dimension is a multiple of 8): their configs take the shapes in turn, one build each (its largest
 # tiles take a minute to compile on PoCL); the others run every config at every shape

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.skipif(CPP is None, reason="no C preprocessor (cpp) on 
 CALL_DEFINES = {"gemm": {"TRANS_A": (0, 1), "TRANS_B": (0, 1), "GRID_LOOP": (0, 1)},
                 "gemm_mma": {"TRANS_A": (0, 1), "TRANS_B": (0, 1), "VEC": (0, 1), "C_F32": (0, 1),
                              "MMA_PTX": (1,), "DYN_SMEM": (1,)},
-                "softmax": {"SHFL": (1,)}}
+                "softmax": {"SHFL": (1,)},
+                "attention": {"HD": (128, 64)}}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "static_assert", "alignof", "decltype", "asm",
             "volatile", "__launch_bounds__", "__align__", "__attribute__", "static_cast", "reinterpret_cast",
             "const_cast", "float", "double", "int", "uint", "unsigned", "char", "uchar", "short", "ushort", "long",

@@ -23,7 +23,9 @@ from isthmus.tune.runner import Measure
 from isthmus.tune.storage import Key, code_of
 
 # small, odd problems of each vocabulary (gemm's: several tiles, K not a multiple of a K-step)
-PROBLEMS = {("n",): {"n": 1000}, ("rows", "cols"): {"rows": 13, "cols": 70}, ("m", "n", "k"): {"m": 33, "n": 40, "k": 24}}
+PROBLEMS = {("n",): {"n": 1000}, ("rows", "cols"): {"rows": 13, "cols": 70}, ("m", "n", "k"): {"m": 33, "n": 40, "k": 24},
+            ("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"):
+                {"batch": 2, "seq_q": 13, "seq_k": 21, "heads": 4, "kv_heads": 2, "head_dim": 8}}
 CASES = [(name, dt, flags) for name, spec in OPS.items() for dt in spec.dtypes for flags in spec.variant_sets()]
 
 

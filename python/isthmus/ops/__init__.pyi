@@ -5,6 +5,13 @@ from typing import Any
 from ..buffer import Buffer
 
 
+def attention(
+        q: Buffer, k: Buffer, v: Buffer, causal: bool = ..., scale: Any = ..., sliding_window: Any = ...,
+        softcap: Any = ..., return_lse: bool = ..., cu_seqlens_q: Any = ..., cu_seqlens_k: Any = ...,
+        out: Buffer | None = ..., lse_out: Any = ...,
+) -> 'Buffer | tuple[Buffer, Buffer]':
+    """Softmax attention ``softmax(scale * q k^T) v`` per head, without forming the scores."""
+
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
@@ -33,4 +40,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['attention', 'axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']

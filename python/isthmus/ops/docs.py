@@ -51,7 +51,9 @@ def signature(spec: OpSpec) -> str:
             parts.append("*")
             star = True
         parts.append(f"{p.name}: {_annotation(spec, p)}" + ("" if p.default is inspect.Parameter.empty else " = ..."))
-    return f"{spec.name}({', '.join(parts)}) -> Buffer"
+    # (a run that may return several buffers says so in its return annotation, a string)
+    returns = inspect.signature(spec.run).return_annotation
+    return f"{spec.name}({', '.join(parts)}) -> {'Buffer' if returns is inspect.Signature.empty else returns}"
 
 
 def _wrapped(sig: str, width: int = 116) -> str:
