@@ -238,6 +238,57 @@ public final class Ops {
         return OpCall.run(needName(name), need(out, "out"), null, args == null ? new Object[0] : args);
     }
 
+    // ---- attention (issue 28) ----------------------------------------------------------------
+
+    /**
+     * Causal softmax attention (flash prefill), {@code isthmus.ops.attention(q, k, v)}.
+     *
+     * @param q queries {@code (batch, seq_q, heads, head_dim)}
+     * @param k keys {@code (batch, seq_k, kv_heads, head_dim)}, kv_heads dividing heads
+     * @param v values, shaped as {@code k}
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v) {
+        return OpCall.run("attention", null, null, need(q, "q"), need(k, "k"), need(v, "v"));
+    }
+
+    /**
+     * Softmax attention with options (mask, scale, window, softcap, variable lengths, log-sum-exp).
+     *
+     * @param q queries {@code (batch, seq_q, heads, head_dim)} ({@code (total_q, heads, head_dim)} with seqlens)
+     * @param k keys {@code (batch, seq_k, kv_heads, head_dim)}
+     * @param v values, shaped as {@code k}
+     * @param options the options
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v, AttentionOptions options) {
+        if (options == null) {
+            throw new InvalidArgumentException("options must not be null (use AttentionOptions.causalAttention())");
+        }
+        return OpCall.run("attention", null, options.keywords(), need(q, "q"), need(k, "k"), need(v, "v"));
+    }
+
+    /**
+     * {@link #attention(DeviceBuffer, DeviceBuffer, DeviceBuffer, AttentionOptions)} into {@code out}.
+     *
+     * @param q queries
+     * @param k keys
+     * @param v values
+     * @param options the options
+     * @param out the buffer to write the result into, shaped as {@code q}
+     * @return {@code out}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v, AttentionOptions options,
+                                         DeviceBuffer out) {
+        if (options == null) {
+            throw new InvalidArgumentException("options must not be null (use AttentionOptions.causalAttention())");
+        }
+        return OpCall.run("attention", need(out, "out"), options.keywords(), need(q, "q"), need(k, "k"),
+                          need(v, "v"));
+    }
+
+    // ---- end of attention (issue 28) ---------------------------------------------------------
+
     private static String needName(String name) {
         if (name == null) {
             throw new InvalidArgumentException("the op name must not be null");
