@@ -15,11 +15,45 @@ def attention(
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
+def decode_attention(
+        q: Buffer, k_cache: Buffer, v_cache: Buffer, lengths: Buffer, scale: Any = ..., return_lse: bool = ...,
+        out: Buffer | None = ..., lse_out: Any = ...,
+) -> 'Buffer | tuple[Buffer, Buffer]':
+    """Attention of the new tokens over a contiguous KV cache (flash decoding)."""
+
+def paged_decode_attention(
+        q: Buffer, k_pages: Buffer, v_pages: Buffer, page_table: Buffer, lengths: Buffer, scale: Any = ...,
+        return_lse: bool = ..., out: Buffer | None = ..., lse_out: Any = ...,
+) -> 'Buffer | tuple[Buffer, Buffer]':
+    """Attention of the new tokens over a paged KV cache (flash decoding)."""
+
+def kv_append(
+        k_cache: Buffer, v_cache: Buffer, k_new: Buffer, v_new: Buffer, positions: Buffer,
+) -> 'tuple[Buffer, Buffer]':
+    """Write new keys and values into a contiguous cache, in place: ``k_cache[b, positions[b] + t] =
+    k_new[b, t]`` (and v). k_new, v_new ``(batch, n_new, kv_heads, head_dim)`` or ``(batch,
+    kv_heads, head_dim)``; positions int32 ``(batch,)``; keys past max_len are dropped. Returns
+    ``(k_cache, v_cache)``."""
+
+def paged_kv_append(
+        k_pages: Buffer, v_pages: Buffer, k_new: Buffer, v_new: Buffer, page_table: Buffer, positions: Buffer,
+) -> 'tuple[Buffer, Buffer]':
+    """Write new keys and values into a paged cache, in place: sequence b's token t goes to key
+    ``positions[b] + t``, in page ``page_table[b, (positions[b] + t) // page_size]``; keys past
+    max_pages * page_size or on a page outside the pool are dropped. Returns ``(k_pages, v_pages)``."""
+
 def gemm(
         a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ...,
         trans_b: bool = ..., out_dtype: Any = ...,
 ) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
+
+def merge_attention_states(
+        o_a: Buffer, lse_a: Buffer, o_b: Buffer, lse_b: Buffer, out: Buffer | None = ..., lse_out: Any = ...,
+) -> 'tuple[Buffer, Buffer]':
+    """The attention over the union of two disjoint key sets from each set's result: o_a, o_b
+    ``(tokens, heads, head_dim)``, lse_a, lse_b float32 ``(tokens, heads)`` (natural log; -inf: the
+    set is empty for that row). Returns ``(o, lse)``, new buffers or ``out``/``lse_out``."""
 
 def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The sum of all elements, as a one-element Buffer (``out`` to reuse one) of NumPy's dtype for
@@ -40,4 +74,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['attention', 'axpy', 'gemm', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['attention', 'axpy', 'decode_attention', 'paged_decode_attention', 'kv_append', 'paged_kv_append', 'gemm', 'merge_attention_states', 'sum', 'max', 'scale', 'softmax', 'transpose']
