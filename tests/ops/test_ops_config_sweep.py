@@ -30,7 +30,8 @@ SHAPES = {("n",): [{"n": 100_003}, {"n": 37}],
           # decoding over a KV cache (and its append): two new tokens, GQA, a length no tile divides
           ("batch", "new", "keys", "heads", "kv_heads", "head_dim"): [
               {"batch": 3, "new": 2, "keys": 77, "heads": 6, "kv_heads": 2, "head_dim": 12}],
-          ("tokens", "heads", "head_dim"): [{"tokens": 37, "heads": 3, "head_dim": 13}]}
+          ("tokens", "heads", "head_dim"): [{"tokens": 37, "heads": 3, "head_dim": 13}],
+          ("batch", "seq", "heads", "head_dim"): [{"batch": 2, "seq": 37, "heads": 3, "head_dim": 13}]}
 # ops whose shapes are builds of their own (gemm_mma: VEC, 16-byte copies, where every leading
 # dimension is a multiple of 8): their configs take the shapes in turn, one build each (its largest
 # tiles take a minute to compile on PoCL); the others run every config at every shape

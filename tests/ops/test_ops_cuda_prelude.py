@@ -32,7 +32,8 @@ CALL_DEFINES = {"gemm": {"TRANS_A": (0, 1), "TRANS_B": (0, 1), "GRID_LOOP": (0, 
                 "softmax": {"SHFL": (1,)},
                 "attention": {"HD": (128, 64)},
                 **dict.fromkeys(("decode_attention", "paged_decode_attention", "kv_append", "paged_kv_append"),
-                                {"HD": (128,)})}
+                                {"HD": (128,)}),
+                "linear_attention": {"HD": (128,)}}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "static_assert", "alignof", "decltype", "asm",
             "volatile", "__launch_bounds__", "__align__", "__attribute__", "static_cast", "reinterpret_cast",
             "const_cast", "float", "double", "int", "uint", "unsigned", "char", "uchar", "short", "ushort", "long",

@@ -28,7 +28,8 @@ PROBLEMS = {("n",): {"n": 1000}, ("rows", "cols"): {"rows": 13, "cols": 70}, ("m
                 {"batch": 2, "seq_q": 13, "seq_k": 21, "heads": 4, "kv_heads": 2, "head_dim": 8},
             ("batch", "new", "keys", "heads", "kv_heads", "head_dim"):
                 {"batch": 2, "new": 1, "keys": 40, "heads": 4, "kv_heads": 2, "head_dim": 8},
-            ("tokens", "heads", "head_dim"): {"tokens": 13, "heads": 3, "head_dim": 8}}
+            ("tokens", "heads", "head_dim"): {"tokens": 13, "heads": 3, "head_dim": 8},
+            ("batch", "seq", "heads", "head_dim"): {"batch": 2, "seq": 13, "heads": 3, "head_dim": 8}}
 CASES = [(name, dt, flags) for name, spec in OPS.items() for dt in spec.dtypes for flags in spec.variant_sets()]
 
 

@@ -48,6 +48,18 @@ def gemm(
 ) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
 
+def linear_attention(
+        q: Buffer, k: Buffer, v: Buffer, causal: bool = ..., feature_map: Any = ..., chunk: Any = ..., state: Any = ...,
+        return_state: bool = ..., out: Buffer | None = ...,
+) -> 'Buffer | tuple[Buffer, Buffer]':
+    """Linear attention ``o_i = phi(q_i) . sum_j phi(k_j) v_j^T / phi(q_i) . sum_j phi(k_j)`` (j <= i
+    when ``causal``) on ``(batch, seq, heads, head_dim)`` q, k, v; ``feature_map``: "elu1" (elu(x) + 1),
+    "relu" or "identity" (a zero denominator gives 0). ``chunk``: tokens per chunk of the causal scan
+    (4 to 64, a power of two; None: the tuned one). ``state``: float32 ``(batch, heads, head_dim,
+    head_dim + 1)`` (S, then z as the last column): the sums of earlier keys, continued from and
+    updated in place (a recurrent decode step: a call per token, O(1) work each). ``return_state``:
+    also return the state (a new buffer when none is given). Returns o (and the state)."""
+
 def merge_attention_states(
         o_a: Buffer, lse_a: Buffer, o_b: Buffer, lse_b: Buffer, out: Buffer | None = ..., lse_out: Any = ...,
 ) -> 'tuple[Buffer, Buffer]':
@@ -74,4 +86,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['attention', 'axpy', 'decode_attention', 'paged_decode_attention', 'kv_append', 'paged_kv_append', 'gemm', 'merge_attention_states', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['attention', 'axpy', 'decode_attention', 'paged_decode_attention', 'kv_append', 'paged_kv_append', 'gemm', 'linear_attention', 'merge_attention_states', 'sum', 'max', 'scale', 'softmax', 'transpose']
