@@ -83,6 +83,8 @@ def run(fn, args: tuple, jobjs: tuple, jout):
         result = fn(*args, out=out)
         if result is out:
             return _own(jout)
+    if isinstance(result, tuple):
+        return op_result(result, args, jobjs, None, None)
     if args and result is args[-1] and type(jobjs[-1]) is BufferHandle:  # an op updating its last argument (axpy)
         return _own(jobjs[-1])
     return op_result(result, args, jobjs, None, None)
@@ -93,6 +95,10 @@ def op_result(result, args, jobjs, out, jout):
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
     if result is None:
         return None
+    if isinstance(result, tuple) and result and all(isinstance(r, Buffer) for r in result):
+        # an op returning several buffers (kv_append's caches, merge_attention_states' o and lse):
+        # Java gets the first; its typed Ops methods pass the others in (lse_out=, state=)
+        result = result[0]
     if not isinstance(result, Buffer):
         raise InvalidArgumentError(f"the op returned a {type(result).__name__}; the Java API carries one buffer")
     if result is out:

@@ -133,4 +133,105 @@ class AttentionTest {
             assertTrue(e.getMessage().contains("kv heads must divide"), e.getMessage());
         }
     }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void appendThenDecodeContiguousAndPagedAndMerge(Device dev) {
+        Random r = new Random();
+        int b = 2, len = 16, h = 4, kvh = 2, d = 8;
+        float[] ks = random(r, b * len * kvh * d), vs = random(r, b * len * kvh * d), qs = random(r, b * h * d);
+        float[] kn = random(r, b * kvh * d), vn = random(r, b * kvh * d);
+        int[] pos = {5, 11};
+        for (int bb = 0; bb < b; bb++) {   // the appended keys, in the Java copy too
+            System.arraycopy(kn, bb * kvh * d, ks, (bb * len + pos[bb]) * kvh * d, kvh * d);
+            System.arraycopy(vn, bb * kvh * d, vs, (bb * len + pos[bb]) * kvh * d, kvh * d);
+        }
+        double[] want = new double[qs.length];
+        for (int bb = 0; bb < b; bb++) {   // one new token at position pos: keys 0..pos
+            attend(qs, ks, vs, bb, bb * len, 1, pos[bb] + 1, h, kvh, d, true, 1 / Math.sqrt(d), want, null, 0, 0);
+        }
+        try (DeviceBuffer kc = dev.allocate(DType.FLOAT32, b, len, kvh, d); DeviceBuffer vc = dev.allocate(DType.FLOAT32, b, len, kvh, d);
+             DeviceBuffer knb = dev.fromArray(kn, b, kvh, d); DeviceBuffer vnb = dev.fromArray(vn, b, kvh, d);
+             DeviceBuffer q = dev.fromArray(qs, b, h, d); DeviceBuffer p = dev.fromArray(pos, b);
+             DeviceBuffer lengths = dev.fromArray(new int[] {pos[0] + 1, pos[1] + 1}, b);
+             DeviceBuffer table = dev.fromArray(new int[] {1, 0}, b, 1)) {
+            kc.copyFrom(ks);
+            vc.copyFrom(vs);
+            Ops.kvAppend(kc, vc, knb, vnb, p);
+            assertArrayEquals(ks, kc.toFloatArray());
+            try (DeviceBuffer o = Ops.decodeAttention(q, kc, vc, lengths)) {
+                close(want, o.toFloatArray(), 1e-5);
+            }
+            // the same caches as pages of 16 keys: sequence 0 in page 1, sequence 1 in page 0
+            int per = len * kvh * d;
+            float[] kps = new float[ks.length], vps = new float[vs.length];
+            System.arraycopy(ks, 0, kps, per, per);
+            System.arraycopy(ks, per, kps, 0, per);
+            System.arraycopy(vs, 0, vps, per, per);
+            System.arraycopy(vs, per, vps, 0, per);
+            try (DeviceBuffer kp = dev.fromArray(kps, b, len, kvh, d); DeviceBuffer vp = dev.fromArray(vps, b, len, kvh, d);
+                 DeviceBuffer o = Ops.pagedDecodeAttention(q, kp, vp, table, lengths)) {
+                close(want, o.toFloatArray(), 1e-5);
+                Ops.pagedKvAppend(kp, vp, vnb, knb, table, p);   // (swapped: the pages now hold them so)
+                float[] got = kp.toFloatArray();
+                for (int e = 0; e < kvh * d; e++) {
+                    assertEquals(vn[e], got[per + pos[0] * kvh * d + e]);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("io.isthmus.Attached#devices")
+    void mergeAndLinearAttention(Device dev) {
+        Random r = new Random();
+        int t = 3, h = 2, d = 5;
+        float[] oa = random(r, t * h * d), ob = random(r, t * h * d), la = random(r, t * h), lb = random(r, t * h);
+        double[] want = new double[oa.length];
+        double[] wantLse = new double[la.length];
+        for (int i = 0; i < t * h; i++) {
+            double m = Math.max(la[i], lb[i]), wa = Math.exp(la[i] - m), wb = Math.exp(lb[i] - m);
+            wantLse[i] = m + Math.log(wa + wb);
+            for (int e = 0; e < d; e++) {
+                want[i * d + e] = (wa * oa[i * d + e] + wb * ob[i * d + e]) / (wa + wb);
+            }
+        }
+        try (DeviceBuffer a = dev.fromArray(oa, t, h, d); DeviceBuffer b = dev.fromArray(ob, t, h, d);
+             DeviceBuffer sa = dev.fromArray(la, t, h); DeviceBuffer sb = dev.fromArray(lb, t, h);
+             DeviceBuffer out = dev.allocate(DType.FLOAT32, t, h, d); DeviceBuffer lse = dev.allocate(DType.FLOAT32, t, h)) {
+            assertSame(out, Ops.mergeAttentionStates(a, sa, b, sb, out, lse));
+            close(want, out.toFloatArray(), 1e-5);
+            close(wantLse, lse.toFloatArray(), 1e-5);
+        }
+        // linear attention, relu, causal: o_i = sum_{j<=i} (q_i.k_j) v_j / sum_{j<=i} q_i.k_j (positive inputs)
+        int s = 6;
+        d = 4;
+        float[] qs = new float[s * d], ks = new float[s * d], vs = random(r, s * d);
+        for (int i = 0; i < s * d; i++) {
+            qs[i] = r.nextFloat() + 0.1f;
+            ks[i] = r.nextFloat() + 0.1f;
+        }
+        double[] lin = new double[s * d];
+        for (int i = 0; i < s; i++) {
+            double den = 0;
+            double[] num = new double[d];
+            for (int j = 0; j <= i; j++) {
+                double w = 0;
+                for (int e = 0; e < d; e++) {
+                    w += (double) qs[i * d + e] * ks[j * d + e];
+                }
+                den += w;
+                for (int e = 0; e < d; e++) {
+                    num[e] += w * vs[j * d + e];
+                }
+            }
+            for (int e = 0; e < d; e++) {
+                lin[i * d + e] = num[e] / den;
+            }
+        }
+        try (DeviceBuffer q = dev.fromArray(qs, 1, s, 1, d); DeviceBuffer k = dev.fromArray(ks, 1, s, 1, d);
+             DeviceBuffer v = dev.fromArray(vs, 1, s, 1, d); DeviceBuffer o = Ops.linearAttention(q, k, v, true, "relu", null)) {
+            close(lin, o.toFloatArray(), 1e-5);
+        }
+    }
 }
