@@ -18,7 +18,7 @@ from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes, Tunable, sample
 
-MAX_HEAD_DIM = 256  # the accumulators a work-item holds (attention.cl: HD)
+MAX_HEAD_DIM = 256  # the accumulators a work-item holds (attention.cl: HD); the restrictions' min(head_dim, 256)
 _F32 = lookup("float32")
 _I32 = lookup("int32")
 
@@ -37,7 +37,7 @@ SPEC = OpSpec(
     name="attention", source="attention.cl", entries=("attention",), dtypes=("float32", "float16", "bfloat16"),
     tunables=(Tunable("BQ", (8, 16, 32, 64, 128), 64), Tunable("BKT", (4, 8, 16, 32, 64), 16)),
     problem=("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"),
-    restrictions=("BQ <= max_work_group_size", "2 * BKT * head_dim * acc_size <= local_mem_size"),
+    restrictions=("BQ <= max_work_group_size", "2 * BKT * min(head_dim, 256) * acc_size <= local_mem_size"),
     cpu_defaults=(("BQ", 16), ("BKT", 32)),
     rule=rule,
 )

@@ -48,7 +48,8 @@ SPEC = OpSpec(
               Tunable("SPLITS", _SPLITS, 1)),
     problem=("batch", "new", "keys", "heads", "kv_heads", "head_dim"),
     restrictions=("WG <= max_work_group_size", "RB <= WG",
-                  "(RB * head_dim + RB * WG + WG * (head_dim + 1) + 3 * RB) * acc_size <= local_mem_size"),
+                  "(RB * min(head_dim, 256) + RB * WG + WG * (min(head_dim, 256) + 1) + 3 * RB) * acc_size "
+                  "<= local_mem_size"),
     cpu_defaults=(("WG", 32),),
     rule=rule,
 )

@@ -32,7 +32,7 @@ SPEC = OpSpec(
     dtypes=("float32", "float16", "bfloat16"),
     tunables=(Tunable("WG", (8, 16, 32, 64, 128, 256), 64), Tunable("C", _CHUNKS, 16)),
     problem=("batch", "seq", "heads", "head_dim"),
-    restrictions=("WG <= max_work_group_size", "(2 * C * head_dim + C * C + C + head_dim) * acc_size <= local_mem_size"),
+    restrictions=("WG <= max_work_group_size", "(2 * C * min(head_dim, 256) + C * C + C + min(head_dim, 256)) * acc_size <= local_mem_size"),
     cpu_defaults=(("WG", 32),),
     rule=rule,
 )
