@@ -33,7 +33,11 @@ CALL_DEFINES = {"gemm": {"TRANS_A": (0, 1), "TRANS_B": (0, 1), "GRID_LOOP": (0, 
                 "rope": {"POS": ("int", "long"), "INTERLEAVED": (0, 1)}, "gelu_mul": {"ACT": (1, 2)},
                 "embedding": {"ID": ("int", "long")},
                 "cross_entropy": {"GRAD": (0, 1), "TI": ("int", "long")},
-                "fused_linear_cross_entropy": {"GRAD": (0, 1), "TI": ("int", "long")}}
+                "fused_linear_cross_entropy": {"GRAD": (0, 1), "TI": ("int", "long")},
+                "attention": {"HD": (128, 64)},
+                **dict.fromkeys(("decode_attention", "paged_decode_attention", "kv_append", "paged_kv_append"),
+                                {"HD": (128,)}),
+                "linear_attention": {"HD": (128,)}}
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "static_assert", "alignof", "decltype", "asm",
             "volatile", "__launch_bounds__", "__align__", "__attribute__", "static_cast", "reinterpret_cast",
             "const_cast", "float", "double", "int", "uint", "unsigned", "char", "uchar", "short", "ushort", "long",
@@ -54,7 +58,8 @@ def _builds(spec):
     variants = [base] + [{**base, k: v} for k, vs in decided.items() for v in vs[1:]]
     for dtype in spec.dtypes:
         dt = lookup(dtype)
-        for params in covering(spec, _Cuda(), {p: 1000 for p in spec.problem}, dt):
+        # (a head_dim of 1000 fits no attention config's local memory: attention heads are 64-256 wide)
+        for params in covering(spec, _Cuda(), {p: 128 if p == "head_dim" else 1000 for p in spec.problem}, dt):
             for v in variants:
                 yield dtype, {**params, **v}
 

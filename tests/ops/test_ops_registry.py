@@ -11,7 +11,7 @@ from isthmus import knobs, ops
 from isthmus.ops import docs, registry
 from isthmus.ops.spec import OpSpec
 from isthmus.ops.spec import Launch, Output, Scalar, Sizes, Tensor, Tunable, sample
-from isthmus.ops.workloads import standard, workload
+from isthmus.ops.workloads import host_result, standard, workload
 
 def _cases(specs):
     """(spec, dtype, odd problem) for every dtype of every spec: the odd problems are the spec's own
@@ -34,8 +34,9 @@ def _check_sample(dev, rng, spec, dtype, problem):
     p = dict(problem)
     host = spec.inputs(p, np.dtype(isthmus.dtypes.lookup(dtype).np), rng)
     ref = spec.sample_expect(*host, exact=True)
-    results = [spec.sample_call(*[dev.asarray(h) for h in host]).to_numpy()]
-    if spec.has_out:
+    results = [host_result(spec.sample_call(*[dev.asarray(h) for h in host]))]
+    # (an op returning several buffers, read concatenated, takes no single poisoned out=)
+    if spec.has_out and ref.ndim == len(host[0].shape):
         out = dev.asarray(np.full(ref.shape, 7, ref.dtype))  # poisoned
         results.append(spec.sample_call(*[dev.asarray(h) for h in host], out=out).to_numpy())
     for out in results:
@@ -64,7 +65,7 @@ def test_the_registry_finds_every_spec_file_and_ops_exposes_each_library_op():
                                                             "scale"}
     assert registry.get("gemm_mma") is not None and "gemm_mma" not in registry.OPS  # a family of gemm
     assert names[:len(registry.OPS)] == list(registry.OPS)
-    with pytest.raises(isthmus.InvalidArgumentError, match="the library has axpy"):
+    with pytest.raises(isthmus.InvalidArgumentError, match="the library has .*axpy"):
         registry.library_op("nope")
 
 
@@ -105,7 +106,7 @@ def test_registry_op_is_the_op_table_library_ops_and_users_registered_ones(dev, 
     for name, spec in registry.OPS.items():
         assert registry.op(name) is spec
     for internal in ("gemm_mma", "nope"):
-        with pytest.raises(isthmus.InvalidArgumentError, match="no op .*the library has axpy"):
+        with pytest.raises(isthmus.InvalidArgumentError, match="no op .*the library has .*axpy"):
             registry.op(internal)
 
     def halve(x, out=None):

@@ -23,7 +23,13 @@ from isthmus.tune.runner import Measure
 from isthmus.tune.storage import Key, code_of
 
 # small, odd problems of each vocabulary (gemm's: several tiles, K not a multiple of a K-step)
-PROBLEMS = {("n",): {"n": 1000}, ("rows", "cols"): {"rows": 13, "cols": 70}, ("m", "n", "k"): {"m": 33, "n": 40, "k": 24}}
+PROBLEMS = {("n",): {"n": 1000}, ("rows", "cols"): {"rows": 13, "cols": 70}, ("m", "n", "k"): {"m": 33, "n": 40, "k": 24},
+            ("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"):
+                {"batch": 2, "seq_q": 13, "seq_k": 21, "heads": 4, "kv_heads": 2, "head_dim": 8},
+            ("batch", "new", "keys", "heads", "kv_heads", "head_dim"):
+                {"batch": 2, "new": 1, "keys": 40, "heads": 4, "kv_heads": 2, "head_dim": 8},
+            ("tokens", "heads", "head_dim"): {"tokens": 13, "heads": 3, "head_dim": 8},
+            ("batch", "seq", "heads", "head_dim"): {"batch": 2, "seq": 13, "heads": 3, "head_dim": 8}}
 CASES = [(name, dt, flags) for name, spec in OPS.items() for dt in spec.dtypes for flags in spec.variant_sets()]
 
 
@@ -38,7 +44,7 @@ def _launch(dev, spec, problem: dict, dt, flags: dict, rng) -> list:
     with recording(dev) as rec:
         out = spec.sample_call(*args, **flags)
     dev.synchronize()
-    for b in {id(b): b for b in (*args, out)}.values():
+    for b in {id(b): b for b in (*args, *(out if isinstance(out, tuple) else (out,)))}.values():
         b.close()
     assert rec.launches, f"{spec.name} launched nothing"
     # the op's own kernels (an op built on others, fused_linear_cross_entropy on gemm, launches theirs

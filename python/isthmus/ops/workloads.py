@@ -106,3 +106,14 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     ref64 = ref.astype(np.float64)
     denom = np.linalg.norm(ref64.ravel()) or 1.0
     return float(np.linalg.norm((out.astype(np.float64) - ref64).ravel()) / denom)
+
+
+def host_result(out) -> np.ndarray:
+    """An op's result on the host: a Buffer's values; an op that returns several buffers (kv_append's
+    caches, merge_attention_states' output and lse) their values raveled and concatenated in the
+    first one's dtype, as its spec's reference gives them."""
+    if isinstance(out, tuple):
+        first = out[0].to_numpy()
+        return np.concatenate([first.ravel(), *(o.to_numpy().astype(first.dtype).ravel() for o in out[1:])])
+    return out.to_numpy()
+

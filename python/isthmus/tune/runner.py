@@ -25,6 +25,7 @@ from ..errors import CompileError
 from ..graph import Graph
 from ..measure import device_times
 from ..ops.resolve import default_config
+from ..ops.workloads import host_result
 from . import strategies
 from .space import Config, Space
 from .strategies import BudgetExhausted
@@ -98,7 +99,7 @@ class Bench:
     def _run(self, params: dict, args: tuple, read: bool = False):
         """The target run once with ``params`` (its result on the host when ``read``)."""
         out = self.target.run(params, args)
-        got = out.to_numpy() if read else out
+        got = host_result(out) if read else out
         if isinstance(out, Buffer) and all(out is not a for a in args):
             out.close()  # released once the queued work is done
         return got

@@ -833,6 +833,159 @@ public final class Ops {
         return OpCall.run(needName(name), need(out, "out"), null, args == null ? new Object[0] : args);
     }
 
+    // ---- attention (issue 28) ----------------------------------------------------------------
+
+    /**
+     * Causal softmax attention (flash prefill), {@code isthmus.ops.attention(q, k, v)}.
+     *
+     * @param q queries {@code (batch, seq_q, heads, head_dim)}
+     * @param k keys {@code (batch, seq_k, kv_heads, head_dim)}, kv_heads dividing heads
+     * @param v values, shaped as {@code k}
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v) {
+        return OpCall.run("attention", null, null, need(q, "q"), need(k, "k"), need(v, "v"));
+    }
+
+    /**
+     * Softmax attention with options (mask, scale, window, softcap, variable lengths, log-sum-exp).
+     *
+     * @param q queries {@code (batch, seq_q, heads, head_dim)} ({@code (total_q, heads, head_dim)} with seqlens)
+     * @param k keys {@code (batch, seq_k, kv_heads, head_dim)}
+     * @param v values, shaped as {@code k}
+     * @param options the options
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v, AttentionOptions options) {
+        if (options == null) {
+            throw new InvalidArgumentException("options must not be null (use AttentionOptions.causalAttention())");
+        }
+        return OpCall.run("attention", null, options.keywords(), need(q, "q"), need(k, "k"), need(v, "v"));
+    }
+
+    /**
+     * {@link #attention(DeviceBuffer, DeviceBuffer, DeviceBuffer, AttentionOptions)} into {@code out}.
+     *
+     * @param q queries
+     * @param k keys
+     * @param v values
+     * @param options the options
+     * @param out the buffer to write the result into, shaped as {@code q}
+     * @return {@code out}
+     */
+    public static DeviceBuffer attention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v, AttentionOptions options,
+                                         DeviceBuffer out) {
+        if (options == null) {
+            throw new InvalidArgumentException("options must not be null (use AttentionOptions.causalAttention())");
+        }
+        return OpCall.run("attention", need(out, "out"), options.keywords(), need(q, "q"), need(k, "k"),
+                          need(v, "v"));
+    }
+
+    /**
+     * Attention of the new tokens over a contiguous KV cache (flash decoding), {@code isthmus.ops.decode_attention}.
+     *
+     * @param q {@code (batch, heads, head_dim)} or {@code (batch, n_new, heads, head_dim)}
+     * @param kCache {@code (batch, max_len, kv_heads, head_dim)}
+     * @param vCache shaped as {@code kCache}
+     * @param lengths int32 {@code (batch)}: the keys each sequence holds, the new tokens' included
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer decodeAttention(DeviceBuffer q, DeviceBuffer kCache, DeviceBuffer vCache,
+                                               DeviceBuffer lengths) {
+        return OpCall.run("decode_attention", null, null, need(q, "q"), need(kCache, "kCache"), need(vCache, "vCache"),
+                          need(lengths, "lengths"));
+    }
+
+    /**
+     * Attention of the new tokens over a paged KV cache (flash decoding), {@code isthmus.ops.paged_decode_attention}.
+     *
+     * @param q {@code (batch, heads, head_dim)} or {@code (batch, n_new, heads, head_dim)}
+     * @param kPages {@code (num_pages, page_size, kv_heads, head_dim)}
+     * @param vPages shaped as {@code kPages}
+     * @param pageTable int32 {@code (batch, max_pages)}
+     * @param lengths int32 {@code (batch)}
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer pagedDecodeAttention(DeviceBuffer q, DeviceBuffer kPages, DeviceBuffer vPages,
+                                                    DeviceBuffer pageTable, DeviceBuffer lengths) {
+        return OpCall.run("paged_decode_attention", null, null, need(q, "q"), need(kPages, "kPages"),
+                          need(vPages, "vPages"), need(pageTable, "pageTable"), need(lengths, "lengths"));
+    }
+
+    /**
+     * Writes new keys and values into a contiguous cache, in place ({@code isthmus.ops.kv_append}).
+     *
+     * @param kCache {@code (batch, max_len, kv_heads, head_dim)}
+     * @param vCache shaped as {@code kCache}
+     * @param kNew {@code (batch, n_new, kv_heads, head_dim)} or {@code (batch, kv_heads, head_dim)}
+     * @param vNew shaped as {@code kNew}
+     * @param positions int32 {@code (batch)}: where each sequence's first new token goes
+     */
+    public static void kvAppend(DeviceBuffer kCache, DeviceBuffer vCache, DeviceBuffer kNew, DeviceBuffer vNew,
+                                DeviceBuffer positions) {
+        OpCall.run("kv_append", null, null, need(kCache, "kCache"), need(vCache, "vCache"), need(kNew, "kNew"),
+                   need(vNew, "vNew"), need(positions, "positions"));
+    }
+
+    /**
+     * Writes new keys and values into a paged cache, in place ({@code isthmus.ops.paged_kv_append}).
+     *
+     * @param kPages {@code (num_pages, page_size, kv_heads, head_dim)}
+     * @param vPages shaped as {@code kPages}
+     * @param kNew {@code (batch, n_new, kv_heads, head_dim)} or {@code (batch, kv_heads, head_dim)}
+     * @param vNew shaped as {@code kNew}
+     * @param pageTable int32 {@code (batch, max_pages)}
+     * @param positions int32 {@code (batch)}
+     */
+    public static void pagedKvAppend(DeviceBuffer kPages, DeviceBuffer vPages, DeviceBuffer kNew, DeviceBuffer vNew,
+                                     DeviceBuffer pageTable, DeviceBuffer positions) {
+        OpCall.run("paged_kv_append", null, null, need(kPages, "kPages"), need(vPages, "vPages"), need(kNew, "kNew"),
+                   need(vNew, "vNew"), need(pageTable, "pageTable"), need(positions, "positions"));
+    }
+
+    /**
+     * Merges two attention results over disjoint key sets ({@code isthmus.ops.merge_attention_states}).
+     *
+     * @param oA {@code (tokens, heads, head_dim)}
+     * @param lseA float32 {@code (tokens, heads)}, natural log
+     * @param oB shaped as {@code oA}
+     * @param lseB shaped as {@code lseA}
+     * @param out the merged output, shaped as {@code oA}
+     * @param lseOut the merged log-sum-exp, float32 {@code (tokens, heads)}
+     * @return {@code out}
+     */
+    public static DeviceBuffer mergeAttentionStates(DeviceBuffer oA, DeviceBuffer lseA, DeviceBuffer oB,
+                                                    DeviceBuffer lseB, DeviceBuffer out, DeviceBuffer lseOut) {
+        return OpCall.run("merge_attention_states", need(out, "out"), Map.of("lse_out", need(lseOut, "lseOut").handle()),
+                          need(oA, "oA"), need(lseA, "lseA"), need(oB, "oB"), need(lseB, "lseB"));
+    }
+
+    /**
+     * Linear attention ({@code isthmus.ops.linear_attention}).
+     *
+     * @param q {@code (batch, seq, heads, head_dim)}
+     * @param k shaped as {@code q}
+     * @param v shaped as {@code q}
+     * @param causal whether token i sees only keys j &lt;= i
+     * @param featureMap "elu1", "relu" or "identity"
+     * @param state float32 {@code (batch, heads, head_dim, head_dim + 1)} continued from and updated in
+     *              place, or {@code null}
+     * @return a new buffer shaped as {@code q}
+     */
+    public static DeviceBuffer linearAttention(DeviceBuffer q, DeviceBuffer k, DeviceBuffer v, boolean causal,
+                                               String featureMap, DeviceBuffer state) {
+        Map<String, Object> kw = new HashMap<>();
+        kw.put("causal", causal);
+        kw.put("feature_map", featureMap == null ? "elu1" : featureMap);
+        if (state != null) {
+            kw.put("state", state.handle());
+        }
+        return OpCall.run("linear_attention", null, kw, need(q, "q"), need(k, "k"), need(v, "v"));
+    }
+
+    // ---- end of attention (issue 28) ---------------------------------------------------------
+
     private static String needName(String name) {
         if (name == null) {
             throw new InvalidArgumentException("the op name must not be null");
