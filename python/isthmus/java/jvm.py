@@ -144,8 +144,9 @@ def start_in_host(standin: str) -> None:
             return
         if jpype.isJVMStarted():
             raise BackendUnavailableError("JPype already runs in this embedded Python; the runtime cannot join the JVM")
-        # interrupt=False: the JVM's host keeps its own SIGINT handling (exit 130, shutdown hooks)
-        jpype.startJVM(jvmpath=standin, classpath=[], convertStrings=False, interrupt=False)
+        # interrupt=True: JPype leaves the JVM's SIGINT and SIGTERM handling alone (shutdown hooks, exit 130 and
+        # 143); False would route both signals into this Python as KeyboardInterrupts
+        jpype.startJVM(jvmpath=standin, classpath=[], convertStrings=False, interrupt=True)
         try:
             _attach([])
         finally:

@@ -112,6 +112,12 @@ final class InProcess {
         }
     }
 
+    /** The home folder as Python's {@code expanduser} finds it ({@code HOME} first), where the record is. */
+    static String home() {
+        String home = System.getenv("HOME");
+        return home != null && !home.isBlank() ? home : System.getProperty("user.home");
+    }
+
     /** The interpreter named by the property, the environment, or the record; checked to exist. */
     static Path python() {
         String named = System.getProperty(PROPERTY);
@@ -121,7 +127,7 @@ final class InProcess {
             from = ENV;
         }
         if (named == null || named.isBlank()) {
-            Path record = Paths.get(System.getProperty("user.home"), ".isthmus", "python");
+            Path record = Paths.get(home(), ".isthmus", "python");
             try {
                 named = Files.readString(record).strip();
                 from = record.toString();
@@ -297,9 +303,9 @@ final class InProcess {
         static Path cacheFolder() {
             String dir = System.getenv("ISTHMUS_CACHE_DIR");
             if (dir != null && !dir.isBlank()) {
-                return Paths.get(dir.replaceFirst("^~", System.getProperty("user.home")), "hosted");
+                return Paths.get(dir.replaceFirst("^~", home()), "hosted");
             }
-            String home = System.getProperty("user.home");
+            String home = home();
             if (System.getProperty("os.name", "").startsWith("Mac")) {
                 return Paths.get(home, "Library", "Caches", "isthmus", "hosted");
             }
