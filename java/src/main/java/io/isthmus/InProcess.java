@@ -153,6 +153,20 @@ final class InProcess {
      */
     private static void checkClassPath(Description d) {
         ClassLoader system = ClassLoader.getSystemClassLoader();
+        Class<?> seen;
+        try {
+            seen = Class.forName(Isthmus.class.getName(), false, system);
+        } catch (ClassNotFoundException e) {
+            seen = null;
+        }
+        if (seen != Isthmus.class) {
+            throw new NotAttachedException("io.isthmus was loaded by " + Isthmus.class.getClassLoader() + ", not from "
+                    + "this JVM's class path, where JPype finds classes (a nested jar, as in a Spring Boot jar, or a "
+                    + "plugin class loader): put the isthmus jar and org.jpype.jar on the class path too (for a "
+                    + "Spring Boot jar: java -cp APP.jar:isthmus.jar:jpype-support.jar "
+                    + "org.springframework.boot.loader.launch.JarLauncher; for Spark: --driver-class-path and "
+                    + "spark.executor.extraClassPath), or run the application with `isthmus java`");
+        }
         URL probe = system.getResource(JPYPE_PROBE);
         String jar = d.one("jpype_jar");
         if (probe == null) {
@@ -171,18 +185,6 @@ final class InProcess {
             throw new NotAttachedException("the org.jpype classes on this JVM's class path (" + probe + ") are not "
                     + "those of the JPype " + d.one("jpype") + " installed with " + d.one("python") + " (" + jar
                     + "): run `isthmus maven-install` again and rebuild the application, or put " + jar + " on -cp");
-        }
-        Class<?> seen;
-        try {
-            seen = Class.forName(Isthmus.class.getName(), false, system);
-        } catch (ClassNotFoundException e) {
-            seen = null;
-        }
-        if (seen != Isthmus.class) {
-            throw new NotAttachedException("io.isthmus was loaded by " + Isthmus.class.getClassLoader() + ", not from "
-                    + "this JVM's class path, which is where JPype looks for classes (a nested jar or a plugin "
-                    + "class loader): put the isthmus jar and org.jpype.jar on the class path (-cp, "
-                    + "--driver-class-path), or run the application with `isthmus java`");
         }
     }
 
