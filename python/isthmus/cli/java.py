@@ -31,7 +31,25 @@ def maven_install(argv: list[str] | None = None) -> int:
     for path in written:
         print(f"  {path}", file=sys.stderr)
     print("tests run on the runtime through surefire's <jvm>: see `isthmus jvm-home`", file=sys.stderr)
+    _record_for_hosted_jvms()
     return 0
+
+
+def _record_for_hosted_jvms() -> None:
+    """Record this interpreter for JVMs that boot the runtime by themselves (JDK 22+, :mod:`..java.hosted`)
+    and prepare what they need; a Python that cannot be embedded is said in one line, not an error:
+    `isthmus java` and jvm-home still work with it."""
+    from ..java import hosted
+
+    try:
+        hosted.prepare()
+    except IsthmusError as exc:
+        print(f"note: JVMs started by their own host (JDK 22+) cannot boot isthmus from this Python: {exc}",
+              file=sys.stderr)
+        return
+    path = hosted.record()
+    print(f"JVMs started by their own host (JDK 22+) boot isthmus from {sys.executable} (recorded in {path}; "
+          "-Disthmus.python or ISTHMUS_PYTHON name another)", file=sys.stderr)
 
 
 def jvm_home(argv: list[str] | None = None) -> int:
@@ -47,4 +65,5 @@ def jvm_home(argv: list[str] | None = None) -> int:
         return 2
     print(home)
     print(f"{home / 'bin' / 'java'} runs `isthmus java` with {sys.executable}", file=sys.stderr)
+    _record_for_hosted_jvms()
     return 0

@@ -92,7 +92,6 @@ def started() -> bool:
 
 def start(classpath_entries=None, jvm_args=()) -> None:
     """Start the JVM (once) and attach the runtime; later calls with no new classpath return at once."""
-    global _runtime, _classpath, _after_application_hooks
     import jpype
 
     with _lock:
@@ -109,18 +108,49 @@ def start(classpath_entries=None, jvm_args=()) -> None:
                                           "(with its own classpath) to attach the runtime")
         jpype.startJVM(_OPEN_JAVA_LANG, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
                        classpath=wanted, convertStrings=False)
-        from .spi.proxy import mirror_java_errors
-        from .spi.runtime import Runtime
-
-        mirror_java_errors()
-        _register_conversion()
-        runtime = Runtime()
-        interop = jpype.JClass("io.isthmus.Interop")
-        interop.attach(runtime)
-        _runtime, _classpath = runtime, wanted
-        _after_application_hooks = bool(interop.orderShutdown())  # JPype's hook (the only one so far) last
-        _install_exit_hook()
+        # a JVM whose runtime Python started: io.isthmus never boots a second one into it (InProcess)
+        jpype.JClass("java.lang.System").setProperty("isthmus.host", "python")
+        _attach(wanted)
         atexit.register(shutdown)
+
+
+def _attach(classpath_entries: list[str]) -> None:
+    """Attach the runtime to the JVM JPype has just started (or joined), with the exit hook."""
+    global _runtime, _classpath, _after_application_hooks
+    import jpype
+
+    from .spi.proxy import mirror_java_errors
+    from .spi.runtime import Runtime
+
+    mirror_java_errors()
+    _register_conversion()
+    runtime = Runtime()
+    interop = jpype.JClass("io.isthmus.Interop")
+    interop.attach(runtime)
+    _runtime, _classpath = runtime, classpath_entries
+    _after_application_hooks = bool(interop.orderShutdown())  # JPype's hook last (see ShutdownOrder)
+    _install_exit_hook()
+
+
+def start_in_host(standin: str) -> None:
+    """Join the JVM that its own host started and that runs this embedded Python (io.isthmus.InProcess,
+    :mod:`.hosted`), through the native stand-in ``standin`` for libjvm, and attach the runtime. Call
+    on a Python thread the JVM has not seen. The process ends when the JVM exits: its exit hook runs
+    Python's exit handlers then, and nothing here shuts the JVM down."""
+    import jpype
+
+    with _lock:
+        if _runtime is not None:
+            return
+        if jpype.isJVMStarted():
+            raise BackendUnavailableError("JPype already runs in this embedded Python; the runtime cannot join the JVM")
+        # interrupt=True: JPype leaves the JVM's SIGINT and SIGTERM handling alone (shutdown hooks, exit 130 and
+        # 143); False would route both signals into this Python as KeyboardInterrupts
+        jpype.startJVM(jvmpath=standin, classpath=[], convertStrings=False, interrupt=True)
+        try:
+            _attach([])
+        finally:
+            jpype.JClass("java.lang.Thread").detach()  # this thread ends; the JVM keeps no record of it
 
 
 def exiting() -> bool:

@@ -24,6 +24,7 @@ from isthmus.errors import BackendUnavailableError
 from . import jvm
 
 GROUP, ARTIFACT = "io.isthmus", "isthmus"
+JPYPE_ARTIFACT = "jpype-support"  # org.jpype.jar of the installed JPype (not on Maven Central), by JPype's version
 SUFFIXES = (".jar", ".pom", "-sources.jar", "-javadoc.jar")
 
 
@@ -62,27 +63,66 @@ def artifact_files() -> dict[str, Path]:
 
 
 def install(repo: Path) -> list[Path]:
-    """Write the artifact into ``repo``; returns the files written."""
+    """Write the artifact into ``repo``, with JPype's support jar as the artifact
+    :data:`JPYPE_ARTIFACT` its pom depends on when this environment has JPype (a JVM started by
+    its own host needs it on the class path to boot the runtime: :mod:`.hosted`); returns the
+    files written."""
     files = artifact_files()
-    folder = repo.joinpath(*GROUP.split("."), ARTIFACT, __version__)
-    folder.mkdir(parents=True, exist_ok=True)
+    jpype = _jpype_support()
     written = []
-    for suffix, src in files.items():
-        dest = folder / f"{ARTIFACT}-{__version__}{suffix}"
-        _write_atomic(dest, src.read_bytes())
-        written.append(dest)
-    metadata = folder.parent / "maven-metadata-local.xml"
-    _write_atomic(metadata, _metadata(metadata, __version__).encode())
+    if jpype is not None:
+        jar, version = jpype
+        pom = (f'<?xml version="1.0" encoding="UTF-8"?>\n<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+               f"  <modelVersion>4.0.0</modelVersion>\n  <groupId>{GROUP}</groupId>\n"
+               f"  <artifactId>{JPYPE_ARTIFACT}</artifactId>\n  <version>{version}</version>\n"
+               f"  <description>org.jpype.jar of JPype {version}, installed by isthmus maven-install</description>\n"
+               "</project>\n")
+        written += _install_files(repo, JPYPE_ARTIFACT, version, {".jar": jar.read_bytes(), ".pom": pom.encode()})
+    data = {suffix: src.read_bytes() for suffix, src in files.items()}
+    if jpype is not None:
+        data[".pom"] = with_jpype_dependency(data[".pom"].decode(), jpype[1]).encode()
+    written += _install_files(repo, ARTIFACT, __version__, data)
     return written
 
 
-def _metadata(existing: Path, version: str) -> str:
+def _jpype_support() -> tuple[Path, str] | None:
+    from . import hosted
+
+    try:
+        return hosted.jpype_jar(), hosted.jpype_version()
+    except BackendUnavailableError:
+        return None
+
+
+def with_jpype_dependency(pom: str, version: str) -> str:
+    """The isthmus pom with a runtime dependency on JPype's support jar (:data:`JPYPE_ARTIFACT`)."""
+    dependency = (f"    <dependency>\n      <groupId>{GROUP}</groupId>\n      <artifactId>{JPYPE_ARTIFACT}</artifactId>\n"
+                  f"      <version>{version}</version>\n      <scope>runtime</scope>\n    </dependency>\n")
+    if "<dependencies>" in pom:
+        return pom.replace("<dependencies>\n", "<dependencies>\n" + dependency, 1)
+    return pom.replace("</project>", f"  <dependencies>\n{dependency}  </dependencies>\n</project>", 1)
+
+
+def _install_files(repo: Path, artifact: str, version: str, data: dict[str, bytes]) -> list[Path]:
+    folder = repo.joinpath(*GROUP.split("."), artifact, version)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix, content in data.items():
+        dest = folder / f"{artifact}-{version}{suffix}"
+        _write_atomic(dest, content)
+        written.append(dest)
+    metadata = folder.parent / "maven-metadata-local.xml"
+    _write_atomic(metadata, _metadata(metadata, artifact, version).encode())
+    return written
+
+
+def _metadata(existing: Path, artifact: str, version: str) -> str:
     """maven-metadata-local.xml listing ``version`` besides the versions already installed."""
     versions = set(re.findall(r"<version>([^<]+)</version>", existing.read_text())) if existing.is_file() else set()
     versions.add(version)
     listed = "".join(f"      <version>{v}</version>\n" for v in sorted(versions))
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<metadata>\n  <groupId>{GROUP}</groupId>\n'
-            f"  <artifactId>{ARTIFACT}</artifactId>\n  <versioning>\n    <release>{version}</release>\n"
+            f"  <artifactId>{artifact}</artifactId>\n  <versioning>\n    <release>{version}</release>\n"
             f"    <versions>\n{listed}    </versions>\n"
             f"    <lastUpdated>{time.strftime('%Y%m%d%H%M%S', time.gmtime())}</lastUpdated>\n"
             "  </versioning>\n</metadata>\n")

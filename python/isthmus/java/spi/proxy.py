@@ -95,9 +95,9 @@ def spi(fn):
     """Map every Python exception leaving an SPI method to its Java exception."""
     @functools.wraps(fn)
     def call(*args):
-        if _closed_by is not None:
-            _park()
         try:
+            if _closed_by is not None:
+                _park()  # its refusal, too, reaches Java typed (io.isthmus.IsthmusException)
             return fn(*args)
         except jpype.JException:
             raise

@@ -47,15 +47,22 @@ public final class Isthmus {
     }
 
     /**
-     * The attached runtime.
+     * The attached runtime. In a JVM that isthmus did not start ({@code java -jar}, a build tool's
+     * test JVM, Spring Boot, Spark), on JDK 22 or later, the first call boots the runtime in this
+     * process (once; concurrent callers wait for it) from the Python environment named by
+     * {@code -Disthmus.python=PATH} or {@code ISTHMUS_PYTHON}, else the one {@code isthmus
+     * maven-install} or {@code isthmus jvm-home} recorded; the class path must hold JPype's
+     * support classes (the {@code io.isthmus:jpype-support} dependency of the installed pom).
+     * {@code --enable-native-access=ALL-UNNAMED} keeps the JDK from warning about it.
      *
      * @return the runtime of this process
-     * @throws NotAttachedException if this JVM was not started by isthmus; the message says how to launch it
+     * @throws NotAttachedException if no runtime is attached and none can boot here (JDK 17-21, no
+     *         Python named, ...); the message says why and how to launch
      */
     public static Isthmus get() {
         Isthmus i = current;
         if (i == null) {
-            throw new NotAttachedException(HOW_TO_LAUNCH);
+            return InProcess.boot();
         }
         return i;
     }
@@ -63,6 +70,11 @@ public final class Isthmus {
     /** @return whether a runtime is attached to this JVM */
     public static boolean isAttached() {
         return current != null;
+    }
+
+    /** @return the attached runtime, or {@code null} (never boots one) */
+    static Isthmus attached() {
+        return current;
     }
 
     static void attach(Runtime runtime) {

@@ -4,8 +4,10 @@ import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Runs the shutdown hooks registered while the runtime attached (the bridge's own hook, which
@@ -29,7 +31,36 @@ final class ShutdownOrder {
     private static final int FIRST_FREE_SLOT = 3;
     private static final int SLOTS = 10;
 
+    /** Hooks {@link #defer()} leaves in place: the application's, when the runtime booted inside its JVM. */
+    private static volatile Set<Thread> keep = Set.of();
+
     private ShutdownOrder() {
+    }
+
+    /** @return the application hooks registered so far, empty when the JDK does not let this code see them */
+    static Set<Thread> applicationHooks() {
+        try {
+            Class<?> hooksClass = Class.forName("java.lang.ApplicationShutdownHooks");
+            Field field = hooksClass.getDeclaredField("hooks");
+            field.setAccessible(true);
+            synchronized (hooksClass) {
+                Map<?, ?> hooks = (Map<?, ?>) field.get(null);
+                Set<Thread> out = new HashSet<>();
+                if (hooks != null) {
+                    for (Object t : hooks.keySet()) {
+                        out.add((Thread) t);
+                    }
+                }
+                return out;
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return Set.of();
+        }
+    }
+
+    /** @param hooks hooks that {@link #defer()} must leave where they are (the application's own) */
+    static void keepInPlace(Set<Thread> hooks) {
+        keep = Set.copyOf(hooks);
     }
 
     /**
@@ -51,7 +82,9 @@ final class ShutdownOrder {
                 }
                 early = new ArrayList<>();
                 for (Object t : hooks.keySet()) {
-                    early.add((Thread) t);
+                    if (!keep.contains(t)) {
+                        early.add((Thread) t);
+                    }
                 }
             }
             add = Class.forName("java.lang.Shutdown").getDeclaredMethod("add", int.class, boolean.class,
