@@ -15,6 +15,33 @@ def attention(
 def axpy(a: float, x: Buffer, y: Buffer) -> Buffer:
     """y = a*x + y, in place; returns y."""
 
+def cross_entropy(
+        logits: Buffer, targets: Buffer, ignore_index: float = ..., label_smoothing: float = ..., reduction: Any = ...,
+        grad: bool = ..., z_loss: float = ..., *, grad_out: Any = ..., check_targets: bool = ...,
+        out: Buffer | None = ...,
+) -> Any:
+    """Softmax cross-entropy of each row of ``logits`` (``(..., C)``: rows of vocabulary width)
+    against ``targets`` (int32/int64 class indices, shaped as the rows) as
+    ``torch.nn.functional.cross_entropy``: rows whose target is ``ignore_index`` count for nothing,
+    ``label_smoothing`` as torch defines it, ``reduction`` "mean" (over the rows not ignored; NaN
+    when every row is), "sum" or "none" (a loss per row, shaped as ``targets``); plus ``z_loss *
+    lse**2`` per row (PaLM's and Liger's z-loss; lse the row's log-sum-exp). Float16 and bfloat16
+    logits are computed in float32."""
+
+def fused_linear_cross_entropy(
+        hidden: Buffer, weight: Buffer, targets: Buffer, bias: Any = ..., ignore_index: float = ...,
+        reduction: Any = ..., grad: bool = ..., label_smoothing: float = ..., z_loss: float = ..., *,
+        max_chunk_bytes: Any = ..., check_targets: bool = ..., grad_hidden: Any = ..., grad_weight: Any = ...,
+        grad_bias: Any = ..., out: Buffer | None = ...,
+) -> Any:
+    """The cross-entropy (:func:`cross_entropy`'s semantics) of the logits ``hidden @ weight.T (+ bias)``
+    (hidden ``(tokens, H)``, weight ``(V, H)``, bias ``(V,)``, targets ``(tokens,)``), and with
+    ``grad=True`` the gradients of hidden and weight (and bias), without the full ``(tokens, V)``
+    logits ever existing: the tokens run in chunks whose logits take at most ``max_chunk_bytes``
+    (default: the size of ``hidden``, at least 64 MiB); each chunk is one gemm, the loss and its
+    gradient in place over the chunk's logits, then ``grad_hidden[chunk] = dlogits @ weight`` and
+    ``grad_weight += dlogits.T @ hidden[chunk]``."""
+
 def decode_attention(
         q: Buffer, k_cache: Buffer, v_cache: Buffer, lengths: Buffer, scale: Any = ..., return_lse: bool = ...,
         out: Buffer | None = ..., lse_out: Any = ...,
@@ -42,11 +69,36 @@ def paged_kv_append(
     ``positions[b] + t``, in page ``page_table[b, (positions[b] + t) // page_size]``; keys past
     max_pages * page_size or on a page outside the pool are dropped. Returns ``(k_pages, v_pages)``."""
 
+def embedding(ids: Buffer, table: Buffer, out: Buffer | None = ..., check: bool = ...) -> Buffer:
+    """The rows of ``table`` (vocab, hidden) at ``ids`` (int32/int64, any shape), as a new Buffer
+    of shape ``ids.shape + (hidden,)`` or into ``out``. ``check``: read the kernel's out-of-range
+    flag after the launch (waits for the device) and raise InvalidArgumentError for an id outside
+    0 .. vocab-1 (whose rows were read clamped, never out of bounds); ``check=False`` inside
+    ``dev.capture()`` and where no wait is wanted."""
+
 def gemm(
         a: Buffer, b: Buffer, c: Buffer | None = ..., alpha: float = ..., beta: float = ..., *, trans_a: bool = ...,
         trans_b: bool = ..., out_dtype: Any = ...,
 ) -> Buffer:
     """Row-major C = alpha*op(A)@op(B) + beta*C; allocates C when not given; returns C."""
+
+def silu_mul(gate: Buffer, up: Any = ..., out: Buffer | None = ...) -> Buffer:
+    """SwiGLU: ``silu(gate) * up`` (silu(g) = g / (1 + exp(-g))), into a new Buffer or ``out``.
+    ``up=None``: ``gate`` is one gate_up buffer, its last dimension the gate's half then up's."""
+
+def gelu_mul(gate: Buffer, up: Any = ..., approximate: Any = ..., out: Buffer | None = ...) -> Buffer:
+    """GeGLU: ``gelu(gate) * up``, gelu's ``approximate`` form as torch's: ``"tanh"``
+    (0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))) or ``"none"`` (0.5 g (1 + erf(g / sqrt 2))).
+    ``up=None``: ``gate`` is one gate_up buffer (last dimension: gate's half, then up's)."""
+
+def layernorm(
+        x: Buffer, weight: Buffer | None = ..., bias: Buffer | None = ..., eps: float = ...,
+        residual: Buffer | None = ..., out: Buffer | None = ...,
+) -> Buffer:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension of x (any leading
+    dimensions; weight and bias have x.shape[-1] elements, each optional: the plain form without
+    them), the biased variance as torch's layer_norm, in float32 arithmetic for 16-bit dtypes,
+    rounded once; into a new Buffer or ``out`` (which may be x itself); returns it."""
 
 def linear_attention(
         q: Buffer, k: Buffer, v: Buffer, causal: bool = ..., feature_map: Any = ..., chunk: Any = ..., state: Any = ...,
@@ -75,6 +127,39 @@ def sum(x: Buffer, out: Buffer | None = ...) -> Buffer:
 def max(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The largest element, as a one-element Buffer of x's dtype (an empty x is an error)."""
 
+def rmsnorm(
+        x: Buffer, weight: Buffer, eps: float = ..., residual: Buffer | None = ..., offset: float = ...,
+        out: Buffer | None = ...,
+) -> Buffer:
+    """x / sqrt(mean(x^2) + eps) * (offset + weight) over the last dimension of x (any leading
+    dimensions; weight has x.shape[-1] elements), in float32 arithmetic for 16-bit dtypes, rounded
+    once; into a new Buffer or ``out`` (which may be x itself); returns it."""
+
+def rope(
+        x: Buffer, positions: Buffer, theta: float = ..., interleaved: bool = ..., rope_scaling: Any = ...,
+        rotary_dim: Any = ..., k: Any = ...,
+) -> Buffer:
+    """Rotary position embedding of ``x`` in place (and of ``k`` in the same launch: the q and k of
+    one attention layer, each with its own number of heads); returns ``x``."""
+
+def argmax(x: Buffer, out: Buffer | None = ...) -> Buffer:
+    """The index of the largest value of each row (the last dimension), as an int32 Buffer of
+    x's leading shape (``out`` to reuse one). As torch: NaN is the largest value, ties go to the
+    lowest index."""
+
+def top_k(x: Buffer, k: int, out: tuple[Buffer, Buffer] | None = ...) -> tuple[Buffer, Buffer]:
+    """The ``k`` largest values of each row (the last dimension) and their indices, as
+    ``(values, indices)``: Buffers of shape ``x.shape[:-1] + (k,)``, values in x's dtype sorted
+    largest first, indices int32 (``out=(values, indices)`` to reuse two). As torch.topk: NaN is
+    the largest value, ties go to the lowest index. 1 <= k <= min(row width, 1024)."""
+
+def sample(
+        logits: Buffer, temperature: float = ..., top_k: int = ..., top_p: float = ..., seed: int = ...,
+        offsets: int | Buffer = ..., out: Buffer | None = ...,
+) -> Buffer:
+    """One token per row of ``logits`` (the last dimension), drawn on the device, as an int32
+    Buffer of the leading shape (``out`` to reuse one)."""
+
 def scale(alpha: float, x: Buffer, out: Buffer | None = ...) -> Buffer:
     """out = alpha * x, into a new Buffer or ``out`` (which may be x itself); returns it."""
 
@@ -86,4 +171,4 @@ def transpose(x: Buffer, out: Buffer | None = ...) -> Buffer:
     """The transpose of a 2-D buffer, into a new Buffer or ``out`` (of shape (cols, rows), not x)."""
 
 
-__all__ = ['attention', 'axpy', 'decode_attention', 'paged_decode_attention', 'kv_append', 'paged_kv_append', 'gemm', 'linear_attention', 'merge_attention_states', 'sum', 'max', 'scale', 'softmax', 'transpose']
+__all__ = ['attention', 'axpy', 'cross_entropy', 'fused_linear_cross_entropy', 'decode_attention', 'paged_decode_attention', 'kv_append', 'paged_kv_append', 'embedding', 'gemm', 'silu_mul', 'gelu_mul', 'layernorm', 'linear_attention', 'merge_attention_states', 'sum', 'max', 'rmsnorm', 'rope', 'argmax', 'top_k', 'sample', 'scale', 'softmax', 'transpose']

@@ -43,7 +43,7 @@ def rule(buckets: dict, device, dt, params: dict | None = None) -> dict:
     """A row per work-group when there are enough rows to fill the device; else each row split
     into chunks of at least 4096 columns, up to 4 groups per compute unit in all."""
     rows, cols = buckets["rows"], buckets["cols"]
-    cu = max(1, getattr(device, "compute_units", 1) or 1)
+    cu = max(1, device.compute_units or 1)
     want = max(1, 4 * cu // rows) if device.kind != "cpu" else max(1, cu // rows)
     split = 1
     while split * 2 <= min(want, 64) and cols // (split * 2) >= 4096:
