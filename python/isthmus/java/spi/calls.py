@@ -47,9 +47,9 @@ def call(fn, jargs, jout, joptions):
     if jout is not None:
         out = kwargs["out"] = argument(jout)
     result = fn(*args, **kwargs)
-    if isinstance(result, tuple):  # several outputs: Java passes them all (top_k's out=(values, indices))
+    if isinstance(result, tuple) and out is None:  # several outputs, Java passed them all (top_k's out=(values, indices))
         given = [b for v in kwargs.values() for b in (v if isinstance(v, tuple) else (v,))]
-        if all(any(r is g for g in given) for r in result):
+        if all(r is None or any(r is g for g in given) for r in result):
             return None
     return op_result(result, args, jobjs, out, jout)
 
@@ -85,8 +85,8 @@ def op_result(result, args, jobjs, out, jout):
     an argument (Java hands back the caller's DeviceBuffer), else a new handle with shape and dtype."""
     if result is None:
         return None
-    if isinstance(result, tuple) and result and all(isinstance(r, Buffer) for r in result):
-        # an op returning several buffers (cross_entropy's gradient, kv_append's caches,
+    if isinstance(result, tuple) and result and isinstance(result[0], Buffer):
+        # an op returning several buffers (cross_entropy's gradients, None for an absent one; kv_append's caches,
         # merge_attention_states' o and lse): Java gets the first; its typed Ops methods pass the
         # buffers for the others in (gradOut, lse_out=, state=)
         result = result[0]
