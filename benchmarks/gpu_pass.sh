@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
 #   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...
-#   (stages: test quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
+#   (stages: test ops27 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 # Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
@@ -50,6 +50,10 @@ for stage in "$@"; do
     diag) timeout 120 python3 -m benchmarks cuda_launch_paths --out "$R" 2>&1 | tail -15
           timeout 120 python3 -m benchmarks cuda_alloc_paths --device $cuda --out "$R" 2>&1 | tail -20
           timeout 120 python3 -m benchmarks opencl_host_waits --device $ocl 2>&1 | tee "$R/opencl_host_waits.log" | tail -20 ;;
+    # issue 27/28's ops next to torch (and Liger, carried as a wheel in .device/whl) on CUDA
+    ops27) for m in norms pointwise losses attention; do
+             timeout ${OPS_S:-45} python3 -m benchmarks $m --device $cuda --rounds 3 --out "$R" 2>&1 | tail -25; done
+           timeout ${OPS_S:-45} python3 -m benchmarks sampling --device $cuda --out "$R" 2>&1 | tail -25 ;;
     quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
