@@ -9,7 +9,7 @@ import numpy as np
 from .devices import show as show_devices
 from ..device import device
 from ..measure import WallClock, interleaved, round_of, settled
-from ..ops.workloads import sizes_for, standard
+from ..ops.workloads import host_result, sizes_for, standard
 
 
 def main(device_id: str | None = None, quick: bool = False) -> int:
@@ -26,7 +26,7 @@ def main(device_id: str | None = None, quick: bool = False) -> int:
     failed = 0
     for w in standard(sizes_for(dev, quick)):
         args = w.make(dev)
-        result = w.call(*args).to_numpy()
+        result = host_result(w.call(*args))
         err = w.error(result)
         ok = err <= w.tolerance(np.float32)
         failed += not ok
