@@ -156,6 +156,17 @@ def test_a_signal_runs_the_shutdown_hooks_and_exits_with_its_status(app, tmp_pat
     _clean_exit(tmp_path, err)
 
 
+def test_a_thread_late_for_the_runtimes_step_parks_until_the_halt(app, tmp_path):
+    # a worker that the OS did not run during the runtime's step calls afterwards: JPype's hook, had it
+    # finished, would refuse it ("Proxy called during shutdown") or crash under it; "late" holds the JVM
+    # 2 s after that hook (a JPype post hook), so every worker calls then if the hook is let finish
+    code, out, err = _stop_when_ready([sys.executable, "-m", "isthmus.java", "-cp", str(app / "classes"),
+                                       "demo.Serve", "late"], signal.SIGTERM, tmp_path)
+    assert code == 143, err
+    assert "hook sum=6.0" in out.splitlines(), (out, err)
+    _clean_exit(tmp_path, err)
+
+
 def test_system_exit_from_a_worker_while_other_threads_call_the_runtime(app, tmp_path):
     r = subprocess.run([sys.executable, "-m", "isthmus.java", "-cp", str(app / "classes"), "demo.Serve", "exit"],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)

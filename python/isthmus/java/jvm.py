@@ -9,9 +9,14 @@ A shutdown the JVM starts itself (SIGTERM, SIGINT, SIGHUP, ``System.exit``) runs
 (:func:`_install_exit_hook`): the application's Java shutdown hooks, with the runtime usable;
 then, in JPype's own hook, the runtime's step: calls from Java into Python stop (a thread making
 one parks; the JVM halts next) and those under way finish, Python's exit handlers run, and
-JPype is told to leave its native tables alone; then JPype closes the bridge and the JVM exits
-with its status (143, 130, 129, or ``System.exit``'s). JPype's hook used to run among the
-application's, closing the bridge under threads still inside a call: SIGSEGV in ``_jpype.so``.
+JPype is told to leave its native tables alone; then the JVM halts with its status (143, 130,
+129, or ``System.exit``'s) while the runtime's step still holds JPype's hook, so JPype never
+closes the bridge under the application's threads. JPype's hook used to run among the
+application's, closing the bridge under threads still inside a call: SIGSEGV in ``_jpype.so``;
+and where it ran last but was let finish, a thread that the OS had not run during the step met
+the closed bridge: JPype's RuntimeException in that thread, or SIGSEGV when its call had already
+entered the bridge. Without ``--add-opens java.base/java.lang`` the hooks stay unordered and
+JPype's hook finishes as before (late calls are refused).
 """
 from __future__ import annotations
 
@@ -179,7 +184,13 @@ def _install_exit_hook() -> None:
        an IsthmusError instead, since it may come from an application hook the JVM waits for;
     2. Python's exit handlers run and the streams are flushed;
     3. JPype leaves its native tables in place (freeing them is pointless when the process ends,
-       and fatal to a thread that still touches them).
+       and fatal to a thread that still touches them);
+    4. where the hooks are ordered, the JVM halts right away (Interop.shutdownStepDone) and this
+       hook never returns into JPype's: JPype's hook would then refuse every later call from Java
+       (RuntimeException "Proxy called during shutdown" in an application thread the OS did not
+       run during steps 1-3) and mark the bridge stopped under a call already entering it, whose
+       failure JPype cannot convert (SIGSEGV, "Fatal error in exception handling"). A late call
+       parks in the gate until the halt, as in step 1.
 
     :func:`shutdown` removes the hook first, so an exit that Python starts runs its handlers once.
     (A SecurityManager could intercept System.exit instead, but it is deprecated for removal.)"""
@@ -208,6 +219,12 @@ def _install_exit_hook() -> None:
                     with suppress(Exception):  # a closed stream must not block the exit
                         stream.flush()
                 jpype.JClass("org.jpype.JPypeContext").freeResources = False
+                if _after_application_hooks:
+                    # 4. the JVM halts now, with its status, and this hook stays here: past it, JPype's own
+                    # hook would refuse every later call from Java (a RuntimeException in the application's
+                    # threads) and mark the bridge stopped under any call already entering it (SIGSEGV)
+                    jpype.JClass("io.isthmus.Interop").shutdownStepDone()
+                    threading.Event().wait()
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)

@@ -36,6 +36,16 @@ public final class Interop {
     }
 
     /**
+     * Says that the runtime's step of a JVM shutdown has ended (calls from Java into Python
+     * stopped, Python's exit handlers run): the JVM halts now, with its exit status, without
+     * waiting for the bridge's hook that called this, which then stays where it is (see
+     * {@link ShutdownOrder}). Only where {@link #orderShutdown()} moved the hooks.
+     */
+    public static void shutdownStepDone() {
+        ShutdownOrder.stepDone();
+    }
+
+    /**
      * Shuts down the runtime's executors (waiting up to {@code timeoutMillis}), releases queued
      * buffers and detaches the runtime; later calls get {@link NotAttachedException}.
      *

@@ -8,6 +8,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Runs the shutdown hooks registered while the runtime attached (the bridge's own hook, which
@@ -22,6 +24,16 @@ import java.util.Set;
  * bridge closes. Java orders nothing among hooks, so running some after the others is one of the
  * orders a JVM may choose.
  *
+ * <p>The bridge's hook ends with its own step: it refuses every later call from Java into Python
+ * (JPype's "Proxy called during shutdown" RuntimeException, thrown into the application's threads)
+ * and marks the bridge stopped, after which a call that had already entered it, waiting for the
+ * interpreter, fails inside the bridge: SIGSEGV (jp_javaframe.cpp, "Fatal error in exception
+ * handling"). Application threads keep running until the JVM halts, and one that the OS did not
+ * schedule during the runtime's step makes its next call after that step, so that end must never
+ * come: the runtime's step calls {@link #stepDone()} and stays inside the bridge's hook, and the
+ * moved hooks' runner stops waiting then, so the JVM halts (with its status) right away; a late
+ * call parks in the runtime's gate until the halt.
+ *
  * <p>The JDK offers no API for this: it takes {@code --add-opens java.base/java.lang=ALL-UNNAMED},
  * which the runtime passes to the JVM it starts. Without it nothing moves and {@link #defer()}
  * says so.
@@ -34,7 +46,15 @@ final class ShutdownOrder {
     /** Hooks {@link #defer()} leaves in place: the application's, when the runtime booted inside its JVM. */
     private static volatile Set<Thread> keep = Set.of();
 
+    /** Released by the runtime's step inside the bridge's hook ({@link #stepDone()}). */
+    private static final CountDownLatch STEP_DONE = new CountDownLatch(1);
+
     private ShutdownOrder() {
+    }
+
+    /** The runtime's step of the shutdown has ended: {@link #runAll} waits for no hook any longer. */
+    static void stepDone() {
+        STEP_DONE.countDown();
     }
 
     /** @return the application hooks registered so far, empty when the JDK does not let this code see them */
@@ -113,16 +133,21 @@ final class ShutdownOrder {
         return false;
     }
 
-    /** What the JVM does with application hooks: start them all, then wait for each. */
+    /**
+     * What the JVM does with application hooks: start them all, then wait for each; but once the
+     * runtime's step has ended ({@link #stepDone()}), the JVM halts next: the bridge's hook, which
+     * holds that step, never ends, and any other hook moved here is cut short by the halt.
+     */
     private static void runAll(List<Thread> hooks) {
         for (Thread t : hooks) {
             t.start();
         }
         for (Thread t : hooks) {
-            while (true) {
+            while (t.isAlive()) {
                 try {
-                    t.join();
-                    break;
+                    if (STEP_DONE.await(10, TimeUnit.MILLISECONDS)) {
+                        return;
+                    }
                 } catch (InterruptedException ignored) {
                     // the JVM's own loop ignores interrupts here too
                 }
