@@ -350,3 +350,43 @@ def test_cuda_eager_memo_refills_scratch_first_then_keeps_a_repeated_launch_prep
     assert len(made) == 2 and made[1].packed == [1] and made[1].launches == 2
     launcher.launch(kernel, (128,), l, [np.float32(1)])  # another grid: its own scratch
     assert len(made) == 3 and made[2].refills == [[1]]
+
+
+def test_cuda_none_for_a_buffer_is_a_null_pointer_whatever_the_launch_before():
+    """Without a GPU: an optional buffer left out (None) reaches the kernel as a null device pointer,
+    in a fresh parameter block, in a scratch block refilled after a launch that passed a buffer there,
+    and through set(); never the address of Python's None (an object cell), which the kernel would
+    read as a pointer (CUDA_ERROR_ILLEGAL_ADDRESS in the decode-attention and sampling ops)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from isthmus.backends import cuda
+    from isthmus.device import KernelState
+
+    seen = []
+
+    def launch_kernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        p = (ctypes.c_void_p * 2).from_address(params)
+        seen.append((ctypes.c_uint64.from_address(p[0]).value, ctypes.c_uint64.from_address(p[1]).value))
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel,
+                                                                     CUDADriverError=RuntimeError),
+                                              runtime=SimpleNamespace(getDevice=lambda: 0)))
+    dev = SimpleNamespace(_cp=cp, index=0, id="cuda:0", stream=SimpleNamespace(ptr=77), _launch_graphs=False)
+    launcher = object.__new__(cuda.CudaLauncher)
+    launcher.device, launcher._cp = dev, cp
+    launcher.grid = lambda k, g, l: ((g[0] // l[0],), l)
+    launcher.dynamic_shared = lambda k: 0
+    kernel = SimpleNamespace(native=SimpleNamespace(ptr=1), name="k", _types=(None, None), _backend=KernelState())
+    a, b = cuda._DevicePointer(0xA000), cuda._DevicePointer(0xB000)
+    launcher.launch(kernel, (64,), (64,), [a, b])      # the scratch block: a pointer in slot 1
+    launcher.launch(kernel, (64,), (64,), [a, None])   # refilled: slot 1 left out
+    launcher.launch(kernel, (64,), (64,), [b, None])   # first seen: the scratch again
+    launcher.launch(kernel, (64,), (64,), [b, None])   # second sighting: a fresh prepared block
+    assert seen == [(0xA000, 0xB000), (0xA000, 0), (0xB000, 0), (0xB000, 0)]
+    fresh = cuda._PreparedLaunch(launcher, kernel, (64,), (64,), [None, b])
+    fresh.launch()
+    fresh.set(1, None)
+    fresh.set(0, a)
+    fresh.launch()
+    assert seen[-2:] == [(0, 0xB000), (0xA000, 0)]

@@ -103,6 +103,8 @@ class CudaLauncher(Launcher):
             c = v.__class__
             if c is Buffer:
                 args[i] = v._arg or v._launch_arg()
+            elif v is None:  # an optional buffer left out: a null pointer (never the address of None)
+                args[i] = _NULL
             elif c is not types[i] and types[i] is not None:
                 args[i] = kernel._convert(i, v)
         # A launch seen again (same grid, same argument values) replays its own prepared launch
@@ -192,7 +194,8 @@ class _PreparedLaunch:
         grid, block = (grid + (1, 1))[:3], (block + (1, 1))[:3]
         self._dev = dev
         self._kernel = kernel
-        self._cells = [np.array([v], dtype=np.uint64 if v.__class__ is _DevicePointer else np.asarray(v).dtype)
+        self._cells = [np.array([0 if v is None else v],
+                                dtype=np.uint64 if v is None or v.__class__ is _DevicePointer else np.asarray(v).dtype)
                        for v in packed]
         self._params = (ctypes.c_void_p * max(1, len(packed)))(*[c.ctypes.data for c in self._cells])
         self._stream = dev.stream
@@ -245,11 +248,11 @@ class _PreparedLaunch:
         (a scratch launch that several threads share)."""
         with self._lock:
             for cell, v in zip(self._cells, packed):
-                cell[0] = v
+                cell[0] = 0 if v is None else v
             self.enqueue()
 
     def set(self, index: int, value) -> None:
-        self._cells[index][0] = value
+        self._cells[index][0] = 0 if value is None else value  # None: an optional buffer left out
         self._graph = None
         if self._calm > 0:
             self._calm = 0
