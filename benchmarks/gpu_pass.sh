@@ -29,7 +29,7 @@ for stage in "$@"; do
     # summary line; junit.xml holds every test's time
     # (SIGINT at the time limit: pytest still prints its summary and the failures so far)
     test) ISTHMUS_SKIP_PACKAGING="no network on the GPU machine to build a wheel" timeout -s INT -k 30 ${TEST_S:-480} python3 -m pytest tests -v -p no:cacheprovider \
-            -p no:benchmark -n ${TEST_WORKERS:-16} --timeout 180 -rfE --durations=40 --junitxml="$R/junit.xml" 2>&1 \
+            -p no:benchmark -n ${TEST_WORKERS:-16} --timeout 180 -rfE --durations=80 --junitxml="$R/junit.xml" 2>&1 \
             | tee "$R/pytest-gpu.log" | grep -v -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (PASSED|SKIPPED)' | tail -60
           echo "GPU PASS SUMMARY ($(python3 -c 'import isthmus; print("; ".join(f"{d.id} {d.name} [{d.platform[:40]}]" for d in isthmus.devices()))')):" \
                "$(grep -E '(passed|failed|errors?)\b.* in [0-9.]+s' "$R/pytest-gpu.log" | tail -1 | tr -d '=' | xargs || true)" \

@@ -271,8 +271,12 @@ void gemm(const int M, const int N, const int K,
     if (ntiles > 0) {
         FETCH(kbeg);
         STAGE(0);
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
+    /* unconditional (every work-item of the group reaches it): inside the if, PoCL 5.0's loopvec
+       work-group method miscompiled x @ W.T with split-K where fewer A quads than work-items are
+       staged (TM16 TN64 W2x4 TK16 KS8: wrong results changing from run to run, issue 26 item 7;
+       benchmarks/results/runs/2026-12-04-gemm-pocl5) */
+    barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < ntiles; ++t) {
         const int cur = t & 1;
         const int more = t + 1 < ntiles;

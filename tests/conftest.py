@@ -3,6 +3,7 @@ inputs each run and a private program cache."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -68,6 +69,31 @@ def tuning_db(tmp_path, monkeypatch):
     dbmod.reset()
 
 
+def _recorded_durations() -> list[tuple[re.Pattern, float]]:
+    """(node id pattern, seconds) of tests/slow_tests.txt: a ``*`` in a node id matches anything."""
+    path = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                seconds, nodeid = line.split(maxsplit=1)
+                rows.append((re.compile(re.escape(nodeid.strip()).replace(r"\*", ".*") + "$"), float(seconds)))
+    return rows
+
+
+def slowest_first(items: list) -> list:
+    """``items`` with the tests recorded slow first, longest first (the others after them, in their
+    order): pytest-xdist's load scheduling hands out tests in collection order, so the long ones start
+    at once on separate workers and the pass ends on short tests instead of waiting on a two-minute
+    test started last (issue 26 item 13: the GPU pass was cut at its limit with three such running)."""
+    rows = _recorded_durations()
+
+    def recorded(item) -> float:
+        return max((s for pattern, s in rows if pattern.match(item.nodeid)), default=0.0)
+
+    return sorted(items, key=lambda item: -recorded(item))  # stable: the rest keep their order
+
+
 def pytest_collection_modifyitems(config, items):
     # (no xdist_group markers: pytest-xdist 3.8 groups by a suffix to item._nodeid, which pytest 9
     # no longer reads, so `--dist loadgroup` spreads every test; a worker hosts its own JVM, and each
@@ -76,6 +102,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not GPU_IDS:
             item.add_marker(skip_gpu)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # in one process the file order keeps module fixtures shared
+        items[:] = slowest_first(items)
 
 
 @pytest.fixture

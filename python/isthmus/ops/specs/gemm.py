@@ -134,14 +134,6 @@ SPEC = OpSpec(
     problem=("m", "n", "k"),
     restrictions=("(TM // WPTM) * (TN // WPTN) <= max_work_group_size",
                   "TM % WPTM == 0 and TN % WPTN == 0",
-                  # CPU OpenCL (PoCL): every work-item stages as many quads (4 elements) of each tile.
-                  # In the one config where half a group sat out the A staging (TM16 TN64 W2x4 TK16: 64
-                  # quads, 128 work-items), x @ W.T on PoCL 5.0 (LLVM 16) gave wrong results that
-                  # changed from run to run (issue 26), every other config right; right on PoCL 3.1, and
-                  # the untransposed build on PoCL 5.0, CUDA and NVIDIA's OpenCL (where a config with
-                  # such a staging is tuned best for 64 x 16384 x 4096)
-                  "VARIANT > 1 or not is_cpu or ((TM * TK // 4) % ((TM // WPTM) * (TN // WPTN)) == 0"
-                  " and (TK * TN // 4) % ((TM // WPTM) * (TN // WPTN)) == 0)",
                   "VARIANT > 1 or 2 * (TK * (TM + 4) + TK * (TN + 4)) * acc_size <= local_mem_size",  # 2 buffers
                   "VARIANT != 3 or (RM * RN <= 32 and 32 * RW <= max_work_group_size"
                   " and RW * 32 * (RM * RN + 1) * acc_size <= local_mem_size)",
