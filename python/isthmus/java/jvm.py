@@ -16,7 +16,8 @@ application's, closing the bridge under threads still inside a call: SIGSEGV in 
 and where it ran last but was let finish, a thread that the OS had not run during the step met
 the closed bridge: JPype's RuntimeException in that thread, or SIGSEGV when its call had already
 entered the bridge. Without ``--add-opens java.base/java.lang`` the hooks stay unordered and
-JPype's hook finishes as before (late calls are refused).
+JPype's hook finishes as before (late calls are refused), held after its refusal flag until no call
+is inside the bridge (io.isthmus.BridgeDrain), so none meets the stopped bridge.
 """
 from __future__ import annotations
 
@@ -190,7 +191,9 @@ def _install_exit_hook() -> None:
        (RuntimeException "Proxy called during shutdown" in an application thread the OS did not
        run during steps 1-3) and mark the bridge stopped under a call already entering it, whose
        failure JPype cannot convert (SIGSEGV, "Fatal error in exception handling"). A late call
-       parks in the gate until the halt, as in step 1.
+       parks in the gate until the halt, as in step 1. Where the hooks are unordered this hook
+       returns, and Interop.drainBridgeAtShutdown holds JPype's hook after its refusal flag and
+       before it stops the bridge until no call is inside (io.isthmus.BridgeDrain).
 
     :func:`shutdown` removes the hook first, so an exit that Python starts runs its handlers once.
     (A SecurityManager could intercept System.exit instead, but it is deprecated for removal.)"""
@@ -225,6 +228,13 @@ def _install_exit_hook() -> None:
                     # threads) and mark the bridge stopped under any call already entering it (SIGSEGV)
                     jpype.JClass("io.isthmus.Interop").shutdownStepDone()
                     threading.Event().wait()
+                else:
+                    # 4'. unordered: this hook returns into JPype's, which refuses new calls, then interrupts
+                    # the live non-daemon threads, then marks the bridge stopped. A call that passed its
+                    # refusal check before it and waits for this interpreter would fail inside the stopped
+                    # bridge (SIGSEGV): the drain thread's interrupt(), run by JPype's hook between the two,
+                    # waits until no thread is inside a call (each meets the closed gate: a typed refusal)
+                    jpype.JClass("io.isthmus.Interop").drainBridgeAtShutdown(int(DRAIN_SECONDS * 1000))
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)

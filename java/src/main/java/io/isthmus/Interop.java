@@ -46,6 +46,21 @@ public final class Interop {
     }
 
     /**
+     * Where {@link #orderShutdown()} could not move the hooks: starts the thread that holds the
+     * bridge's hook, after it stops new calls from Java and before it marks the bridge stopped, until
+     * no thread is inside a call through the bridge (at most {@code timeoutMillis}); see
+     * {@link BridgeDrain}. Called by the runtime's step of a JVM shutdown, just before it returns.
+     *
+     * @param timeoutMillis the longest the bridge's hook is held
+     * @return the started thread (its {@code interrupt()} is the wait)
+     */
+    public static Thread drainBridgeAtShutdown(long timeoutMillis) {
+        BridgeDrain drain = new BridgeDrain(timeoutMillis, BridgeDrain.PROXY_CLASS);
+        drain.start();
+        return drain;
+    }
+
+    /**
      * Shuts down the runtime's executors (waiting up to {@code timeoutMillis}), releases queued
      * buffers and detaches the runtime; later calls get {@link NotAttachedException}.
      *
