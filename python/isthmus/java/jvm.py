@@ -211,8 +211,9 @@ def _install_exit_hook() -> None:
             _exiting.set()
             # first in line: a Python main thread that ends from now on leaves the exit status to the JVM
             atexit.register(wait_for_exit)
+            settled = False  # whether no call was left inside the gate's wait
             try:
-                proxy.close(DRAIN_SECONDS, park=_after_application_hooks)
+                settled = proxy.close(DRAIN_SECONDS, park=_after_application_hooks)
                 atexit.unregister(shutdown)  # the JVM is exiting by itself: nothing left to shut down
                 atexit.unregister(jpype._core._JTerminate)  # noqa: SLF001 - same reason
                 atexit._run_exitfuncs()  # noqa: SLF001 - (it also clears the handlers: wait_for_exit again)
@@ -234,7 +235,9 @@ def _install_exit_hook() -> None:
                     # refusal check before it and waits for this interpreter would fail inside the stopped
                     # bridge (SIGSEGV): the drain thread's interrupt(), run by JPype's hook between the two,
                     # waits until no thread is inside a call (each meets the closed gate: a typed refusal)
-                    jpype.JClass("io.isthmus.Interop").drainBridgeAtShutdown(int(DRAIN_SECONDS * 1000))
+                    # (a call still inside after the gate's own wait is stuck: the exit waits 1 s more, not 10)
+                    limit = DRAIN_SECONDS if settled else 1.0
+                    jpype.JClass("io.isthmus.Interop").drainBridgeAtShutdown(int(limit * 1000))
 
     _exit_hook = jpype.JClass("java.lang.Thread")(ExitHook(), "isthmus-exit")
     jpype.JClass("java.lang.Runtime").getRuntime().addShutdownHook(_exit_hook)
