@@ -27,8 +27,9 @@ for stage in "$@"; do
     # the whole suite in parallel (each xdist worker its own program cache, tests/conftest.py, and
     # its own hosted JVM), the packaging tests skipped (no network here to build a wheel), then one
     # summary line; junit.xml holds every test's time
-    # (SIGINT at the time limit: pytest still prints its summary and the failures so far)
-    test) ISTHMUS_SKIP_PACKAGING="no network on the GPU machine to build a wheel" timeout -s INT -k 30 ${TEST_S:-480} python3 -m pytest tests -v -p no:cacheprovider \
+    # (SIGINT at the time limit, TEST_S 330 s by default so that the summary comes back inside one device
+    # call: pytest still prints it and the failures so far; the tests of tests/slow_tests.txt start first)
+    test) ISTHMUS_SKIP_PACKAGING="no network on the GPU machine to build a wheel" timeout -s INT -k 20 ${TEST_S:-330} python3 -m pytest tests -v -p no:cacheprovider \
             -p no:benchmark -n ${TEST_WORKERS:-16} --timeout 180 -rfE --durations=80 --junitxml="$R/junit.xml" 2>&1 \
             | tee "$R/pytest-gpu.log" | grep -v -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (PASSED|SKIPPED)' | tail -60
           echo "GPU PASS SUMMARY ($(python3 -c 'import isthmus; print("; ".join(f"{d.id} {d.name} [{d.platform[:40]}]" for d in isthmus.devices()))')):" \
