@@ -35,3 +35,22 @@ def test_every_recorded_slow_test_is_a_test_of_the_suite():
         func = name.split("[")[0].rstrip("$")
         text = open(os.path.join(os.path.dirname(root), path), encoding="utf-8").read()
         assert f"def {func}(" in text, pattern.pattern
+
+
+def test_the_list_is_rewritten_from_a_passs_junit_xml(tmp_path):
+    from benchmarks.tools import slow_tests
+
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.ops.test_ops_softmax" name="test_validity_is_the_same_across_a_bucket" time="20.5"/>'
+        '<testcase classname="tests.tune.test_tune_targets_variants" '
+        'name="test_the_op_launches_what_the_tuner_stored[opencl:1-gemm-float32]" time="124.4"/>'
+        '<testcase classname="tests.core.test_dtypes" name="test_fast" time="0.1"/>'
+        "</testsuite></testsuites>")
+    out = tmp_path / "slow_tests.txt"
+    assert slow_tests.main([str(junit), "--out", str(out)]) == 0
+    rows = [line.split(maxsplit=1) for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert rows == [["124.40", "tests/tune/test_tune_targets_variants.py::test_the_op_launches_what_the_tuner_stored"
+                               "[opencl:1-gemm-float32]"],
+                    ["20.50", "tests/ops/test_ops_softmax.py::test_validity_is_the_same_across_a_bucket"]]
