@@ -178,3 +178,23 @@ def test_the_covering_set_holds_every_value_in_few_configs():
     assert {(k, v) for p in picked for k, v in p.items()} == {(k, v) for p in space for k, v in p.items()}
     assert len(picked) <= 12 < len(space) // 100
     assert {p["VARIANT"] for p in picked} == {0, 1, 3}
+
+
+def test_no_tiled_gemm_config_runs_a_group_of_fewer_than_32_work_items():
+    """A tuner's search never meets a config such as TM32 TN8 W8x8 TK32 (a group of 4 work-items):
+    PoCL took 106 s to compile it, so a random search on a CPU device spent two minutes there (the
+    slowest tests of the GPU pass, issue 26 item 13); no GPU or CPU runs such a group well, and the
+    rule and every tuned config use 32 work-items or more."""
+    class Cpu:
+        kind, max_work_group_size, local_mem_size, local_mem_optin, wgmma, compute_units = "cpu", 4096, 1 << 21, None, False, 16
+
+    class Gpu(Cpu):
+        kind, max_work_group_size, local_mem_size, compute_units = "gpu", 1024, 49152, 132
+
+    f32 = lookup("float32")
+    for dev in (Cpu(), Gpu()):
+        for fam in (G.SPEC, G.family_for(False, True)):
+            tiled = [p for p in fam.space(dev, {"m": 33, "n": 40, "k": 24}, f32) if p["VARIANT"] < 2]
+            assert tiled and min((p["TM"] // p["WPTM"]) * (p["TN"] // p["WPTN"]) for p in tiled) == 32
+            slow = {**fam.defaults(dev), "VARIANT": 1, "TM": 32, "TN": 8, "TK": 32, "WPTM": 8, "WPTN": 8, "KS": 8}
+            assert not fam.is_valid(slow, dev, {"m": 33, "n": 40, "k": 24}, f32)
