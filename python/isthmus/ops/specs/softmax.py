@@ -128,7 +128,8 @@ def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
 def softmax(x, out=None):
     """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself).
     As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
-    x = checks.buffer("softmax", "x", x, ndim=2)
+    if x.__class__ is not Buffer or x._dt is None or len(x.shape) != 2:  # (checks.buffer's quick test, inline)
+        x = checks.buffer("softmax", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     # in place (out is x's memory, views included) is fine: each item reads the elements it writes
     # before it writes them (split rows excepted: see _steps); a partial overlap (CUDA views) is not
