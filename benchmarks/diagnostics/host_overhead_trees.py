@@ -107,7 +107,8 @@ def main(argv=None) -> int:
             for tree in ((new, old) if i % 2 == 0 else (old, new)):
                 res = one(tree, backend, a.kind, caches[tree], a.calls, a.reps, a.clock, a.mode)
                 runs.setdefault((backend, tree), []).append(res)
-                print(f"{backend} {'new' if tree == new else 'old'} round {i}: {res['id']} {res['name']}", flush=True)
+                print(f"{backend} {'new' if tree == new else 'old'} round {i}: {res['id']} {res['name']} "
+                      f"{json.dumps(res['rows'])}", flush=True)  # (kept if a time limit stops the run)
     table = []
     for backend in a.backend:
         ops = list(runs[(backend, new)][0]["rows"])
