@@ -256,7 +256,9 @@ class Device:
         rec = self._recorder  # (inline, not _recording(): every reduction calls this)
         if rec is not None and rec.thread == threading.get_ident():
             return rec.temporary(self, nbytes, zeroed)
-        scratch = self._scratch(nbytes)
+        scratch = getattr(self._local, "scratch", None)  # (_scratch's hit, inline)
+        if scratch is None or scratch.nbytes < nbytes:
+            scratch = self._scratch(nbytes)
         if zeroed:
             self.allocator.zero(scratch._mem, nbytes)
         return scratch.arg
@@ -271,7 +273,7 @@ class Device:
         if rec is not None and rec.thread == threading.get_ident():
             return rec.workspace(self, nbytes)
         key = (owner, nbytes)
-        found = self._workspaces.get(key)
+        found = self._workspaces.table.get(key)  # (a hit, inline and not reordered: least recently made go first)
         if found is None:
             # (two threads that both make one each use a zeroed workspace; the last stored stays)
             found = _Scratch(self, nbytes)

@@ -481,7 +481,7 @@ def test_cuda_packed_pointer_holds_the_memory_and_the_launch_memo_does_not():
     for _ in range(3):  # first sighting, second (prepared), replay
         launcher.launch(kernel, (64,), (64,), [np.int64(1), arg])
     memo = kernel._backend.memo
-    assert all(v.__class__ is not cuda._DevicePointer for key in memo.prepared._data for v in key)
+    assert all(v.__class__ is not cuda._DevicePointer for key in memo.prepared.table for v in key)
     buf._mem, buf._dt = None, None  # the buffer is closed
     with pytest.raises(isthmus.ClosedBufferError):
         launcher.buffer_arg(buf)

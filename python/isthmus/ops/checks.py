@@ -117,9 +117,7 @@ def scalar(op: str, name: str, value, ctype: str):
     InvalidArgumentError naming the op's argument ``name`` (None, a string, a bool, an array, a
     Buffer, a value out of the type's range). The launch would convert it too, but name the
     library's internal kernel in its errors (or, for None, pass it on to the driver)."""
-    param = _PARAMS.get(ctype)
-    if param is None:
-        param = _PARAMS[ctype] = Param("value", "scalar", ctype, SCALAR_CTYPES[ctype], False)
+    param = _param(ctype)
     fast = param._fast  # (a Python number in range: taken as it is, the launch packs it)
     if fast is not None and (value.__class__ is int or (value.__class__ is float and fast[3])) \
             and fast[1] <= value <= fast[2]:
@@ -138,6 +136,20 @@ def scalar(op: str, name: str, value, ctype: str):
 
 
 _PARAMS: dict = {}  # C type: a Param of that type, for convert_scalar
+
+
+def _param(ctype: str) -> Param:
+    param = _PARAMS.get(ctype)
+    if param is None:
+        param = _PARAMS[ctype] = Param("value", "scalar", ctype, SCALAR_CTYPES[ctype], False)
+    return param
+
+
+def scalar_fast(ctype: str) -> tuple | None:
+    """:func:`scalar`'s quick test for ``ctype`` (scalar type, lowest, highest, whether a Python
+    float is taken): a Python int, or float where taken, within [lowest, highest] is taken as it
+    is; None where every value goes through :func:`scalar`. Declared ops test it inline."""
+    return _param(ctype)._fast
 
 
 def minimum(op: str, name: str, value, low: float) -> NoReturn:

@@ -35,6 +35,9 @@ config_source: list[Callable] = []
 # (spec, params) that resolve() returns in this context: how the tuner launches a candidate config
 # through the op's own run() without touching what other threads resolve
 _forced: contextvars.ContextVar = contextvars.ContextVar("isthmus_forced_config", default=None)
+# one entry per forced() context open in any thread: while it is empty no context is forced, and a
+# call tests that (a list's truth) instead of asking the context variable (the tuner is rare)
+forcing: list = []
 
 
 def memo(spec: OpSpec) -> BoundedMemo:
@@ -54,12 +57,17 @@ def plan(spec: OpSpec, key, make: Callable[[], Any], steps: BoundedMemo | None =
         steps = _plans.get(spec)
         if steps is None:
             steps = memo(spec)
-    found = steps.get(key)
-    if found is not None and _forced.get() is None:
+    table = steps.table
+    try:  # (the memo's get, inline: a hit is every call but the first)
+        found = table[key]
+        table.move_to_end(key)
+    except KeyError:
+        found = None
+    if found is not None and (not forcing or _forced.get() is None):
         return found
     generation = _generation
     found = make()
-    if _forced.get() is None:
+    if not forcing or _forced.get() is None:
         with _lock:
             if generation == _generation:
                 steps[key] = found
@@ -93,9 +101,11 @@ def forced(spec: OpSpec, params: dict):
     through the op's own run); forcing a plain spec forces its variants too (``OpSpec.variant``),
     forcing a variant forces that variant only."""
     token = _forced.set((spec, dict(params)))
+    forcing.append(token)
     try:
         yield
     finally:
+        forcing.remove(token)
         _forced.reset(token)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..buffer import Buffer
 from ..errors import InvalidArgumentError
 from . import checks
-from .resolve import _forced, memo, plan, resolve
+from .resolve import forcing, memo, plan, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import OpSpec
@@ -149,7 +149,8 @@ def _check_links(spec: OpSpec, problem: dict, named: dict) -> None:
 
 def _make(spec: OpSpec, tensors: list[str], sources: Callable, dev, dt, values: tuple) -> tuple:
     """The launch steps for one key: (kernel, global, local, the packed problem sizes in launch
-    order, result shape, result bytes, whether the problem is empty). ``values``: the tensors.
+    order, result shape, result bytes, whether the problem is empty, and the scalars' quick test:
+    lowest, highest, the class besides int a number may have). ``values``: the tensors.
     Argument names are the function's locals; its own locals start with ``_``."""
     named = dict(zip(tensors, values))
     _check_ranks(spec, named)
@@ -164,7 +165,21 @@ def _make(spec: OpSpec, tensors: list[str], sources: Callable, dev, dt, values: 
     nbytes = dt.np.itemsize
     for s in shape:
         nbytes *= s
-    return (kernels[entry], *launch.grid(problem, params), sizes, shape, nbytes, 0 in problem.values())
+    # the scalars' quick test (checks.scalar's): a Python number of these classes within [low, high]
+    # is taken as it is; any other value goes to checks.scalar (no quick test: an empty range)
+    fast = checks.scalar_fast(dt.acc) or (None, 1, 0, False)
+    return (kernels[entry], *launch.grid(problem, params), sizes, shape, nbytes, 0 in problem.values(),
+            fast[1], fast[2], float if fast[3] else int)
+
+
+def _apart(out: str, others: list[str], optional: list[str]) -> str:
+    """The inline pre-test of :func:`.checks.disjoint` / :func:`.checks.in_place`: whether ``out``'s
+    byte range meets one of ``others``' (as addresses: CUDA's pointers; OpenCL's handles are equal
+    for one allocation, so their ranges meet too). False: they share nothing, and the check is not
+    called; True: the check decides."""
+    tests = [f"{out}._ptr < {x}._ptr + {x}.nbytes and {x}._ptr < {out}._ptr + {out}.nbytes" for x in others]
+    return " or ".join(f"({x} is not None and {test})" if x in optional else f"({test})"
+                       for x, test in zip(others, tests))
 
 
 def declared(spec: OpSpec) -> Callable:
@@ -189,11 +204,13 @@ def declared(spec: OpSpec) -> Callable:
         raise InvalidArgumentError(f"{name}: an argument without a default follows one with a default: {params}")
     first, like = tensors[0], out_rule.like
     sources = _sources(spec, tensors)
+    steps = memo(spec)
     ns = {"Buffer": Buffer, "_buffer": checks.buffer, "_like": checks.like, "_dtype": checks.dtype,
           "_output": checks.output, "_disjoint": checks.disjoint, "_in_place": checks.in_place,
-          "_scalar": checks.scalar, "_minimum": checks.minimum, "_inf": float("inf"), "_forced": _forced.get,
-          "_plan": plan,
-          "_spec": spec, "_memo": memo(spec), "_make": _make, "_tensors": tensors, "_sources": sources}
+          "_scalar": checks.scalar, "_minimum": checks.minimum, "_inf": float("inf"), "_forcing": forcing,
+          "_plan": plan, "_alloc": Buffer._allocate,
+          "_spec": spec, "_memo": steps, "_table": steps.table, "_touch": steps.table.move_to_end, "_make": _make,
+          "_tensors": tensors, "_sources": sources}
     sig = []
     for a in spec.args:
         if isinstance(a, Scalar) and a.default is not REQUIRED:
@@ -219,18 +236,25 @@ def declared(spec: OpSpec) -> Callable:
     for w in ([out_rule.in_place] if out_rule.in_place is not None else []) + written:
         others = [x for x in t if x != w]
         if others:
-            lines.append(f"    {f'if {w} is not None: ' if w in optional else ''}_disjoint({name!r}, {w}, {w!r}, "
-                         f"{', '.join(f'{x}={x}' for x in others)})")
+            test = _apart(w, others, optional)
+            lines += [f"    if {f'{w} is not None and ' if w in optional else ''}({test}):",
+                      f"        _disjoint({name!r}, {w}, {w!r}, {', '.join(f'{x}={x}' for x in others)})"]
     shapes = [f"(None if {x} is None else {x}.shape)" if x in optional else f"{x}.shape" for x in t]
     lines += [f"    _key = (_dev, _dt.name, {', '.join(shapes)})",
-              "    _found = _memo.get(_key)",
-              "    if _found is None or _forced() is not None:",
+              "    try:",  # (the memo's get, inline: a hit is the common call)
+              "        _found = _table[_key]",
+              "        _touch(_key)",
+              "    except KeyError:",
+              "        _found = None",
+              "    if _found is None or _forcing:",
               "        _found = _plan(_spec, _key, lambda: _make(_spec, _tensors, _sources, _dev, _dt, "
               f"({', '.join(t)},)), _memo)",
-              "    _kernel, _g, _loc, _sizes, _shape, _nbytes, _empty = _found"]
+              "    _kernel, _g, _loc, _sizes, _shape, _nbytes, _empty, _low, _high, _number = _found"]
     # (after the plan, which refuses a dtype the op does not take before its scalars are converted to it)
-    for a in scalars:  # (checks.scalar: a Python number in range is taken as it is)
-        lines.append(f"    {a.name} = _scalar({name!r}, {a.name!r}, {a.name}, _dt.acc)")
+    for a in scalars:  # (checks.scalar: a Python number in range is taken as it is; its quick test inline)
+        c = f"{a.name}.__class__"
+        lines += [f"    if not (({c} is int or {c} is _number) and _low <= {a.name} <= _high):",
+                  f"        {a.name} = _scalar({name!r}, {a.name!r}, {a.name}, _dt.acc)"]
         if a.minimum is not None:
             lines += [f"    if not {a.minimum!r} <= {a.name} < _inf:",
                       f"        _minimum({name!r}, {a.name!r}, {a.name}, {a.minimum!r})"]
@@ -238,17 +262,19 @@ def declared(spec: OpSpec) -> Callable:
         lines.append(f"    _y = {out_rule.in_place}")
     else:
         # (checks.output's own first test, inline: an out of the right device, dtype and shape)
+        # (a new result: like's device and dtype, which every tensor shares)
+        apart = [x for x in t if x != like or not out_rule.alias]
         lines += ["    if out is None:",
-                  f"        _y = _output({name!r}, None, {like}, _shape, _nbytes)",
+                  "        _y = _alloc(_dev, _shape, _dt, _nbytes)",
                   "    else:",
-                  f"        if out.__class__ is Buffer and out._dt is {like}._dt and out.device is _dev and "
-                  "out.shape == _shape:",
+                  "        if out.__class__ is Buffer and out._dt is _dt and out.device is _dev and out.shape == _shape:",
                   "            _y = out",
                   "        else:",
                   f"            _y = _output({name!r}, out, {like}, _shape, _nbytes)",
-                  *([f"        _in_place({name!r}, _y, {like!r}, {like})"] if out_rule.alias else []),
-                  *([f"        _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in t if x != like or not out_rule.alias)})"]
-                    if len(t) > 1 or not out_rule.alias else [])]
+                  *([f"        if _y is not {like} and ({_apart('_y', [like], [])}):",
+                     f"            _in_place({name!r}, _y, {like!r}, {like})"] if out_rule.alias else []),
+                  *([f"        if {_apart('_y', apart, optional)}:",
+                     f"            _disjoint({name!r}, _y, {', '.join(f'{x}={x}' for x in apart)})"] if apart else [])]
     sizes = iter(range(len(launch.args)))
     # (an optional tensor not given: the first tensor stands in, never read: its HAS_ define is 0)
     values = [f"_sizes[{next(sizes)}]" if ":" in a else "_y" if a == "out" else

@@ -157,8 +157,12 @@ class OpSpec:
     # ---- families and variants -----------------------------------------------------------------
     def family(self, dtype) -> "OpSpec":
         """The family spec whose kernels a call of this op on ``dtype`` (a name, DType or None) runs."""
-        name = getattr(dtype, "name", dtype)
-        return next((spec for dt, spec in self.families if dt == name), self)
+        return self._family_of.get(getattr(dtype, "name", dtype), self)
+
+    @functools.cached_property
+    def _family_of(self) -> dict:
+        """``families`` as a dict (a call's lookup, made once)."""
+        return dict(self.families)
 
     def variant(self, **flags) -> "OpSpec":
         """This family compiled for a call's ``flags`` (``trans_b=True``): the spec itself when none is

@@ -4,6 +4,7 @@ error kind), shared by the demo, ``isthmus bench`` and the benchmarks. Nothing h
 name or a problem vocabulary: a spec that declares ``batch, heads, seq, head_dim`` runs as any other."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -33,6 +34,18 @@ class Workload:
     def call(self, *args, out=None):
         """The op on device inputs (into ``out`` when given)."""
         return self.spec.sample_call(*args, out=out)
+
+    def bound(self, args: tuple, out=None):
+        """The op's call on device inputs ``args`` (into ``out`` when given) as a function of no
+        arguments, its positional arguments worked out once: what a host-overhead figure times is
+        the library call, not the sample's argument binding (a spec whose sample call is its own,
+        such as top_k's, keeps it)."""
+        if type(self.spec).sample_call is not OpSpec.sample_call:
+            return functools.partial(self.call, *args) if out is None else functools.partial(self.call, *args, out=out)
+        pos = self.spec._sample_args(args)
+        if out is None:
+            return functools.partial(self.spec.run, *pos)
+        return functools.partial(self.spec.run, *pos, **{self.spec.out_arg: out})
 
     def expect(self) -> np.ndarray:
         """The reference result in float64 arithmetic, rounded to the result's dtype."""

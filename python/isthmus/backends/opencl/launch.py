@@ -61,7 +61,7 @@ class _NativeEnqueue:
     def grid(self, gsize, lsize) -> tuple:
         """(dims, global sizes, local sizes or None) as the C call takes them."""
         key = (gsize, lsize)
-        found = self._sizes.get(key)
+        found = self._sizes.table.get(key)  # (a hit, inline and not reordered: least recently made go first)
         if found is None:
             dims = len(gsize)
             array = ctypes.c_size_t * dims
@@ -129,7 +129,11 @@ class ClLauncher(Launcher):
         cl = self._cl
         native = kernel.native
         types = kernel._types
-        enqueue = self.native_enqueue if self.event_less else None
+        enqueue = None
+        if self.event_less:
+            enqueue = self._found  # (native_enqueue's answer once found, read inline: every launch)
+            if enqueue is False:
+                enqueue = self.native_enqueue
         try:
             # Arguments packed (in place: the list holds each buffer's memory until the enqueue)
             # and set, then one enqueue: a scalar as its raw bytes in the declared type, a buffer

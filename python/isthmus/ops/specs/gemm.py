@@ -268,27 +268,39 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, *, trans_a=False, trans_b=False, out
     >>> y = isthmus.ops.gemm(x, w, trans_b=True)          # (16, 4096) @ (11008, 4096).T
     >>> c = isthmus.ops.gemm(a3, b3)                       # (64, M, K) @ (64, K, N)
     """
-    family = SPEC.family(getattr(a, "_dt", None))
-    if family is not SPEC:  # 16-bit floats: the tensor-core family's own run
+    family = _OTHER_FAMILIES.get(getattr(getattr(a, "_dt", None), "name", None))
+    if family is not None:  # 16-bit floats: the tensor-core family's own run
         return family.run(a, b, c, alpha, beta, trans_a=trans_a, trans_b=trans_b, out_dtype=out_dtype)
-    ta, tb = checks.flag("gemm", "trans_a", trans_a), checks.flag("gemm", "trans_b", trans_b)
-    a = checks.buffer("gemm", "a", a)
-    b = checks.buffer("gemm", "b", b)
-    for name, x in (("a", a), ("b", b)):
-        if len(x.shape) not in (2, 3):
-            raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
-    checks.like("gemm", a, "b", b)
+    ta = trans_a if trans_a.__class__ is bool else checks.flag("gemm", "trans_a", trans_a)
+    tb = trans_b if trans_b.__class__ is bool else checks.flag("gemm", "trans_b", trans_b)
+    # (checks.buffer's and checks.like's quick tests inline: the checks themselves where one fails)
+    if a.__class__ is not Buffer or a._dt is None:
+        a = checks.buffer("gemm", "a", a)
+    if b.__class__ is not Buffer or b._dt is None:
+        b = checks.buffer("gemm", "b", b)
+    if not (1 < len(a.shape) < 4 and 1 < len(b.shape) < 4):
+        for name, x in (("a", a), ("b", b)):
+            if len(x.shape) not in (2, 3):
+                raise InvalidArgumentError(f"gemm: {name} must be 2-D or 3-D (batched), got shape {x.shape}")
+    if b.device is not a.device or b._dt is not a._dt:
+        checks.like("gemm", a, "b", b)
     dev, dt = a.device, a._dt
-    _check_out_dtype(out_dtype, dt)
+    if out_dtype is not None:
+        _check_out_dtype(out_dtype, dt)
     batch, m, n, k, sa, sb = _shapes(a, b, ta, tb)
     c_shape = (batch, m, n) if len(a.shape) == 3 or len(b.shape) == 3 else (m, n)
-    alpha, beta = _scalars(alpha, beta, dt.acc)
+    if alpha.__class__ not in _PLAIN or alpha != 1 or beta.__class__ not in _PLAIN or beta != 0:
+        alpha, beta = _scalars(alpha, beta, dt.acc)
     if c is not None:
-        c = checks.buffer("gemm", "c", c)
-        checks.like("gemm", a, "c", c)
+        if c.__class__ is not Buffer or c._dt is None:
+            c = checks.buffer("gemm", "c", c)
+        if c.device is not a.device or c._dt is not a._dt:
+            checks.like("gemm", a, "c", c)
         if c.shape != c_shape:
             raise InvalidArgumentError(f"gemm: c has shape {c.shape}, expected {c_shape}")
-        checks.disjoint("gemm", c, "c", a=a, b=b)
+        cp, ce = c._ptr, c._ptr + c.nbytes  # (checks.disjoint where c's byte range meets a's or b's: run._apart)
+        if (cp < a._ptr + a.nbytes and a._ptr < ce) or (cp < b._ptr + b.nbytes and b._ptr < ce):
+            checks.disjoint("gemm", c, "c", a=a, b=b)
     elif beta != 0:
         raise InvalidArgumentError("gemm: beta != 0 needs a c to scale")
     first, combine, c_shape, c_nbytes, partial_nbytes = plan(
@@ -373,3 +385,5 @@ SPEC = SPEC.completed(
     moved=lambda p, size: (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]) * size,
     flops=lambda p: 2 * p["m"] * p["n"] * p["k"], tolerance=1.0,
     summary="C = alpha*op(A)@op(B) + beta*C, batched, row-major")
+# (dtype name -> family, for the dtypes whose family is not SPEC: what gemm() hands on, one dict lookup)
+_OTHER_FAMILIES = {name: spec for name, spec in SPEC.families if spec is not SPEC}

@@ -19,6 +19,7 @@ import contextlib
 
 import numpy as np
 
+from ...buffer import Buffer
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import ROWS_COLS, OpSpec, Tunable, sample
@@ -127,16 +128,24 @@ def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
 def softmax(x, out=None):
     """Row-wise softmax of a 2-D buffer, into a new Buffer or ``out`` (which may be x itself).
     As NumPy and torch: a NaN or +inf anywhere in a row gives a row of NaN, -inf gives 0."""
-    x = checks.buffer("softmax", "x", x, ndim=2)
+    if x.__class__ is not Buffer or x._dt is None or len(x.shape) != 2:  # (checks.buffer's quick test, inline)
+        x = checks.buffer("softmax", "x", x, ndim=2)
     dev, dt, shape = x.device, x._dt or x._check(), x.shape  # (closed since the check: raises)
     # in place (out is x's memory, views included) is fine: each item reads the elements it writes
     # before it writes them (split rows excepted: see _steps); a partial overlap (CUDA views) is not
-    in_place = out is x or (out is not None and checks.in_place("softmax", checks.buffer("softmax", "out", out),
-                                                                "x", x))
+    # (checks.in_place is asked unless out's byte range is apart from x's: see run._apart)
+    in_place = out is x or (out is not None and (out.__class__ is not Buffer or (
+        out._ptr < x._ptr + x.nbytes and x._ptr < out._ptr + out.nbytes)) and checks.in_place(
+        "softmax", checks.buffer("softmax", "out", out), "x", x))
     key = (dev, dt.name, shape, True) if in_place else (dev, dt.name, shape)
     k, g, loc, rows, cols, nbytes, ws_nbytes = plan(
         SPEC, key, lambda: _steps(dev, dt, *shape, in_place))
-    y = checks.output("softmax", out, x, shape, nbytes=nbytes)
+    if out is None:
+        y = Buffer._allocate(dev, shape, dt, nbytes)
+    elif out.__class__ is Buffer and out._dt is dt and out.device is dev and out.shape == shape:
+        y = out
+    else:
+        y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
         dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes)])
     return y
