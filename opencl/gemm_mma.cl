@@ -184,63 +184,14 @@
 #  define C_STORE(p, i, v) vstore_half((v), (size_t)(i), (__global half*)(p))
 #endif
 
-/* a pointer into local memory: CUDA's __shared__ is no pointer qualifier (its pointers are generic) */
-#ifdef ISTHMUS_CUDA
-#  define LPTR
-#else
-#  define LPTR __local
-#endif
+/* LPTR, smem_addr, mma16816, ldsm4(_t), cp_async16, wg_desc and the wgmma fences (MMA_PTX) */
+#include "mma.h"
 
 #if MMA_PTX
-/* ---- NVIDIA: inline PTX (CUDA through NVRTC, and NVIDIA's OpenCL) ---- */
-#  if IS_BF16
-#    define MMA_AB "bf16.bf16"
-#  else
-#    define MMA_AB "f16.f16"
-#  endif
-#  ifdef ISTHMUS_CUDA
-/* a __shared__ array is reached through a generic pointer in CUDA: convert it */
-static inline uint smem_addr(const ushort* p)
-{
-    uint a;
-    __asm__("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"((size_t)p));
-    return a;
-}
-#    define UINT4_ZERO make_uint4(0u, 0u, 0u, 0u)
-#  else
-/* an OpenCL __local pointer already is an address in the shared state space */
-static inline uint smem_addr(const __local ushort* p) { return (uint)(size_t)p; }
-#    define UINT4_ZERO ((uint4)(0u))
-#  endif
-
-static inline void mma16816(float* d, const uint* a, uint b0, uint b1)
-{
-    __asm__ __volatile__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB ".f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static inline void ldsm4(uint* r, uint addr)
-{
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
-static inline void ldsm4_t(uint* r, uint addr)
-{
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
+#  define UINT4_ZERO MMA_UINT4_ZERO
 #  if ASYNC && VEC
-static inline void cp_async16(uint dst, __global const ushort* src, int valid)
-{
-    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-#    define ASYNC_COMMIT() __asm__ __volatile__("cp.async.commit_group;" ::: "memory")
-#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(AHEAD - 1) : "memory")
+#    define ASYNC_COMMIT() CP_ASYNC_COMMIT()
+#    define ASYNC_WAIT() CP_ASYNC_WAIT(AHEAD - 1)
 #  endif
 
 #  if WGMMA
@@ -257,58 +208,7 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 #      define WG_TB "1"
 #    endif
 #    define WG_TNSP WG_TA ", " WG_TB
-#    define WG_D4(i) "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3])
-#    define WG_D16(i) WG_D4(i), WG_D4((i) + 4), WG_D4((i) + 8), WG_D4((i) + 12)
-#    define WG_D32(i) WG_D16(i), WG_D16((i) + 16)
-#    define WG_D64(i) WG_D32(i), WG_D32((i) + 32)
-#    define WG_D128(i) WG_D64(i), WG_D64((i) + 64)
-#    if BN == 64
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31"
-                 "}, %32, %33, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D32(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    elif BN == 128
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
-                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-                 "}, %64, %65, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D64(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    else
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
-                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,"
-                 "%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,"
-                 "%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,"
-                 "%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,"
-                 "%126,%127"
-                 "}, %128, %129, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D128(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    endif
-/* a shared-memory matrix descriptor: start address, leading and stride byte offsets, 128-byte
- * swizzle (the fields drop the low 4 bits) */
-static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
-{
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16)
-         | ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
-}
+MMA_WGMMA_SS_DEFINE(wgmma_k16, BN, WG_TNSP)
 /* K-major tiles (A rows m, B rows n; 128 bytes a row): 8-row atoms 1024 bytes apart, a k16 step
  * 32 bytes into the row. m/n-major tiles (rows k, panels of 64 columns): 8-row groups of k 1024
  * bytes apart, panels BK * 128 bytes apart, a k16 step 16 rows (2048 bytes) down. */
@@ -323,18 +223,7 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 #    else
 #      define WG_DESC_B(st, kk) WG_MN_DESC(bs_s + 2u * (uint)((st) * B_STAGE) + (kk) * 128u)
 #    endif
-#    define WG_FENCE() __asm__ __volatile__("wgmma.fence.sync.aligned;" ::: "memory")
-#    define WG_COMMIT() __asm__ __volatile__("wgmma.commit_group.sync.aligned;" ::: "memory")
-#    define WG_WAIT(n) __asm__ __volatile__("wgmma.wait_group.sync.aligned %0;" :: "n"(n) : "memory")
-/* local-memory writes of the generic proxy (cp.async, stores) made visible to wgmma's async proxy */
-#    define PROXY_FENCE() __asm__ __volatile__("fence.proxy.async.shared::cta;" ::: "memory")
-/* The compiler sees a wgmma as an ordinary instruction that writes d at once; these empty
- * statements "rewrite" every accumulator so that no read or copy of d moves across a wait */
-#    define WG_FENCE_ACC()                                                                          \
-    do {                                                                                             \
-        _Pragma("unroll")                                                                            \
-        for (int i_ = 0; i_ < BN / 2; ++i_) __asm__ __volatile__("" : "+f"(d[i_]) :: "memory");     \
-    } while (0)
+#    define WG_FENCE_ACC() MMA_WG_FENCE_ACC(d, BN / 2)
 #  endif
 #endif /* MMA_PTX */
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -284,8 +285,7 @@ class OpSpec:
         device.check_dtype(dt)
 
     def source_text(self) -> str:
-        kdir = knobs.kernel_dir()
-        return (kdir / "dtype.h").read_text() + "\n" + (kdir / self.source).read_text()
+        return kernel_source(self.source)
 
     def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
         """The family's entry points compiled for ``dt`` with ``params`` (memoized per device); a
@@ -302,6 +302,33 @@ class OpSpec:
             program = Program.build(device, self.source_text(), defines, self.entries[0])
             found = device._kernels[key] = {name: program.kernel(name) for name in self.entries}
         return found
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([A-Za-z0-9_.]+)"[ \t]*$', re.M)
+
+
+def kernel_source(name: str, read: Callable[[str], str] | None = None) -> str:
+    """dtype.h and the kernel file ``name`` of opencl/ as one self-contained text: each
+    ``#include "FILE"`` of a file in opencl/ is replaced by FILE's text (its own includes expanded,
+    each file once), so every compiler (NVRTC, NVIDIA's OpenCL, PoCL) gets the same text and a
+    shared header (mma.h) is part of the source a tuned config is keyed by. ``read(file)`` gives a
+    file's text (default: the file in opencl/; benchmarks/tools/rehash_bundled passes old copies)."""
+    kdir = knobs.kernel_dir()
+    if read is None:
+        def read(f: str) -> str:
+            return (kdir / f).read_text()
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        def one(m: re.Match) -> str:
+            f = m.group(1)
+            if f in seen or not (kdir / f).is_file():
+                return "" if f in seen else m.group(0)
+            seen.add(f)
+            return expand(read(f))
+        return _INCLUDE.sub(one, text)
+
+    return read("dtype.h") + "\n" + expand(read(name))
 
 
 def bucket(value: int) -> int:
