@@ -50,8 +50,10 @@
  *     copies; VEC=0 copies element by element with bounds checks (odd sizes).
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
- * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ, PIPE, WGMMA; their values, defaults and restrictions are declared once, in the op's
+ * ROWS=1 (x @ W.T with a few rows): a kernel of the same name and arguments without the tile ring,
+ *   streaming W from global memory (see "ROWS=1" below); tunables RM RN RK RU (and SPLITK).
+ * Tunables (-D): ROWS, BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
+ *   LDSM, ASYNC, SWZ, PIPE, WGMMA, SPLITK, RM RN RK RU; their values, defaults and restrictions are declared once, in the op's
  *   spec (python/isthmus/ops/specs/gemm_mma.py). Local memory is static everywhere but on CUDA with
  *   DYN_SMEM=1, where the opt-in maximum applies.
  * Launch (3-D): local = (32*WM*WN, 1, 1),
@@ -60,7 +62,8 @@
 /* every build passes every tunable (-D): their defaults are the spec's, not restated here */
 #if !defined(ASYNC) || !defined(BK) || !defined(BM) || !defined(BN) || !defined(GM) || \
     !defined(LDSM) || !defined(PIPE) || !defined(SPLITK) || !defined(STAGES) || !defined(SWZ) || \
-    !defined(WGMMA) || !defined(WM) || !defined(WN)
+    !defined(WGMMA) || !defined(WM) || !defined(WN) || !defined(ROWS) || !defined(RM) || !defined(RN) || \
+    !defined(RK) || !defined(RU)
 #  error "gemm_mma.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef DYN_SMEM
@@ -354,6 +357,180 @@ MMA_WGMMA_SS_DEFINE(wgmma_k16, BN, WG_TNSP)
 #  endif
 #endif /* MMA_PTX */
 
+#if ROWS
+/* ---- ROWS=1: skinny x @ W.T (TRANS_A=0, TRANS_B=1: the decode shapes, a few rows of x against
+ * row-major weights), bound by streaming W. No local-memory ring: each warp reads W and x straight
+ * from global memory, 16 bytes a lane, many loads in flight, and multiplies on the tensor cores.
+ * A work-group of RK warps computes RM rows x 8*RN columns of C; its K (the whole K, or the chunk
+ * of split z % SPLITK) is cut into RK slices of whole 32-element steps, one a warp; the warps'
+ * partial sums meet in local memory and every work-item of the group sums and writes some of them
+ * (coalesced). Grid: (ceil(N / (8*RN)) * 32*RK, ceil(M / RM), batch * SPLITK).
+ *   MMA_PTX=1: lane l (g = l/4, t = l%4) loads W rows n0 + 8j + g (j < RN) and x rows 16i + g and
+ *     16i + g + 8 (i < RM/16) at k .. k+7, k = k0 + 8t (RU such 32-element steps in flight); the 8
+ *     elements are the k pairs {2t, 2t+1} and {2t+8, 2t+9} of two m16n8k16 steps, for x and W alike
+ *     (a dot product's sum is the same whatever order its k are visited in), so no lane exchange
+ *     is needed: accumulator fragments as in the tiled kernel (rows g, g+8, columns 2t, 2t+1).
+ *   MMA_PTX=0: each work-item sums the same fragment elements with f32 multiply-adds.
+ * VEC=1 (K a multiple of 8): 16-byte loads; VEC=0: element by element. */
+#  if !TRANS_B || TRANS_A || RM % 16 != 0
+#    error "gemm_mma.cl: ROWS is x @ W.T (TRANS_A=0, TRANS_B=1), RM a multiple of 16"
+#  endif
+#  define RMI (RM / 16)
+#  define RNT (32 * RK)
+#  define RCOLS (8 * RN)
+#  if MMA_PTX
+#    ifdef ISTHMUS_CUDA
+#      define MK_UINT4(a, b, c, d) make_uint4((a), (b), (c), (d))
+#    else
+#      define MK_UINT4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#    endif
+/* 8 elements of row p from k (zero where !ok or past k1) */
+static inline uint4 rows_load8(__global const ushort* p, int ok, int k, int k1)
+{
+#    if VEC
+    return (ok && k < k1) ? *(__global const uint4*)(p + k) : MMA_UINT4_ZERO;
+#    else
+    uint v[4];
+#      pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const uint lo = (ok && k + 2 * e < k1) ? (uint)p[k + 2 * e] : 0u;
+        const uint hi = (ok && k + 2 * e + 1 < k1) ? (uint)p[k + 2 * e + 1] : 0u;
+        v[e] = lo | (hi << 16);
+    }
+    return MK_UINT4(v[0], v[1], v[2], v[3]);
+#    endif
+}
+#  else
+#    if IS_BF16
+#      define GLOBAL_F(p, i) BF16_TO_FLOAT((p)[i])
+#    else
+#      define GLOBAL_F(p, i) vload_half((size_t)(i), (__global const half*)(p))
+#    endif
+#  endif
+
+__kernel ISTHMUS_LOCAL_SIZE(RNT, 1, 1)
+void gemm_mma(const int M, const int N, const int KD, const float alpha, const float beta,
+              __global const T* A, const long sa, __global const T* B, const long sb,
+              __global PT* C, const long sc)
+{
+    __local float red[RK * RM * RCOLS];  /* each warp's partial sums: [warp][row][column] */
+    const int tid = (int)get_local_id(0);
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int n0 = (int)get_group_id(0) * RCOLS, m0 = (int)get_group_id(1) * RM;
+#  if SPLITK > 1
+    const size_t b = get_group_id(2) / SPLITK;
+    const int kchunk = ((KD + SPLITK - 1) / SPLITK + 31) / 32 * 32;  /* whole 32-element steps */
+    const int kg0 = min(KD, (int)(get_group_id(2) % SPLITK) * kchunk);
+    const int kg1 = min(KD, kg0 + kchunk);
+#  else
+    const size_t b = get_group_id(2);
+    const int kg0 = 0, kg1 = KD;
+#  endif
+    const int kslice = ((kg1 - kg0 + RK - 1) / RK + 31) / 32 * 32;
+    const int k0 = min(kg1, kg0 + warp * kslice), k1 = min(kg1, k0 + kslice);
+    A += b * (size_t)sa + (size_t)m0 * (size_t)KD;
+    B += b * (size_t)sb;
+    C += get_group_id(2) * (size_t)sc;
+
+    float acc[RMI][RN][4];
+#  pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#  pragma unroll
+        for (int j = 0; j < RN; ++j)
+#  pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#  if MMA_PTX
+    __global const ushort* wp[RN];
+    __global const ushort* xp[RMI][2];
+    int wok[RN], xok[RMI][2];
+#    pragma unroll
+    for (int j = 0; j < RN; ++j) {
+        const int n = n0 + 8 * j + g;
+        wok[j] = n < N;
+        wp[j] = B + (size_t)(wok[j] ? n : 0) * (size_t)KD;
+    }
+#    pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#    pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * i + g + 8 * h;
+            xok[i][h] = m0 + r < M;
+            xp[i][h] = A + (size_t)(xok[i][h] ? r : 0) * (size_t)KD;
+        }
+    for (int k = k0; k < k1; k += 32 * RU) {
+        uint4 wv[RU][RN], xv[RU][RMI][2];
+#    pragma unroll
+        for (int u = 0; u < RU; ++u) {
+            const int kk = k + 32 * u + 8 * t;
+#    pragma unroll
+            for (int j = 0; j < RN; ++j) wv[u][j] = rows_load8(wp[j], wok[j], kk, k1);
+#    pragma unroll
+            for (int i = 0; i < RMI; ++i) {
+                xv[u][i][0] = rows_load8(xp[i][0], xok[i][0], kk, k1);
+                xv[u][i][1] = rows_load8(xp[i][1], xok[i][1], kk, k1);
+            }
+        }
+#    pragma unroll
+        for (int u = 0; u < RU; ++u)
+#    pragma unroll
+            for (int i = 0; i < RMI; ++i) {
+                const uint a0[4] = {xv[u][i][0].x, xv[u][i][1].x, xv[u][i][0].y, xv[u][i][1].y};
+                const uint a1[4] = {xv[u][i][0].z, xv[u][i][1].z, xv[u][i][0].w, xv[u][i][1].w};
+#    pragma unroll
+                for (int j = 0; j < RN; ++j) {
+                    mma16816(acc[i][j], a0, wv[u][j].x, wv[u][j].y);
+                    mma16816(acc[i][j], a1, wv[u][j].z, wv[u][j].w);
+                }
+            }
+    }
+#  else /* portable: this work-item's fragment elements (rows g, g+8; columns 2t, 2t+1) */
+    for (int i = 0; i < RMI; ++i)
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * i + g + 8 * h;
+            if (m0 + r >= M) continue;
+            for (int j = 0; j < RN; ++j)
+                for (int e = 0; e < 2; ++e) {
+                    const int n = n0 + 8 * j + 2 * t + e;
+                    if (n >= N) continue;
+                    __global const T* x = A + (size_t)r * (size_t)KD;
+                    __global const T* w = B + (size_t)n * (size_t)KD;
+                    float s = 0.0f;
+                    for (int k = k0; k < k1; ++k) s = fma(GLOBAL_F(x, k), GLOBAL_F(w, k), s);
+                    acc[i][j][2 * h + e] = s;
+                }
+        }
+#  endif
+
+#  pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#  pragma unroll
+        for (int j = 0; j < RN; ++j)
+#  pragma unroll
+            for (int e = 0; e < 4; ++e)
+                red[(warp * RM + 16 * i + g + 8 * (e >> 1)) * RCOLS + 8 * j + 2 * t + (e & 1)] = acc[i][j][e];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int read_c = beta != 0.0f;
+    for (int q = tid; q < RM * RCOLS; q += RNT) {
+        const int r = m0 + q / RCOLS, c = n0 + q % RCOLS;
+        if (r < M && c < N) {
+            float v = 0.0f;
+#  pragma unroll
+            for (int w = 0; w < RK; ++w) v += red[w * RM * RCOLS + q];
+            const size_t o = (size_t)r * (size_t)N + (size_t)c;
+#  if SPLITK > 1
+            C[o] = v;  /* (alpha 1, beta 0: the combine applies them) */
+#  else
+            v *= alpha;
+            if (read_c) v += beta * C_LOAD(C, o);
+            C_STORE(C, o, v);
+#  endif
+        }
+    }
+}
+
+#else /* ROWS=0: the tiled kernel */
 __kernel ISTHMUS_LOCAL_SIZE(NT, 1, 1)
 void gemm_mma(const int M, const int N, const int KD, const float alpha, const float beta,
               __global const T* A, const long sa, __global const T* B, const long sb,
@@ -613,6 +790,8 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
         }
     }
 }
+
+#endif /* ROWS */
 
 #if SPLITK > 1
 __kernel void gemm_mma_combine(const long mn, const int batch, const float alpha, const float beta,

@@ -45,10 +45,17 @@ class Tunable:
     # (name, values): the tunable matters only while the tunable `name` (listed before it) holds
     # one of `values` (a variant's own parameters); otherwise it stays at its default, so the
     # search space holds each variant once instead of the product of all variants' parameters.
+    # Several such pairs in a tuple: all of them must hold.
     when: tuple | None = None
 
+    def conditions(self) -> tuple:
+        """The (name, values) pairs that must all hold for the tunable to matter (none: always)."""
+        if self.when is None:
+            return ()
+        return self.when if isinstance(self.when[0], tuple) else (self.when,)
+
     def applies(self, params: dict) -> bool:
-        return self.when is None or params.get(self.when[0]) in self.when[1]
+        return all(params.get(name) in values for name, values in self.conditions())
 
 
 @dataclass(frozen=True)
@@ -262,6 +269,8 @@ class OpSpec:
               "local_mem_optin": device.local_mem_optin or device.local_mem_size,
               "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
               "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+              # the variant flags' macros (gemm's TRANS_A, TRANS_B: 0 in the plain family)
+              **{f.define: 0 for f in self.variants}, **dict(self.defines),
               "min": min, "max": max, **params}
         return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code)
 
