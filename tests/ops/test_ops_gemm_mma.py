@@ -111,6 +111,8 @@ def test_gemm_mma_warpgroup_mma(dev, rng, params, ta, tb):
         _check(dev, rng, BF16, 136, 72, 520, ta, tb)
         _check(dev, rng, BF16, 70, 45, 83, ta, tb, out="float32")
         _check(dev, rng, np.dtype(np.float16), 64, 128, 64, ta, tb, batch_a=3, batch_b=3)
+        _check(dev, rng, BF16, 72, 136, 200, ta, tb, batch_a=3, beta=-0.5)            # B shared, 16-bit C read
+        _check(dev, rng, np.dtype(np.float16), 40, 64, 96, ta, tb, batch_b=2, out="float32", beta=2.0)  # A shared
 
 
 @pytest.mark.parametrize("splits", [2, 4, 16])
