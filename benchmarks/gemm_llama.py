@@ -55,7 +55,8 @@ BMM = [(32, 128, 128, 64), (256, 64, 64, 64), (1024, 64, 64, 64), (512, 128, 128
 # the rows kernel's configs the sweep forces (with the rule's SPLITK unless given)
 SWEEP = [dict(RN=1, RK=8, RU=2), dict(RN=2, RK=8, RU=2), dict(RN=4, RK=8, RU=2), dict(RN=2, RK=4, RU=4),
          dict(RN=4, RK=4, RU=4), dict(RN=2, RK=8, RU=4), dict(RN=1, RK=4, RU=4), dict(RN=2, RK=8, RU=1),
-         dict(RN=2, RK=8, RU=2, SPLITK=2), dict(RN=4, RK=8, RU=2, SPLITK=2), dict(RN=2, RK=2, RU=4)]
+         dict(RN=2, RK=8, RU=2, SPLITK=2), dict(RN=4, RK=8, RU=2, SPLITK=2), dict(RN=2, RK=2, RU=4),
+         dict(RN=2, RK=8, RU=2, RP=1), dict(RN=4, RK=4, RU=2, RP=1), dict(RN=2, RK=4, RU=2, RP=1)]
 
 
 def _np_dtype(dtype: str):
@@ -142,7 +143,7 @@ def _config(dev, call) -> str:
         return "-"
     d = rec.launches[0][0].program.defines
     if d.get("ROWS"):
-        keys = ("RM", "RN", "RK", "RU", "SPLITK")
+        keys = ("RM", "RN", "RK", "RU", "RP", "SPLITK")
         return "rows " + " ".join(f"{k}{d[k]}" for k in keys if k in d)
     if "WGMMA" in d:
         keys = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLITK")
@@ -227,7 +228,7 @@ def sweep(dev, rng, rows: list, weights: list, rounds: int, target_ms: float, co
                 full.update(p)
                 if not tb.is_valid(full, dev, problem, dt):
                     continue
-                cands["rows " + " ".join(f"{kk}{full[kk]}" for kk in ("RM", "RN", "RK", "RU", "SPLITK"))] = full
+                cands["rows " + " ".join(f"{kk}{full[kk]}" for kk in ("RM", "RN", "RK", "RU", "RP", "SPLITK"))] = full
             sides = {}
             for name, p in cands.items():
                 try:

@@ -53,7 +53,7 @@
  * ROWS=1 (x @ W.T with a few rows): a kernel of the same name and arguments without the tile ring,
  *   streaming W from global memory (see "ROWS=1" below); tunables RM RN RK RU (and SPLITK).
  * Tunables (-D): ROWS, BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ, PIPE, WGMMA, SPLITK, RM RN RK RU; their values, defaults and restrictions are declared once, in the op's
+ *   LDSM, ASYNC, SWZ, PIPE, WGMMA, SPLITK, RM RN RK RU RP; their values, defaults and restrictions are declared once, in the op's
  *   spec (python/isthmus/ops/specs/gemm_mma.py). Local memory is static everywhere but on CUDA with
  *   DYN_SMEM=1, where the opt-in maximum applies.
  * Launch (3-D): local = (32*WM*WN, 1, 1),
@@ -63,7 +63,7 @@
 #if !defined(ASYNC) || !defined(BK) || !defined(BM) || !defined(BN) || !defined(GM) || \
     !defined(LDSM) || !defined(PIPE) || !defined(SPLITK) || !defined(STAGES) || !defined(SWZ) || \
     !defined(WGMMA) || !defined(WM) || !defined(WN) || !defined(ROWS) || !defined(RM) || !defined(RN) || \
-    !defined(RK) || !defined(RU)
+    !defined(RK) || !defined(RU) || !defined(RP)
 #  error "gemm_mma.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef DYN_SMEM
@@ -366,7 +366,8 @@ MMA_WGMMA_SS_DEFINE(wgmma_k16, BN, WG_TNSP)
  * partial sums meet in local memory and every work-item of the group sums and writes some of them
  * (coalesced). Grid: (ceil(N / (8*RN)) * 32*RK, ceil(M / RM), batch * SPLITK).
  *   MMA_PTX=1: lane l (g = l/4, t = l%4) loads W rows n0 + 8j + g (j < RN) and x rows 16i + g and
- *     16i + g + 8 (i < RM/16) at k .. k+7, k = k0 + 8t (RU such 32-element steps in flight); the 8
+ *     16i + g + 8 (i < RM/16) at k .. k+7, k = k0 + 8t (RU such 32-element steps in flight; RP=1:
+ *     the next RU steps' loads issued before this one's mma); the 8
  *     elements are the k pairs {2t, 2t+1} and {2t+8, 2t+9} of two m16n8k16 steps, for x and W alike
  *     (a dot product's sum is the same whatever order its k are visited in), so no lane exchange
  *     is needed: accumulator fragments as in the tiled kernel (rows g, g+8, columns 2t, 2t+1).
@@ -459,32 +460,58 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
             xok[i][h] = m0 + r < M;
             xp[i][h] = A + (size_t)(xok[i][h] ? r : 0) * (size_t)KD;
         }
+    /* RU 32-element K-steps of W and x from k (zeros past k1) into w_, x_; then their mma */
+#    define ROWS_LOAD(w_, x_, k)                                                                     \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int u = 0; u < RU; ++u) {                                                               \
+            const int kk = (k) + 32 * u + 8 * t;                                                     \
+            _Pragma("unroll")                                                                        \
+            for (int j = 0; j < RN; ++j) w_[u][j] = rows_load8(wp[j], wok[j], kk, k1);               \
+            _Pragma("unroll")                                                                        \
+            for (int i = 0; i < RMI; ++i) {                                                          \
+                x_[u][i][0] = rows_load8(xp[i][0], xok[i][0], kk, k1);                               \
+                x_[u][i][1] = rows_load8(xp[i][1], xok[i][1], kk, k1);                               \
+            }                                                                                        \
+        }                                                                                            \
+    } while (0)
+#    define ROWS_MMA(w_, x_)                                                                         \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int u = 0; u < RU; ++u)                                                                 \
+            _Pragma("unroll")                                                                        \
+            for (int i = 0; i < RMI; ++i) {                                                          \
+                const uint a0[4] = {x_[u][i][0].x, x_[u][i][1].x, x_[u][i][0].y, x_[u][i][1].y};     \
+                const uint a1[4] = {x_[u][i][0].z, x_[u][i][1].z, x_[u][i][0].w, x_[u][i][1].w};     \
+                _Pragma("unroll")                                                                    \
+                for (int j = 0; j < RN; ++j) {                                                       \
+                    mma16816(acc[i][j], a0, w_[u][j].x, w_[u][j].y);                                 \
+                    mma16816(acc[i][j], a1, w_[u][j].z, w_[u][j].w);                                 \
+                }                                                                                    \
+            }                                                                                        \
+    } while (0)
+#    if RP  /* the next K-steps' loads are issued before this one's mma (twice the bytes in flight) */
+    uint4 wv[RU][RN], xv[RU][RMI][2];
+    ROWS_LOAD(wv, xv, k0);
+    for (int k = k0; k < k1; k += 32 * RU) {
+        uint4 wn[RU][RN], xn[RU][RMI][2];
+        ROWS_LOAD(wn, xn, k + 32 * RU);
+        ROWS_MMA(wv, xv);
+#      pragma unroll
+        for (int u = 0; u < RU; ++u) {
+#      pragma unroll
+            for (int j = 0; j < RN; ++j) wv[u][j] = wn[u][j];
+#      pragma unroll
+            for (int i = 0; i < RMI; ++i) { xv[u][i][0] = xn[u][i][0]; xv[u][i][1] = xn[u][i][1]; }
+        }
+    }
+#    else
     for (int k = k0; k < k1; k += 32 * RU) {
         uint4 wv[RU][RN], xv[RU][RMI][2];
-#    pragma unroll
-        for (int u = 0; u < RU; ++u) {
-            const int kk = k + 32 * u + 8 * t;
-#    pragma unroll
-            for (int j = 0; j < RN; ++j) wv[u][j] = rows_load8(wp[j], wok[j], kk, k1);
-#    pragma unroll
-            for (int i = 0; i < RMI; ++i) {
-                xv[u][i][0] = rows_load8(xp[i][0], xok[i][0], kk, k1);
-                xv[u][i][1] = rows_load8(xp[i][1], xok[i][1], kk, k1);
-            }
-        }
-#    pragma unroll
-        for (int u = 0; u < RU; ++u)
-#    pragma unroll
-            for (int i = 0; i < RMI; ++i) {
-                const uint a0[4] = {xv[u][i][0].x, xv[u][i][1].x, xv[u][i][0].y, xv[u][i][1].y};
-                const uint a1[4] = {xv[u][i][0].z, xv[u][i][1].z, xv[u][i][0].w, xv[u][i][1].w};
-#    pragma unroll
-                for (int j = 0; j < RN; ++j) {
-                    mma16816(acc[i][j], a0, wv[u][j].x, wv[u][j].y);
-                    mma16816(acc[i][j], a1, wv[u][j].z, wv[u][j].w);
-                }
-            }
+        ROWS_LOAD(wv, xv, k);
+        ROWS_MMA(wv, xv);
     }
+#    endif
 #  else /* portable: this work-item's fragment elements (rows g, g+8; columns 2t, 2t+1) */
     for (int i = 0; i < RMI; ++i)
         for (int h = 0; h < 2; ++h) {

@@ -129,7 +129,8 @@ def test_gemm_mma_split_k(dev, rng, splits):
 
 
 _ROWS = [dict(ROWS=1, RM=16, RN=2, RK=8, RU=2), dict(ROWS=1, RM=32, RN=1, RK=2, RU=1, SPLITK=4),
-         dict(ROWS=1, RM=64, RN=4, RK=1, RU=4, SPLITK=2), dict(ROWS=1, RM=16, RN=4, RK=4, RU=4, SPLITK=8)]
+         dict(ROWS=1, RM=64, RN=4, RK=1, RU=4, SPLITK=2), dict(ROWS=1, RM=16, RN=4, RK=4, RU=4, SPLITK=8),
+         dict(ROWS=1, RM=16, RN=2, RK=4, RU=2, RP=1)]
 
 
 @pytest.mark.parametrize("params", _ROWS, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items() if k != "ROWS"))

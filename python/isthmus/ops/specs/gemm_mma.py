@@ -121,7 +121,9 @@ SPEC = OpSpec(
               # the rows kernel: RM rows a pass, RN 8-column blocks a warp, RK warps a work-group
               # (each a slice of K), RU 32-element K-steps a lane has in flight
               Tunable("RM", (16, 32, 64), 16, when=_ROWS), Tunable("RN", (1, 2, 4), 2, when=_ROWS),
-              Tunable("RK", (1, 2, 4, 8), 8, when=_ROWS), Tunable("RU", (1, 2, 4), 2, when=_ROWS)),
+              Tunable("RK", (1, 2, 4, 8), 8, when=_ROWS), Tunable("RU", (1, 2, 4), 2, when=_ROWS),
+              # RP=1: the next K-steps' loads issued before this one's mma (twice the registers)
+              Tunable("RP", (0, 1), 0, when=_ROWS)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
@@ -142,10 +144,10 @@ SPEC = OpSpec(
                   "SPLITK == 1 or (min(m, n) <= 64 and k >= 2048 * SPLITK)",
                   "SPLITK == 1 or ROWS or BM in (32, 64)",
                   # the rows kernel: x @ W.T only, a few rows; its warps' sums in local memory (f32),
-                  # at most 24 16-byte loads a lane in flight
+                  # at most 24 16-byte loads a lane in flight (RP: two K-steps' worth)
                   "not ROWS or (TRANS_B and not TRANS_A and m <= 256)",
                   "not ROWS or (32 * RK <= max_work_group_size and 32 * RK * RM * RN <= local_mem_size"
-                  " and RU * (RN + RM // 8) <= 24)",
+                  " and RU * (RN + RM // 8) * (1 + RP) <= 24)",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
