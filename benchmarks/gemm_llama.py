@@ -259,7 +259,7 @@ def sweep(dev, rng, rows: list, weights: list, rounds: int, target_ms: float, co
 
 BMM_TILES = [(16, 32, 2, 4, 16), (32, 32, 2, 2, 16), (32, 32, 4, 4, 16), (32, 64, 4, 4, 16), (64, 64, 4, 4, 16),
              (64, 64, 8, 8, 16), (64, 128, 8, 8, 16), (128, 128, 8, 8, 16), (32, 32, 4, 4, 8), (32, 32, 4, 4, 32),
-             (64, 64, 4, 4, 32)]  # (TM, TN, WPTM, WPTN, TK) of the f32 tiled kernel
+             (64, 64, 4, 4, 32), (64, 128, 4, 8, 16)]  # (TM, TN, WPTM, WPTN, TK) of the f32 tiled kernel
 
 
 def sweep_bmm(dev, rng, shapes: list, rounds: int, target_ms: float) -> list:
