@@ -50,8 +50,10 @@
  *     copies; VEC=0 copies element by element with bounds checks (odd sizes).
  * Work-groups are numbered in groups of GM tile rows (L2 reuse of B across neighbouring tiles).
  *
- * Tunables (-D): BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
- *   LDSM, ASYNC, SWZ, PIPE, WGMMA; their values, defaults and restrictions are declared once, in the op's
+ * ROWS=1 (x @ W.T with a few rows): a kernel of the same name and arguments without the tile ring,
+ *   streaming W from global memory (see "ROWS=1" below); tunables RM RN RK RU (and SPLITK).
+ * Tunables (-D): ROWS, BM BN (tile), BK (K-step, multiple of 16), WM WN (warps), STAGES (>= 2), GM,
+ *   LDSM, ASYNC, SWZ, PIPE, WGMMA, SPLITK, RM RN RK RU RP; their values, defaults and restrictions are declared once, in the op's
  *   spec (python/isthmus/ops/specs/gemm_mma.py). Local memory is static everywhere but on CUDA with
  *   DYN_SMEM=1, where the opt-in maximum applies.
  * Launch (3-D): local = (32*WM*WN, 1, 1),
@@ -60,7 +62,8 @@
 /* every build passes every tunable (-D): their defaults are the spec's, not restated here */
 #if !defined(ASYNC) || !defined(BK) || !defined(BM) || !defined(BN) || !defined(GM) || \
     !defined(LDSM) || !defined(PIPE) || !defined(SPLITK) || !defined(STAGES) || !defined(SWZ) || \
-    !defined(WGMMA) || !defined(WM) || !defined(WN)
+    !defined(WGMMA) || !defined(WM) || !defined(WN) || !defined(ROWS) || !defined(RM) || !defined(RN) || \
+    !defined(RK) || !defined(RU) || !defined(RP)
 #  error "gemm_mma.cl: build it through its op, which passes every tunable (-D)"
 #endif
 #ifndef DYN_SMEM
@@ -184,63 +187,14 @@
 #  define C_STORE(p, i, v) vstore_half((v), (size_t)(i), (__global half*)(p))
 #endif
 
-/* a pointer into local memory: CUDA's __shared__ is no pointer qualifier (its pointers are generic) */
-#ifdef ISTHMUS_CUDA
-#  define LPTR
-#else
-#  define LPTR __local
-#endif
+/* LPTR, smem_addr, mma16816, ldsm4(_t), cp_async16, wg_desc and the wgmma fences (MMA_PTX) */
+#include "mma.h"
 
 #if MMA_PTX
-/* ---- NVIDIA: inline PTX (CUDA through NVRTC, and NVIDIA's OpenCL) ---- */
-#  if IS_BF16
-#    define MMA_AB "bf16.bf16"
-#  else
-#    define MMA_AB "f16.f16"
-#  endif
-#  ifdef ISTHMUS_CUDA
-/* a __shared__ array is reached through a generic pointer in CUDA: convert it */
-static inline uint smem_addr(const ushort* p)
-{
-    uint a;
-    __asm__("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"((size_t)p));
-    return a;
-}
-#    define UINT4_ZERO make_uint4(0u, 0u, 0u, 0u)
-#  else
-/* an OpenCL __local pointer already is an address in the shared state space */
-static inline uint smem_addr(const __local ushort* p) { return (uint)(size_t)p; }
-#    define UINT4_ZERO ((uint4)(0u))
-#  endif
-
-static inline void mma16816(float* d, const uint* a, uint b0, uint b1)
-{
-    __asm__ __volatile__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB ".f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static inline void ldsm4(uint* r, uint addr)
-{
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
-static inline void ldsm4_t(uint* r, uint addr)
-{
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
+#  define UINT4_ZERO MMA_UINT4_ZERO
 #  if ASYNC && VEC
-static inline void cp_async16(uint dst, __global const ushort* src, int valid)
-{
-    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-#    define ASYNC_COMMIT() __asm__ __volatile__("cp.async.commit_group;" ::: "memory")
-#    define ASYNC_WAIT() __asm__ __volatile__("cp.async.wait_group %0;" :: "n"(AHEAD - 1) : "memory")
+#    define ASYNC_COMMIT() CP_ASYNC_COMMIT()
+#    define ASYNC_WAIT() CP_ASYNC_WAIT(AHEAD - 1)
 #  endif
 
 #  if WGMMA
@@ -257,58 +211,7 @@ static inline void cp_async16(uint dst, __global const ushort* src, int valid)
 #      define WG_TB "1"
 #    endif
 #    define WG_TNSP WG_TA ", " WG_TB
-#    define WG_D4(i) "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3])
-#    define WG_D16(i) WG_D4(i), WG_D4((i) + 4), WG_D4((i) + 8), WG_D4((i) + 12)
-#    define WG_D32(i) WG_D16(i), WG_D16((i) + 16)
-#    define WG_D64(i) WG_D32(i), WG_D32((i) + 32)
-#    define WG_D128(i) WG_D64(i), WG_D64((i) + 64)
-#    if BN == 64
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31"
-                 "}, %32, %33, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D32(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    elif BN == 128
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
-                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-                 "}, %64, %65, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D64(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    else
-static inline void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
-{
-    __asm__ __volatile__("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_AB " {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-                 "%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"
-                 "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,"
-                 "%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,"
-                 "%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,"
-                 "%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,"
-                 "%126,%127"
-                 "}, %128, %129, p, 1, 1, " WG_TNSP "; }"
-                 : WG_D128(0)
-                 : "l"(da), "l"(db), "r"(1));
-}
-#    endif
-/* a shared-memory matrix descriptor: start address, leading and stride byte offsets, 128-byte
- * swizzle (the fields drop the low 4 bits) */
-static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
-{
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16)
-         | ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
-}
+MMA_WGMMA_SS_DEFINE(wgmma_k16, BN, WG_TNSP)
 /* K-major tiles (A rows m, B rows n; 128 bytes a row): 8-row atoms 1024 bytes apart, a k16 step
  * 32 bytes into the row. m/n-major tiles (rows k, panels of 64 columns): 8-row groups of k 1024
  * bytes apart, panels BK * 128 bytes apart, a k16 step 16 rows (2048 bytes) down. */
@@ -323,18 +226,7 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 #    else
 #      define WG_DESC_B(st, kk) WG_MN_DESC(bs_s + 2u * (uint)((st) * B_STAGE) + (kk) * 128u)
 #    endif
-#    define WG_FENCE() __asm__ __volatile__("wgmma.fence.sync.aligned;" ::: "memory")
-#    define WG_COMMIT() __asm__ __volatile__("wgmma.commit_group.sync.aligned;" ::: "memory")
-#    define WG_WAIT(n) __asm__ __volatile__("wgmma.wait_group.sync.aligned %0;" :: "n"(n) : "memory")
-/* local-memory writes of the generic proxy (cp.async, stores) made visible to wgmma's async proxy */
-#    define PROXY_FENCE() __asm__ __volatile__("fence.proxy.async.shared::cta;" ::: "memory")
-/* The compiler sees a wgmma as an ordinary instruction that writes d at once; these empty
- * statements "rewrite" every accumulator so that no read or copy of d moves across a wait */
-#    define WG_FENCE_ACC()                                                                          \
-    do {                                                                                             \
-        _Pragma("unroll")                                                                            \
-        for (int i_ = 0; i_ < BN / 2; ++i_) __asm__ __volatile__("" : "+f"(d[i_]) :: "memory");     \
-    } while (0)
+#    define WG_FENCE_ACC() MMA_WG_FENCE_ACC(d, BN / 2)
 #  endif
 #endif /* MMA_PTX */
 
@@ -465,6 +357,207 @@ static inline unsigned long long wg_desc(uint addr, uint lbo, uint sbo)
 #  endif
 #endif /* MMA_PTX */
 
+#if ROWS
+/* ---- ROWS=1: skinny x @ W.T (TRANS_A=0, TRANS_B=1: the decode shapes, a few rows of x against
+ * row-major weights), bound by streaming W. No local-memory ring: each warp reads W and x straight
+ * from global memory, 16 bytes a lane, many loads in flight, and multiplies on the tensor cores.
+ * A work-group of RK warps computes RM rows x 8*RN columns of C; its K (the whole K, or the chunk
+ * of split z % SPLITK) is cut into RK slices of whole 32-element steps, one a warp; the warps'
+ * partial sums meet in local memory and every work-item of the group sums and writes some of them
+ * (coalesced). Grid: (ceil(N / (8*RN)) * 32*RK, ceil(M / RM), batch * SPLITK).
+ *   MMA_PTX=1: lane l (g = l/4, t = l%4) loads W rows n0 + 8j + g (j < RN) and x rows 16i + g and
+ *     16i + g + 8 (i < RM/16) at k .. k+7, k = k0 + 8t (RU such 32-element steps in flight; RP=1:
+ *     the next RU steps' loads issued before this one's mma); the 8
+ *     elements are the k pairs {2t, 2t+1} and {2t+8, 2t+9} of two m16n8k16 steps, for x and W alike
+ *     (a dot product's sum is the same whatever order its k are visited in), so no lane exchange
+ *     is needed: accumulator fragments as in the tiled kernel (rows g, g+8, columns 2t, 2t+1).
+ *   MMA_PTX=0: each work-item sums the same fragment elements with f32 multiply-adds.
+ * VEC=1 (K a multiple of 8): 16-byte loads; VEC=0: element by element. */
+#  if !TRANS_B || TRANS_A || RM % 16 != 0
+#    error "gemm_mma.cl: ROWS is x @ W.T (TRANS_A=0, TRANS_B=1), RM a multiple of 16"
+#  endif
+#  define RMI (RM / 16)
+#  define RNT (32 * RK)
+#  define RCOLS (8 * RN)
+#  if MMA_PTX
+#    ifdef ISTHMUS_CUDA
+#      define MK_UINT4(a, b, c, d) make_uint4((a), (b), (c), (d))
+#    else
+#      define MK_UINT4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#    endif
+/* 8 elements of row p from k (zero where !ok or past k1) */
+static inline uint4 rows_load8(__global const ushort* p, int ok, int k, int k1)
+{
+#    if VEC
+    return (ok && k < k1) ? *(__global const uint4*)(p + k) : MMA_UINT4_ZERO;
+#    else
+    uint v[4];
+#      pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const uint lo = (ok && k + 2 * e < k1) ? (uint)p[k + 2 * e] : 0u;
+        const uint hi = (ok && k + 2 * e + 1 < k1) ? (uint)p[k + 2 * e + 1] : 0u;
+        v[e] = lo | (hi << 16);
+    }
+    return MK_UINT4(v[0], v[1], v[2], v[3]);
+#    endif
+}
+#  else
+#    if IS_BF16
+#      define GLOBAL_F(p, i) BF16_TO_FLOAT((p)[i])
+#    else
+#      define GLOBAL_F(p, i) vload_half((size_t)(i), (__global const half*)(p))
+#    endif
+#  endif
+
+__kernel ISTHMUS_LOCAL_SIZE(RNT, 1, 1)
+void gemm_mma(const int M, const int N, const int KD, const float alpha, const float beta,
+              __global const T* A, const long sa, __global const T* B, const long sb,
+              __global PT* C, const long sc)
+{
+    __local float red[RK * RM * RCOLS];  /* each warp's partial sums: [warp][row][column] */
+    const int tid = (int)get_local_id(0);
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int n0 = (int)get_group_id(0) * RCOLS, m0 = (int)get_group_id(1) * RM;
+#  if SPLITK > 1
+    const size_t b = get_group_id(2) / SPLITK;
+    const int kchunk = ((KD + SPLITK - 1) / SPLITK + 31) / 32 * 32;  /* whole 32-element steps */
+    const int kg0 = min(KD, (int)(get_group_id(2) % SPLITK) * kchunk);
+    const int kg1 = min(KD, kg0 + kchunk);
+#  else
+    const size_t b = get_group_id(2);
+    const int kg0 = 0, kg1 = KD;
+#  endif
+    const int kslice = ((kg1 - kg0 + RK - 1) / RK + 31) / 32 * 32;
+    const int k0 = min(kg1, kg0 + warp * kslice), k1 = min(kg1, k0 + kslice);
+    A += b * (size_t)sa + (size_t)m0 * (size_t)KD;
+    B += b * (size_t)sb;
+    C += get_group_id(2) * (size_t)sc;
+
+    float acc[RMI][RN][4];
+#  pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#  pragma unroll
+        for (int j = 0; j < RN; ++j)
+#  pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#  if MMA_PTX
+    __global const ushort* wp[RN];
+    __global const ushort* xp[RMI][2];
+    int wok[RN], xok[RMI][2];
+#    pragma unroll
+    for (int j = 0; j < RN; ++j) {
+        const int n = n0 + 8 * j + g;
+        wok[j] = n < N;
+        wp[j] = B + (size_t)(wok[j] ? n : 0) * (size_t)KD;
+    }
+#    pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#    pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * i + g + 8 * h;
+            xok[i][h] = m0 + r < M;
+            xp[i][h] = A + (size_t)(xok[i][h] ? r : 0) * (size_t)KD;
+        }
+    /* RU 32-element K-steps of W and x from k (zeros past k1) into w_, x_; then their mma */
+#    define ROWS_LOAD(w_, x_, k)                                                                     \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int u = 0; u < RU; ++u) {                                                               \
+            const int kk = (k) + 32 * u + 8 * t;                                                     \
+            _Pragma("unroll")                                                                        \
+            for (int j = 0; j < RN; ++j) w_[u][j] = rows_load8(wp[j], wok[j], kk, k1);               \
+            _Pragma("unroll")                                                                        \
+            for (int i = 0; i < RMI; ++i) {                                                          \
+                x_[u][i][0] = rows_load8(xp[i][0], xok[i][0], kk, k1);                               \
+                x_[u][i][1] = rows_load8(xp[i][1], xok[i][1], kk, k1);                               \
+            }                                                                                        \
+        }                                                                                            \
+    } while (0)
+#    define ROWS_MMA(w_, x_)                                                                         \
+    do {                                                                                             \
+        _Pragma("unroll")                                                                            \
+        for (int u = 0; u < RU; ++u)                                                                 \
+            _Pragma("unroll")                                                                        \
+            for (int i = 0; i < RMI; ++i) {                                                          \
+                const uint a0[4] = {x_[u][i][0].x, x_[u][i][1].x, x_[u][i][0].y, x_[u][i][1].y};     \
+                const uint a1[4] = {x_[u][i][0].z, x_[u][i][1].z, x_[u][i][0].w, x_[u][i][1].w};     \
+                _Pragma("unroll")                                                                    \
+                for (int j = 0; j < RN; ++j) {                                                       \
+                    mma16816(acc[i][j], a0, w_[u][j].x, w_[u][j].y);                                 \
+                    mma16816(acc[i][j], a1, w_[u][j].z, w_[u][j].w);                                 \
+                }                                                                                    \
+            }                                                                                        \
+    } while (0)
+#    if RP  /* the next K-steps' loads are issued before this one's mma (twice the bytes in flight) */
+    uint4 wv[RU][RN], xv[RU][RMI][2];
+    ROWS_LOAD(wv, xv, k0);
+    for (int k = k0; k < k1; k += 32 * RU) {
+        uint4 wn[RU][RN], xn[RU][RMI][2];
+        ROWS_LOAD(wn, xn, k + 32 * RU);
+        ROWS_MMA(wv, xv);
+#      pragma unroll
+        for (int u = 0; u < RU; ++u) {
+#      pragma unroll
+            for (int j = 0; j < RN; ++j) wv[u][j] = wn[u][j];
+#      pragma unroll
+            for (int i = 0; i < RMI; ++i) { xv[u][i][0] = xn[u][i][0]; xv[u][i][1] = xn[u][i][1]; }
+        }
+    }
+#    else
+    for (int k = k0; k < k1; k += 32 * RU) {
+        uint4 wv[RU][RN], xv[RU][RMI][2];
+        ROWS_LOAD(wv, xv, k);
+        ROWS_MMA(wv, xv);
+    }
+#    endif
+#  else /* portable: this work-item's fragment elements (rows g, g+8; columns 2t, 2t+1) */
+    for (int i = 0; i < RMI; ++i)
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * i + g + 8 * h;
+            if (m0 + r >= M) continue;
+            for (int j = 0; j < RN; ++j)
+                for (int e = 0; e < 2; ++e) {
+                    const int n = n0 + 8 * j + 2 * t + e;
+                    if (n >= N) continue;
+                    __global const T* x = A + (size_t)r * (size_t)KD;
+                    __global const T* w = B + (size_t)n * (size_t)KD;
+                    float s = 0.0f;
+                    for (int k = k0; k < k1; ++k) s = fma(GLOBAL_F(x, k), GLOBAL_F(w, k), s);
+                    acc[i][j][2 * h + e] = s;
+                }
+        }
+#  endif
+
+#  pragma unroll
+    for (int i = 0; i < RMI; ++i)
+#  pragma unroll
+        for (int j = 0; j < RN; ++j)
+#  pragma unroll
+            for (int e = 0; e < 4; ++e)
+                red[(warp * RM + 16 * i + g + 8 * (e >> 1)) * RCOLS + 8 * j + 2 * t + (e & 1)] = acc[i][j][e];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int read_c = beta != 0.0f;
+    for (int q = tid; q < RM * RCOLS; q += RNT) {
+        const int r = m0 + q / RCOLS, c = n0 + q % RCOLS;
+        if (r < M && c < N) {
+            float v = 0.0f;
+#  pragma unroll
+            for (int w = 0; w < RK; ++w) v += red[w * RM * RCOLS + q];
+            const size_t o = (size_t)r * (size_t)N + (size_t)c;
+#  if SPLITK > 1
+            C[o] = v;  /* (alpha 1, beta 0: the combine applies them) */
+#  else
+            v *= alpha;
+            if (read_c) v += beta * C_LOAD(C, o);
+            C_STORE(C, o, v);
+#  endif
+        }
+    }
+}
+
+#else /* ROWS=0: the tiled kernel */
 __kernel ISTHMUS_LOCAL_SIZE(NT, 1, 1)
 void gemm_mma(const int M, const int N, const int KD, const float alpha, const float beta,
               __global const T* A, const long sa, __global const T* B, const long sb,
@@ -724,6 +817,8 @@ void gemm_mma(const int M, const int N, const int KD, const float alpha, const f
         }
     }
 }
+
+#endif /* ROWS */
 
 #if SPLITK > 1
 __kernel void gemm_mma_combine(const long mn, const int batch, const float alpha, const float beta,

@@ -1,7 +1,7 @@
 """Carry shipped bundled configs over an edit of kernel sources that does not change what a kernel does.
 
 A config is keyed by the sha256 of its kernel's full source (``opencl/dtype.h`` + the family's
-.cl, comments and white space aside), so deleting an unused kernel from a .cl file, or any edit of
+.cl with the headers it includes, such as mma.h, expanded; comments and white space aside), so deleting an unused kernel from a .cl file, or any edit of
 dtype.h, makes the shipped configs of the families concerned stale although no launched kernel
 changed. This rewrites the key of each entry that was current for the OLD copies given (every other
 file as it is now) to the current fingerprint; entries that were stale already are left as they are.
@@ -23,6 +23,7 @@ def rehash(entries: list[dict], old: dict[str, str]) -> int:
     """Rewrite in place the entries current for ``old`` ({file name in opencl/: its old text});
     returns how many were rewritten."""
     from isthmus import knobs
+    from isthmus.ops.spec import kernel_source
     from isthmus.tune.db import code_of, fingerprint
     from isthmus.tune.space import kernel_family
 
@@ -34,7 +35,7 @@ def rehash(entries: list[dict], old: dict[str, str]) -> int:
         fam = kernel_family(e["kernel"])
         if fam is None:
             continue
-        before = hashlib.sha256(code_of(text("dtype.h") + "\n" + text(fam.source)).encode()).hexdigest()
+        before = hashlib.sha256(code_of(kernel_source(fam.source, text)).encode()).hexdigest()
         new_hash, options = fingerprint(fam, e["dtype"])
         if e["source_hash"] == before and e["options"] == options and before != new_hash:
             e["source_hash"] = new_hash

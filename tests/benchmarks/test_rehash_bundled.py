@@ -28,3 +28,21 @@ def test_an_old_source_carries_its_configs_to_the_current_one():
     assert rehash(entries, {"reduce.cl": old_cl}) == 1
     assert entries[0]["source_hash"] == fingerprint(SUM, "float32")[0]
     assert entries[1]["source_hash"] == "0" * 64  # stale for another reason: left as it was
+
+
+def test_a_shared_header_is_part_of_the_source_and_an_old_copy_carries_it():
+    from isthmus.ops.spec import kernel_source
+    from isthmus.ops.specs.gemm_mma import SPEC as GEMM_MMA
+
+    text = kernel_source("gemm_mma.cl")
+    assert not [ln for ln in text.splitlines() if ln.strip().startswith("#include")]
+    assert "static inline void mma16816(" in text
+    assert text.count("#define ISTHMUS_MMA_H") == 1
+    old_h = (knobs.kernel_dir() / "mma.h").read_text() + "\n#define MMA_GONE 1\n"
+    old_hash = hashlib.sha256(code_of(kernel_source(
+        "gemm_mma.cl", lambda f: old_h if f == "mma.h" else (knobs.kernel_dir() / f).read_text())).encode()).hexdigest()
+    assert old_hash != fingerprint(GEMM_MMA, "bfloat16")[0]  # the header is keyed
+    entry = {"kernel": "gemm_mma", "dtype": "bfloat16", "source_hash": old_hash,
+             "options": fingerprint(GEMM_MMA, "bfloat16")[1]}
+    assert rehash([entry], {"mma.h": old_h}) == 1
+    assert entry["source_hash"] == fingerprint(GEMM_MMA, "bfloat16")[0]

@@ -245,3 +245,38 @@ def test_empty_batches_and_rows(dev):
     out = isthmus.ops.gemm(dev.zeros((0, 4, 5), np.float32), dev.zeros((5, 6), np.float32))
     assert out.shape == (0, 4, 6)
     assert isthmus.ops.gemm(dev.zeros((0, 5), np.float32), dev.zeros((6, 5), np.float32), trans_b=True).shape == (0, 6)
+
+
+def test_a_batch_of_small_matrices_takes_tiles_for_its_entries(tuning_db):
+    """Without a tuned config, a batch of small matrices (32-1024 a side) on a GPU takes the tiles the
+    rule gives one matrix on ceil(compute units / batch) units (bigger tiles as the batch fills the
+    device), valid; a single matrix, skinny ones, CPU devices and a tuned config keep theirs."""
+    from isthmus.ops.specs import gemm as G
+    from isthmus.tune import db as dbmod
+    from isthmus.tune.db import key_for
+
+    class Gpu:
+        kind, compute_units, max_work_group_size, local_mem_size, local_mem_optin = "gpu", 132, 1024, 49152, None
+        wgmma = mma_sync = False
+        compute_capability, native_vector_width_float, id = None, 0, "fake:0"
+
+        def identity(self):
+            return {"backend": "opencl", "vendor": "Fake", "name": "Fake GPU", "driver": "1.0", "platform": "p"}
+
+    dev, f32, fam = Gpu(), isthmus.dtypes.lookup("float32"), G.SPEC
+    tile = lambda p: (p["VARIANT"], p["TM"], p["TN"], p["WPTM"], p["WPTN"])  # noqa: E731
+    for batch, m, n, k, want in [(512, 128, 128, 128, (0, 128, 128, 8, 8)), (1024, 64, 64, 64, (0, 64, 64, 4, 4)),
+                                 (32, 128, 128, 64, (0, 32, 64, 4, 4))]:
+        problem = {"m": m, "n": n, "k": k}
+        one = fam.defaults(dev, problem, f32)
+        got = G._batched_rule(fam, dev, f32, problem, one, batch)
+        assert tile(got) == want and fam.is_valid(got, dev, problem, f32), (batch, m, got)
+        assert G._batched_rule(fam, dev, f32, problem, one, 1) == one
+    for problem in ({"m": 16, "n": 4096, "k": 4096}, {"m": 4096, "n": 4096, "k": 64}):
+        one = fam.defaults(dev, problem, f32)
+        assert G._batched_rule(fam, dev, f32, problem, one, 8) is one
+    problem = {"m": 128, "n": 128, "k": 128}
+    tuned = dict(fam.defaults(dev, problem, f32), TM=64, TN=64, WPTM=4, WPTN=4)
+    dbmod.user().record(key_for(fam, dev, "float32", problem), problem, tuned, 1.0, "ok")
+    dbmod.forget()
+    assert G._batched_rule(fam, dev, f32, problem, tuned, 512) is tuned

@@ -111,6 +111,8 @@ def test_gemm_mma_warpgroup_mma(dev, rng, params, ta, tb):
         _check(dev, rng, BF16, 136, 72, 520, ta, tb)
         _check(dev, rng, BF16, 70, 45, 83, ta, tb, out="float32")
         _check(dev, rng, np.dtype(np.float16), 64, 128, 64, ta, tb, batch_a=3, batch_b=3)
+        _check(dev, rng, BF16, 72, 136, 200, ta, tb, batch_a=3, beta=-0.5)            # B shared, 16-bit C read
+        _check(dev, rng, np.dtype(np.float16), 40, 64, 96, ta, tb, batch_b=2, out="float32", beta=2.0)  # A shared
 
 
 @pytest.mark.parametrize("splits", [2, 4, 16])
@@ -124,6 +126,53 @@ def test_gemm_mma_split_k(dev, rng, splits):
             _check(dev, rng, BF16, 19, 40, 83, ta, tb, out="float32", beta=0.5)
         _check(dev, rng, np.dtype(np.float16), 16, 72, 256, tb=True, batch_a=3)    # x[b] @ W.T, 16-bit result
         _check(dev, rng, np.dtype(np.float16), 24, 40, 64, batch_a=2, batch_b=2, out="float32")
+
+
+_ROWS = [dict(ROWS=1, RM=16, RN=2, RK=8, RU=2), dict(ROWS=1, RM=32, RN=1, RK=2, RU=1, SPLITK=4),
+         dict(ROWS=1, RM=64, RN=4, RK=1, RU=4, SPLITK=2), dict(ROWS=1, RM=16, RN=4, RK=4, RU=4, SPLITK=8),
+         dict(ROWS=1, RM=16, RN=2, RK=4, RU=2, RP=1)]
+
+
+@pytest.mark.parametrize("params", _ROWS, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items() if k != "ROWS"))
+def test_gemm_mma_rows_kernel(dev, rng, params):
+    """ROWS=1, the skinny x @ W.T kernel: one row and a few, rows past RM (several passes), odd K
+    (element-wise loads) and K a multiple of 8 (16-byte loads), K shorter than the warps' slices
+    and splits (some get nothing), batches with shared weights, both dtypes, 16-bit and f32 results,
+    beta, and split-K's combine; the launch is the rows build."""
+    from isthmus.record import recording
+
+    with forced(gemm_mma.SPEC, params):
+        _check(dev, rng, BF16, 1, 45, 83, tb=True, out="float32", beta=0.5)
+        _check(dev, rng, np.dtype(np.float16), 19, 40, 264, tb=True)
+        _check(dev, rng, BF16, 70, 33, 96, tb=True, batch_a=3)
+        _check(dev, rng, np.dtype(np.float16), 3, 24, 8, tb=True, batch_a=2, batch_b=2, out="float32", beta=-1.0)
+        _check(dev, rng, BF16, 5, 17, 1, tb=True, out="float32")
+        _check(dev, rng, BF16, 16, 264, 520, tb=True, alpha=1.0)
+        a, b = dev.asarray(np.ones((4, 16), BF16)), dev.asarray(np.ones((8, 16), BF16))
+        with recording(dev) as rec:
+            gemm_mma.run(a, b, trans_b=True)
+        assert rec.launches[0][0].program.defines["ROWS"] == 1
+
+
+def test_gemm_mma_rule_takes_the_rows_kernel_for_a_few_rows_of_x_at_w_t():
+    """On a device with mma.sync, x @ W.T with up to 16 rows takes the rows kernel (valid, K split
+    where the columns leave the GPU idle); more rows, other layouts and portable devices don't."""
+    dev = _NvidiaLike("cuda", 227 * 1024, True)
+    tb = gemm_mma.SPEC.variant(trans_b=True)
+    for m, n, k in [(1, 4096, 4096), (16, 11008, 4096), (8, 4096, 11008), (1, 128256, 4096), (3, 200, 1 << 16)]:
+        problem = {"m": m, "n": n, "k": k}
+        p = tb.defaults(dev, problem)
+        assert p["ROWS"] == 1 and tb.is_valid(p, dev, problem), (problem, p)
+    assert tb.defaults(dev, {"m": 3, "n": 200, "k": 1 << 16})["SPLITK"] == 8
+    assert tb.defaults(dev, {"m": 1, "n": 4096, "k": 4096})["SPLITK"] == 1
+    assert tb.defaults(dev, {"m": 64, "n": 4096, "k": 4096})["ROWS"] == 0
+    for fam in (gemm_mma.SPEC, gemm_mma.SPEC.variant(trans_a=True, trans_b=True)):
+        assert fam.defaults(dev, {"m": 1, "n": 4096, "k": 4096})["ROWS"] == 0
+        assert not fam.is_valid(dict(fam.defaults(dev, {"m": 1, "n": 64, "k": 64}), **_ROWS[0]), dev,
+                                {"m": 1, "n": 64, "k": 64})  # the rows kernel is x @ W.T only
+    portable = _NvidiaLike("opencl", None, False)
+    portable.mma_sync = False
+    assert tb.defaults(portable, {"m": 1, "n": 4096, "k": 4096})["ROWS"] == 0
 
 
 def test_gemm_mma_split_k_in_a_captured_graph(dev, rng):

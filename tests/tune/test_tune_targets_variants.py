@@ -145,3 +145,28 @@ def test_a_transposed_launch_uses_the_plain_config_on_this_device(dev, db, rng):
     launched = _launch(dev, OPS["gemm"], problem, f32, {"trans_b": True}, rng)
     for _, defines in launched:
         assert defines["TRANS_B"] == 1 and {k: defines[k] for k in tuned} == tuned
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_tuned_rows_kernel_config_is_what_x_at_w_t_launches(dev, db, rng, dtype):
+    """The tensor-core gemm's rows kernel (ROWS=1, skinny x @ W.T) stored as the best config of the
+    trans_b family is what gemm(x, w, trans_b=True) launches next, with a right result; the plain
+    layout's key does not get it (the rows kernel is x @ W.T only)."""
+    from isthmus.ops.specs import gemm_mma
+    from isthmus.tune.db import key_for
+
+    dt, problem = lookup(dtype), {"m": 5, "n": 40, "k": 72}
+    tb = gemm_mma.SPEC.variant(trans_b=True)
+    rows = dict({t.name: t.default for t in tb.tunables}, ROWS=1, RM=16, RN=1, RK=2, RU=1, SPLITK=1)
+    assert tb.is_valid(rows, dev, problem, dt) and not gemm_mma.SPEC.is_valid(rows, dev, problem, dt)
+    db.record(key_for(tb, dev, dtype, problem), problem, rows, 1.0, "ok")
+    dbmod.forget()
+    launched = _launch(dev, OPS["gemm"], problem, dt, {"trans_b": True}, rng)
+    assert launched and all(d["ROWS"] == 1 and {k: d[k] for k in rows} == rows for _, d in launched)
+    x = rng.standard_normal((5, 72)).astype(dt.np)
+    w = rng.standard_normal((40, 72)).astype(dt.np)
+    got = isthmus.ops.gemm(dev.asarray(x), dev.asarray(w), trans_b=True).to_numpy().astype(np.float64)
+    ref = x.astype(np.float64) @ w.astype(np.float64).T
+    assert np.linalg.norm(got - ref) <= 6e-3 * np.linalg.norm(ref)
+    plain = _launch(dev, OPS["gemm"], problem, dt, {}, rng)
+    assert all(d["ROWS"] == 0 for _, d in plain)

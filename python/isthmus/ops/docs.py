@@ -100,7 +100,7 @@ def section(spec) -> str:
                 if spec.variants else "") + ".",
              "", "| tunable | values | default | CPU default | only when |", "| --- | --- | --- | --- | --- |"]
     for t in spec.tunables:
-        when = f"{t.when[0]} in {_values(t.when[1])}" if t.when else ""
+        when = " and ".join(f"{name} in {_values(values)}" for name, values in t.conditions())
         lines.append(f"| {t.name} | {_values(t.values)} | {t.default} | {cpu.get(t.name, '')} | {when} |")
     if spec.restrictions:
         lines += ["", "Restrictions (over the tunables, the problem sizes, `max_work_group_size`, `local_mem_size`, "

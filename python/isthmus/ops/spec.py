@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -44,10 +45,17 @@ class Tunable:
     # (name, values): the tunable matters only while the tunable `name` (listed before it) holds
     # one of `values` (a variant's own parameters); otherwise it stays at its default, so the
     # search space holds each variant once instead of the product of all variants' parameters.
+    # Several such pairs in a tuple: all of them must hold.
     when: tuple | None = None
 
+    def conditions(self) -> tuple:
+        """The (name, values) pairs that must all hold for the tunable to matter (none: always)."""
+        if self.when is None:
+            return ()
+        return self.when if isinstance(self.when[0], tuple) else (self.when,)
+
     def applies(self, params: dict) -> bool:
-        return self.when is None or params.get(self.when[0]) in self.when[1]
+        return all(params.get(name) in values for name, values in self.conditions())
 
 
 @dataclass(frozen=True)
@@ -265,6 +273,8 @@ class OpSpec:
               "local_mem_optin": device.local_mem_optin or device.local_mem_size,
               "is_cpu": device.kind == "cpu", "wgmma": device.wgmma,
               "acc_size": 8 if dtype is not None and dtype.acc in ("double", "long") else 4,
+              # the variant flags' macros (gemm's TRANS_A, TRANS_B: 0 in the plain family)
+              **{f.define: 0 for f in self.variants}, **dict(self.defines),
               "min": min, "max": max, **params}
         return all(eval(code, {"__builtins__": {}}, ns) for code in self._restriction_code)
 
@@ -288,8 +298,7 @@ class OpSpec:
         device.check_dtype(dt)
 
     def source_text(self) -> str:
-        kdir = knobs.kernel_dir()
-        return (kdir / "dtype.h").read_text() + "\n" + (kdir / self.source).read_text()
+        return kernel_source(self.source)
 
     def kernels(self, device, dt: DType, params: dict) -> dict[str, Kernel]:
         """The family's entry points compiled for ``dt`` with ``params`` (memoized per device); a
@@ -306,6 +315,33 @@ class OpSpec:
             program = Program.build(device, self.source_text(), defines, self.entries[0])
             found = device._kernels[key] = {name: program.kernel(name) for name in self.entries}
         return found
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([A-Za-z0-9_.]+)"[ \t]*$', re.M)
+
+
+def kernel_source(name: str, read: Callable[[str], str] | None = None) -> str:
+    """dtype.h and the kernel file ``name`` of opencl/ as one self-contained text: each
+    ``#include "FILE"`` of a file in opencl/ is replaced by FILE's text (its own includes expanded,
+    each file once), so every compiler (NVRTC, NVIDIA's OpenCL, PoCL) gets the same text and a
+    shared header (mma.h) is part of the source a tuned config is keyed by. ``read(file)`` gives a
+    file's text (default: the file in opencl/; benchmarks/tools/rehash_bundled passes old copies)."""
+    kdir = knobs.kernel_dir()
+    if read is None:
+        def read(f: str) -> str:
+            return (kdir / f).read_text()
+    seen: set[str] = set()
+
+    def expand(text: str) -> str:
+        def one(m: re.Match) -> str:
+            f = m.group(1)
+            if f in seen or not (kdir / f).is_file():
+                return "" if f in seen else m.group(0)
+            seen.add(f)
+            return expand(read(f))
+        return _INCLUDE.sub(one, text)
+
+    return read("dtype.h") + "\n" + expand(read(name))
 
 
 def bucket(value: int) -> int:

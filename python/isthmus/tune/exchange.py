@@ -250,8 +250,9 @@ def _broken(family, params: dict, problem: dict, dt) -> str:
     fail (as a GPU or as a CPU, whichever breaks fewer: the one the entry was meant for)."""
     for t in family.tunables:
         if params[t.name] != t.default and not t.applies(params):
-            return (f"{t.name} = {params[t.name]} is set, but {t.name} applies only where {t.when[0]} is one of "
-                    f"{', '.join(map(str, t.when[1]))} (elsewhere it stays {t.default})")
+            return (f"{t.name} = {params[t.name]} is set, but {t.name} applies only where "
+                    + " and ".join(f"{name} is one of {', '.join(map(str, values))}" for name, values in t.conditions())
+                    + f" (elsewhere it stays {t.default})")
     failing = min(([r for r in family.restrictions if not _only(family, r).is_valid(params, limits, problem, dt)]
                    for limits in _UNLIMITED), key=len)
     return f"{'these restrictions' if len(failing) > 1 else 'this restriction'} of {family.name} fail: " + (

@@ -110,6 +110,32 @@ def _big_tiles(m: int, n: int, k: int, units: int) -> tuple[int, int, int, int, 
     return tm, tn, wptm, wptn, ks
 
 
+# A batch of small matrices (32-1024 a side) fills the device with its entries' tiles: without a
+# tuned config, their tiles are the rule's for the device's compute units shared among the entries
+# (the rule sees one matrix: the tuning key has no batch)
+BATCH_AWARE = True
+
+
+def _batched_rule(fam, dev, dt, problem: dict, params: dict, batch: int) -> dict:
+    """``params`` (the tiled kernel's, for one matrix), or where they are the rule's (no tuned or
+    forced config) the tiles for ``batch`` entries: chosen as for one matrix on a device with
+    ceil(compute units / batch) units, the big-tile choice even for small matrices."""
+    from ..resolve import _forced, config_source
+
+    if (not BATCH_AWARE or batch <= 1 or _forced.get() is not None or dev.kind == "cpu"
+            or not 32 <= min(problem["m"], problem["n"]) <= max(problem["m"], problem["n"]) <= 1024):
+        return params  # (small matrices only: a batch of skinny ones keeps its split-K tiles)
+    if any(src(fam, dev, dt, problem) is not None for src in config_source):
+        return params  # a tuned config stands
+    b = dict(zip(fam.problem, problem_bucket(fam, problem)))
+    units = max(1, -(-max(1, int(dev.compute_units or 1)) // batch))
+    tm, tn, wptm, wptn, ks = _big_tiles(b["m"], b["n"], b["k"], units)
+    tk = 8 if getattr(dt, "acc", "float") == "double" else params["TK"]
+    out = dict(params, VARIANT=1 if ks > 1 else 0, TM=tm, TN=tn, WPTM=wptm, WPTN=wptn, TK=tk,
+               KS=ks if ks > 1 else params["KS"])
+    return out if out != params and fam.is_valid(out, dev, problem, dt) else params
+
+
 def _rows_rule(m: int, n: int, units: int, params: dict) -> dict:
     """The rows variant for m rows (a bucket, <= 4): every row in one pass (RM = m), as many columns
     per warp (RN) as keep the work-groups at two or more per compute unit, at most 32 sums a lane."""
@@ -189,6 +215,10 @@ def _steps(dev, dt, ta: bool, tb: bool, batch: int, m: int, n: int, k: int, sa: 
     (kernel, global, local, its arguments with None where a, b, c and the partials go)."""
     fam, problem = family_for(ta, tb), {"m": max(m, 1), "n": max(n, 1), "k": max(k, 1)}
     params, kernels = resolve(fam, dev, dt, problem)
+    if batch > 1 and params.get("VARIANT") in (0, 1):
+        batched = _batched_rule(fam, dev, dt, problem, params, batch)
+        if batched is not params:
+            params, kernels = batched, fam.kernels(dev, dt, batched)
     if _needs_grid_loop(params, m, batch):
         if params["VARIANT"] == 3:  # the rows kernel walks no grid: the tiled kernel's loop does
             b = dict(zip(fam.problem, problem_bucket(fam, problem)))

@@ -55,6 +55,7 @@ _WG_MID = dict(BM=128, BN=128, BK=64, WM=8, WN=1, STAGES=5, GM=8, WGMMA=1)
 
 
 _SPLITS = (1, 2, 4, 8)  # SPLITK's values
+_TILED, _ROWS = ("ROWS", (0,)), ("ROWS", (1,))
 RING_ALIGN = 128  # bytes a static ring may take past its size to start on a 128-byte boundary (gemm_mma.cl)
 
 
@@ -68,6 +69,21 @@ def _splits(tiles: int, k: int, units: int) -> int:
     return s
 
 
+# x @ W.T with at most this many rows (a bucket) takes the rows kernel on devices with mma.sync
+_ROWS_MAX = 16
+_ROWS_DEFAULT = dict(ROWS=1, RM=16, RN=2, RK=8, RU=2)
+
+
+def _rows_rule(m: int, n: int, k: int, units: int) -> dict:
+    """The rows kernel for m (<= 64) rows: one pass over the rows, 16 columns and 8 warps (K slices)
+    a work-group; K split over work-groups while they are fewer than the compute units."""
+    p = dict(_ROWS_DEFAULT, RM=max(16, m))
+    groups, splits = -(-n // (8 * p["RN"])), 1
+    while groups * splits < units and k // (2 * splits) >= 2048 and splits < _SPLITS[-1]:
+        splits *= 2
+    return dict(p, SPLITK=splits)
+
+
 def _rule(buckets: dict, device, dt, params: dict, flags: dict | None = None) -> dict:
     """The tile for a problem's shape class (see above); devices without mma.sync (the portable
     path) keep the defaults."""
@@ -75,6 +91,8 @@ def _rule(buckets: dict, device, dt, params: dict, flags: dict | None = None) ->
         return {}
     m, n = buckets["m"], buckets["n"]
     small = device.local_mem_optin is None  # 48 KiB a work-group at most
+    if m <= _ROWS_MAX and flags == {"trans_a": False, "trans_b": True}:
+        return _rows_rule(m, n, buckets["k"], device.compute_units)
     if min(m, n) <= 64:
         skinny = _SKINNY_48K if small else _SKINNY
         tiles = -(-m // skinny["BM"]) * -(-n // skinny["BN"])
@@ -88,14 +106,24 @@ def _rule(buckets: dict, device, dt, params: dict, flags: dict | None = None) ->
 
 SPEC = OpSpec(
     name="gemm_mma", source="gemm_mma.cl", entries=("gemm_mma",), dtypes=DTYPES, variants=FLAGS,
-    tunables=(Tunable("BM", (32, 64, 128, 256), 128), Tunable("BN", (32, 64, 128, 256), 128),
-              Tunable("BK", (16, 32, 64), 32), Tunable("WM", (1, 2, 4, 8), 2), Tunable("WN", (1, 2, 4), 2),
-              Tunable("STAGES", (2, 3, 4, 5, 6), 2), Tunable("GM", (1, 4, 8, 16), 8), Tunable("WGMMA", (0, 1), 0),
+    tunables=(# ROWS=1: the skinny x @ W.T kernel (no tile ring: W streamed from global memory)
+              Tunable("ROWS", (0, 1), 0),
+              *(Tunable(name, values, default, when=_TILED) for name, values, default in (
+                  ("BM", (32, 64, 128, 256), 128), ("BN", (32, 64, 128, 256), 128), ("BK", (16, 32, 64), 32),
+                  ("WM", (1, 2, 4, 8), 2), ("WN", (1, 2, 4), 2), ("STAGES", (2, 3, 4, 5, 6), 2),
+                  ("GM", (1, 4, 8, 16), 8), ("WGMMA", (0, 1), 0))),
               # the mma.sync path's own choices (wgmma reads its operands from local memory itself)
-              *(Tunable(name, (0, 1), default, when=("WGMMA", (0,)))
+              *(Tunable(name, (0, 1), default, when=(_TILED, ("WGMMA", (0,))))
                 for name, default in (("LDSM", 1), ("ASYNC", 1), ("SWZ", 0), ("PIPE", 1))),
-              # K splits: for the small tiles of problems with few of them (skinny x @ W.T)
-              Tunable("SPLITK", _SPLITS, 1, when=("BM", (32, 64)))),
+              # K splits: for the small tiles of problems with few of them (skinny x @ W.T), and the
+              # rows kernel
+              Tunable("SPLITK", _SPLITS, 1),
+              # the rows kernel: RM rows a pass, RN 8-column blocks a warp, RK warps a work-group
+              # (each a slice of K), RU 32-element K-steps a lane has in flight
+              Tunable("RM", (16, 32, 64), 16, when=_ROWS), Tunable("RN", (1, 2, 4), 2, when=_ROWS),
+              Tunable("RK", (1, 2, 4, 8), 8, when=_ROWS), Tunable("RU", (1, 2, 4), 2, when=_ROWS),
+              # RP=1: the next K-steps' loads issued before this one's mma (twice the registers)
+              Tunable("RP", (0, 1), 0, when=_ROWS)),
     problem=("m", "n", "k"),
     restrictions=("BM % (16 * WM) == 0 and BN % (16 * WN) == 0",
                   "32 * WM * WN <= max_work_group_size",
@@ -114,6 +142,12 @@ SPEC = OpSpec(
                   # long K: the tuner's space stays the size it had without them elsewhere
                   "WGMMA or (STAGES <= 4 and WM <= 4)",
                   "SPLITK == 1 or (min(m, n) <= 64 and k >= 2048 * SPLITK)",
+                  "SPLITK == 1 or ROWS or BM in (32, 64)",
+                  # the rows kernel: x @ W.T only, a few rows; its warps' sums in local memory (f32),
+                  # at most 24 16-byte loads a lane in flight (RP: two K-steps' worth)
+                  "not ROWS or (TRANS_B and not TRANS_A and m <= 256)",
+                  "not ROWS or (32 * RK <= max_work_group_size and 32 * RK * RM * RN <= local_mem_size"
+                  " and RU * (RN + RM // 8) * (1 + RP) <= 24)",
                   "(BM // WM // 16) * (BN // WN // 8) <= 32",  # f32 accumulators per work-item <= 128
                   "m // BM < 65535"),
     storage=(("float16", "ushort"),),  # 16-bit patterns on every device: no `half` arithmetic anywhere
@@ -135,6 +169,9 @@ def smem_bytes(p: dict, ta: bool, tb: bool) -> int:
 
 
 def grid(m: int, n: int, batch: int, p: dict):
+    if p.get("ROWS"):
+        nt = 32 * p["RK"]
+        return (-(-n // (8 * p["RN"])) * nt, -(-m // p["RM"]), batch), (nt, 1, 1)
     nt = 32 * p["WM"] * p["WN"]
     return (-(-n // p["BN"]) * nt, -(-m // p["BM"]), batch), (nt, 1, 1)
 
@@ -170,8 +207,9 @@ def _steps(dev, dt, shape: _Shape, variant: tuple, out_dt) -> tuple:
         params = dict(params, SPLITK=1)
         splits, kernels = 1, fam.kernels(dev, dt, {**params, **dict(variant)})
     kern = kernels["gemm_mma"]
-    if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch
-        kern.dynamic_local_bytes = smem_bytes(params, dict(variant)["TRANS_A"], dict(variant)["TRANS_B"])
+    if dict(variant)["DYN_SMEM"]:  # the size the kernel's ring needs, given at every launch (the rows kernel: none)
+        kern.dynamic_local_bytes = 0 if params.get("ROWS") else smem_bytes(params, dict(variant)["TRANS_A"],
+                                                                           dict(variant)["TRANS_B"])
     c_size = int(np.prod(shape.c_shape, dtype=np.int64))
     combine = None
     if splits > 1:
