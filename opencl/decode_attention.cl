@@ -217,10 +217,12 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         const int full = dall(seen_all);
         uint vmask = 0u;   /* bit j: key t0 + j is in the cache */
         if (!full)
-            for (int j = 0; j < BKV; ++j) vmask |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << (j & 31);
-        ulong vmask_hi = 0;
-        if (!full && BKV > 32)
-            for (int j = 32; j < BKV; ++j) vmask_hi |= (ulong)(rows_[rs * BKV + j] >= 0 ? 1u : 0u) << (j - 32);
+            for (int j = 0; j < min(BKV, 32); ++j) vmask |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << j;
+        uint vmask_hi = 0u;   /* keys t0 + 32 .. (BKV 64) */
+#if BKV > 32
+        if (!full)
+            for (int j = 32; j < BKV; ++j) vmask_hi |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << (j - 32);
+#endif
         {
             const int nk = it + STAGES - 1;
             if (nk < ntiles) DLOAD(ws, c0 + nk * BKV);
