@@ -53,7 +53,10 @@
 #ifndef MMA_PTX
 #  define MMA_PTX 0
 #endif
-#if !MMA_PTX && (!defined(BQ) || !defined(BKT) || !defined(HD))
+#ifndef MMA_EMU
+#  define MMA_EMU 0
+#endif
+#if !MMA_PTX && !MMA_EMU && (!defined(BQ) || !defined(BKT) || !defined(HD))
 #  error "attention.cl: build it through its op, which passes every tunable (-D)"
 #endif
 
@@ -71,14 +74,11 @@ static inline void visible(int i, int lq, int lk, int causal, int window, int* l
     *hi = max(a, b);
 }
 
-static inline ACC capped(ACC s, float softcap)
-{
-    return softcap > 0.0f ? (ACC)softcap * tanh(s / (ACC)softcap) : s;
-}
 
-#if MMA_PTX
+#if MMA_PTX || MMA_EMU
 /* ---- the tensor-core path (NVIDIA: inline PTX; mma16816, ldsm4, cp_async16, ... from mma.h) ---- */
-#include "mma.h"
+#include "attn_mma.h"
+#define ATTN_EMU_SMEM fa_smem
 #if !defined(WARPS) || !defined(MI) || !defined(BKV) || !defined(STAGES) || !defined(QREG) || !defined(HD)
 #  error "attention.cl: build it through its op, which passes every tunable (-D)"
 #endif
@@ -109,35 +109,6 @@ static inline ACC capped(ACC s, float softcap)
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
-#if IS_BF16
-#  define FA_X2 "bf16x2"
-#else
-#  define FA_X2 "f16x2"
-#endif
-
-/* two floats -> one register of two 16-bit values (lo in the low half), round to nearest even */
-static inline uint fa_pack(float lo, float hi)
-{
-    uint r;
-    __asm__("cvt.rn." FA_X2 ".f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-static inline float fa_exp2(float x)
-{
-    float y;
-    __asm__("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* x of the lane whose id differs from this one's in the bits of m (a butterfly within the warp) */
-static inline float fa_shfl_xor(float x, int m)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(x)), "r"(m));
-    return as_float(r);
-}
-
 /* K and V rows t0 .. t0+BKV-1 of the sequence into stage st (rows past the keys: zeros) */
 #define FA_LOAD_KV(st, t0)                                                                           \
     do {                                                                                             \
@@ -161,8 +132,9 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
 #if DYN_SMEM
     extern __shared__ __align__(16) ushort fa_smem[];
 #else
-    __local ushort fa_smem[SMEM_ELEMS] ISTHMUS_ALIGN(128);
+    __local ushort fa_smem[SMEM_ELEMS] ATTN_SMEM_ALIGN;
 #endif
+    ATTN_EMU_DECL;
     const int tid = (int)get_local_id(0);
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, lj = lane >> 3, lr = lane & 7;
@@ -213,14 +185,14 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
     uint qf[MI][KD][4];
     CP_ASYNC_WAIT(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-#  pragma unroll
+    ATTN_UNROLL
     for (int i = 0; i < MI; ++i)
-#  pragma unroll
+    ATTN_UNROLL
         for (int kk = 0; kk < KD; ++kk)
             ldsm4(qf[i][kk], sbase + 2u * (uint)((wq0 + i * 16 + lr + (lj & 1) * 8) * RS + kk * 16 + (lj >> 1) * 8));
     barrier(CLK_LOCAL_MEM_FENCE);   /* every warp has its fragments: the ring may overwrite Q */
 #endif
-#pragma unroll
+ATTN_UNROLL
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ntiles) FA_LOAD_KV(s, tlo + s * BKV);
         CP_ASYNC_COMMIT();
@@ -229,9 +201,9 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
     /* this lane's rows (i, hh): qr0 + wq0 + 16 i + g + 8 hh; the keys each sees */
     int rlo[MI][2], rhi[MI][2];
     float m[MI][2], l[MI][2], acc[MI][ND][4];
-#pragma unroll
+ATTN_UNROLL
     for (int i = 0; i < MI; ++i) {
-#pragma unroll
+ATTN_UNROLL
         for (int hh = 0; hh < 2; ++hh) {
             const int r = qr0 + wq0 + i * 16 + g + 8 * hh;
             if (r < lq) {
@@ -242,9 +214,9 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
             m[i][hh] = -INFINITY;
             l[i][hh] = 0.0f;
         }
-#pragma unroll
+ATTN_UNROLL
         for (int n = 0; n < ND; ++n)
-#pragma unroll
+ATTN_UNROLL
             for (int e = 0; e < 4; ++e) acc[i][n][e] = 0.0f;
     }
     /* the warp's rows wa..wb and the keys they see: wlo (wa's first, the smallest) .. whi (wb's end) */
@@ -273,29 +245,29 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
             const uint kb = sbase + 2u * (uint)(KV_BASE + rs * STAGE_ELEMS);
             const uint vb = kb + 2u * (uint)KV_ELEMS;
             float s[MI][NJ][4];
-#pragma unroll
+ATTN_UNROLL
             for (int i = 0; i < MI; ++i)
-#pragma unroll
+ATTN_UNROLL
                 for (int j = 0; j < NJ; ++j)
-#pragma unroll
+ATTN_UNROLL
                     for (int e = 0; e < 4; ++e) s[i][j][e] = 0.0f;
             /* S = Q K^T */
-#pragma unroll
+ATTN_UNROLL
             for (int kk = 0; kk < KD; ++kk) {
 #if QREG
 #  define QF(i) qf[i][kk]
 #else
                 uint qa[MI][4];
-#  pragma unroll
+    ATTN_UNROLL
                 for (int i = 0; i < MI; ++i)
                     ldsm4(qa[i], sbase + 2u * (uint)((wq0 + i * 16 + lr + (lj & 1) * 8) * RS + kk * 16 + (lj >> 1) * 8));
 #  define QF(i) qa[i]
 #endif
-#pragma unroll
+ATTN_UNROLL
                 for (int j = 0; j < NJ; j += 2) {
                     uint r4[4];
                     ldsm4(r4, kb + 2u * (uint)((j * 8 + lr + (lj >> 1) * 8) * RS + kk * 16 + (lj & 1) * 8));
-#pragma unroll
+ATTN_UNROLL
                     for (int i = 0; i < MI; ++i) {
                         mma16816(s[i][j], QF(i), r4[0], r4[1]);
                         mma16816(s[i][j + 1], QF(i), r4[2], r4[3]);
@@ -306,11 +278,11 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
             /* scores in log2 units; the mask only where the tile is not wholly seen by the warp's
              * rows (the first keys seen grow with the row, so do the ends) */
             const int full = wlo_b <= t0 && whi_a >= t0 + BKV;
-#pragma unroll
+ATTN_UNROLL
             for (int i = 0; i < MI; ++i)
-#pragma unroll
+ATTN_UNROLL
                 for (int j = 0; j < NJ; ++j)
-#pragma unroll
+ATTN_UNROLL
                     for (int e = 0; e < 4; ++e) {
                         float x = s[i][j][e];
                         x = capped_ ? cap2 * tanh(x * sl2) : x * sl2;
@@ -321,27 +293,27 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
                         s[i][j][e] = x;
                     }
             /* online softmax: new row max, rescale the sums and outputs, P = 2^(s - max) */
-#pragma unroll
+ATTN_UNROLL
             for (int i = 0; i < MI; ++i)
-#pragma unroll
+ATTN_UNROLL
                 for (int hh = 0; hh < 2; ++hh) {
                     float mx = m[i][hh];
-#pragma unroll
+ATTN_UNROLL
                     for (int j = 0; j < NJ; ++j) mx = fmax(mx, fmax(s[i][j][2 * hh], s[i][j][2 * hh + 1]));
-                    mx = fmax(mx, fa_shfl_xor(mx, 1));
-                    mx = fmax(mx, fa_shfl_xor(mx, 2));
+                    mx = fmax(mx, attn_shfl_xor(mx, 1));
+                    mx = fmax(mx, attn_shfl_xor(mx, 2));
                     const float base = mx == -INFINITY ? 0.0f : mx;
-                    const float corr = fa_exp2(m[i][hh] - base);   /* old max -inf: 0 (nothing summed yet) */
+                    const float corr = attn_exp2(m[i][hh] - base);   /* old max -inf: 0 (nothing summed yet) */
                     m[i][hh] = mx;
                     float ls = l[i][hh] * corr;
-#pragma unroll
+ATTN_UNROLL
                     for (int n = 0; n < ND; ++n) {
                         acc[i][n][2 * hh] *= corr;
                         acc[i][n][2 * hh + 1] *= corr;
                     }
-#pragma unroll
+ATTN_UNROLL
                     for (int j = 0; j < NJ; ++j) {
-                        const float p0 = fa_exp2(s[i][j][2 * hh] - base), p1 = fa_exp2(s[i][j][2 * hh + 1] - base);
+                        const float p0 = attn_exp2(s[i][j][2 * hh] - base), p1 = attn_exp2(s[i][j][2 * hh + 1] - base);
                         s[i][j][2 * hh] = p0;
                         s[i][j][2 * hh + 1] = p1;
                         ls += p0 + p1;
@@ -349,21 +321,21 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
                     l[i][hh] = ls;
                 }
             /* O += P V: two 8-key fragments of S are the A fragment of a 16-key step */
-#pragma unroll
+ATTN_UNROLL
             for (int kk = 0; kk < KJ; ++kk) {
                 uint pa[MI][4];
-#pragma unroll
+ATTN_UNROLL
                 for (int i = 0; i < MI; ++i) {
-                    pa[i][0] = fa_pack(s[i][2 * kk][0], s[i][2 * kk][1]);
-                    pa[i][1] = fa_pack(s[i][2 * kk][2], s[i][2 * kk][3]);
-                    pa[i][2] = fa_pack(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
-                    pa[i][3] = fa_pack(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
+                    pa[i][0] = attn_pack(s[i][2 * kk][0], s[i][2 * kk][1]);
+                    pa[i][1] = attn_pack(s[i][2 * kk][2], s[i][2 * kk][3]);
+                    pa[i][2] = attn_pack(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
+                    pa[i][3] = attn_pack(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
                 }
-#pragma unroll
+ATTN_UNROLL
                 for (int n = 0; n < ND; n += 2) {
                     uint r4[4];
                     ldsm4_t(r4, vb + 2u * (uint)((kk * 16 + lr + (lj & 1) * 8) * RS + n * 8 + (lj >> 1) * 8));
-#pragma unroll
+ATTN_UNROLL
                     for (int i = 0; i < MI; ++i) {
                         mma16816(acc[i][n], pa[i], r4[0], r4[1]);
                         mma16816(acc[i][n + 1], pa[i], r4[2], r4[3]);
@@ -376,20 +348,20 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
     CP_ASYNC_WAIT(0);   /* (no copy outlives the group) */
 
     /* o = acc / sum (the row's sum: its 4 lanes' parts), lse = max * ln 2 + log(sum) */
-#pragma unroll
+ATTN_UNROLL
     for (int i = 0; i < MI; ++i)
-#pragma unroll
+ATTN_UNROLL
         for (int hh = 0; hh < 2; ++hh) {
             float ls = l[i][hh];
-            ls += fa_shfl_xor(ls, 1);
-            ls += fa_shfl_xor(ls, 2);
+            ls += attn_shfl_xor(ls, 1);
+            ls += attn_shfl_xor(ls, 2);
             const int r = qr0 + wq0 + i * 16 + g + 8 * hh;
             if (r < lq) {
                 const float inv = ls > 0.0f ? 1.0f / ls : 0.0f;
                 __global ushort* orow = (__global ushort*)o + ((long)(q0 + r) * heads + h) * HD + 2 * t;
-#pragma unroll
+ATTN_UNROLL
                 for (int n = 0; n < ND; ++n)
-                    *(__global uint*)(orow + n * 8) = fa_pack(acc[i][n][2 * hh] * inv, acc[i][n][2 * hh + 1] * inv);
+                    *(__global uint*)(orow + n * 8) = attn_pack(acc[i][n][2 * hh] * inv, acc[i][n][2 * hh + 1] * inv);
                 if (want_lse && t == 0) {
                     const long at = total_q < 0 ? ((long)b * heads + h) * sq + r : (long)h * total_q + q0 + r;
                     lse[at] = ls > 0.0f ? m[i][hh] * FA_LN2 + log(ls) : -INFINITY;
@@ -398,6 +370,11 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
         }
 }
 #else /* the portable path */
+static inline ACC capped(ACC s, float softcap)
+{
+    return softcap > 0.0f ? (ACC)softcap * tanh(s / (ACC)softcap) : s;
+}
+
 __kernel ISTHMUS_LOCAL_SIZE(BQ, 1, 1)
 void attention(const int sq, const int sk, const int heads, const int kv_heads,
                const float scale, const int causal, const int window, const float softcap,
@@ -487,4 +464,4 @@ void attention(const int sq, const int sk, const int heads, const int kv_heads,
         lse[at] = l > (ACC)0 ? (float)(m + log(l)) : -INFINITY;
     }
 }
-#endif /* MMA_PTX */
+#endif /* MMA_PTX || MMA_EMU */

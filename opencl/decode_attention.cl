@@ -43,6 +43,9 @@
 #ifndef MMA_PTX
 #  define MMA_PTX 0
 #endif
+#ifndef MMA_EMU
+#  define MMA_EMU 0
+#endif
 #if !defined(WG) || !defined(RB) || !defined(SPLITS) || !defined(HD)
 #  error "decode_attention.cl: build it through its op, which passes every tunable (-D)"
 #endif
@@ -58,7 +61,7 @@ static inline long cache_row(__global const int* table, int paged, int b, int p,
     return page >= 0 && page < num_pages ? (long)page * page_size + p % page_size : -1L;
 }
 
-#if MMA_PTX
+#if MMA_PTX || MMA_EMU
 /* ---- the tensor-core path of decode_partial (NVIDIA: inline PTX from mma.h) ----
  * A work-group is one warp: 16 of the n*G rows of one (sequence, kv head) (an m16 block: a GQA
  * group of up to 16 query heads in one), one of SPLITS chunks of its keys.  Q's block comes into
@@ -67,7 +70,8 @@ static inline long cache_row(__global const int* table, int paged, int b, int p,
  * per tile into local memory: paged or not, the same loop), STAGES-1 tiles in flight; per tile
  * S = Q K^T and O += P V with mma.sync m16n8k16 and the online softmax in registers, as
  * attention.cl's tensor-core path.  Writes part[] as the portable path does (decode_combine). */
-#include "mma.h"
+#include "attn_mma.h"
+#define ATTN_EMU_SMEM dec_smem
 #if !defined(BKV) || !defined(STAGES) || HD % 16 != 0 || BKV % 16 != 0 || BKV > 64 || STAGES < 2
 #  error "decode_attention.cl: the tensor-core path needs BKV (16..64, a multiple of 16), STAGES >= 2, HD a multiple of 16"
 #endif
@@ -86,42 +90,6 @@ static inline long cache_row(__global const int* table, int paged, int b, int p,
 #define DCR (HD / 8)
 #define DLOG2E 1.4426950408889634f
 #define DLN2 0.6931471805599453f
-#if IS_BF16
-#  define DX2 "bf16x2"
-#else
-#  define DX2 "f16x2"
-#endif
-
-static inline uint dpack(float lo, float hi)
-{
-    uint r;
-    __asm__("cvt.rn." DX2 ".f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-static inline float dexp2(float x)
-{
-    float y;
-    __asm__("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-static inline float dshfl_xor(float x, int m)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(x)), "r"(m));
-    return as_float(r);
-}
-
-/* 1 when p is true on every lane of the warp */
-static inline int dall(int p)
-{
-    uint r;
-    __asm__ __volatile__("{ .reg .pred a, b; setp.ne.b32 a, %1, 0; vote.sync.all.pred b, a, 0xffffffff; selp.u32 %0, 1, 0, b; }"
-                         : "=r"(r) : "r"(p));
-    return (int)r;
-}
-
 /* keys t0 .. t0+BKV-1 into stage st: their cache rows (-1: none) into rows_[st], then K and V */
 #define DLOAD(st, t0)                                                                                \
     do {                                                                                             \
@@ -150,6 +118,7 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
 #else
     __local ushort dec_smem[SMEM_ELEMS] ISTHMUS_ALIGN(128);
 #endif
+    ATTN_EMU_DECL;
     __local int rows_[STAGES * BKV];
     const int lane = (int)get_local_id(0);
     const int g = lane >> 2, t = lane & 3, lj = lane >> 3, lr = lane & 7;
@@ -177,7 +146,7 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         cp_async16(sbase + 2u * (uint)((c / DCR) * DRS + (c % DCR) * 8), src, ok);
     }
     CP_ASYNC_COMMIT();
-#pragma unroll
+ATTN_UNROLL
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ntiles) DLOAD(s, c0 + s * BKV);
         CP_ASYNC_COMMIT();
@@ -185,16 +154,16 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
     /* this lane's rows g, g + 8: the last key each sees (its token's) */
     int last[2];
     float m[2], l[2], acc[DND][4];
-#pragma unroll
+ATTN_UNROLL
     for (int hh = 0; hh < 2; ++hh) {
         const int r = r0 + g + 8 * hh;
         last[hh] = r < R ? len - n + r / G : -1;
         m[hh] = -INFINITY;
         l[hh] = 0.0f;
     }
-#pragma unroll
+ATTN_UNROLL
     for (int nn = 0; nn < DND; ++nn)
-#pragma unroll
+ATTN_UNROLL
         for (int e = 0; e < 4; ++e) acc[nn][e] = 0.0f;
     const float sl2 = scale * DLOG2E;
     const int first_last = len - n;   /* the last key every row sees */
@@ -206,7 +175,7 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         CP_ASYNC_WAIT(STAGES - 2);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (it == 0) {
-#pragma unroll
+ATTN_UNROLL
             for (int kk = 0; kk < DKD; ++kk)
                 ldsm4(qf[kk], sbase + 2u * (uint)((lr + (lj & 1) * 8) * DRS + kk * 16 + (lj >> 1) * 8));
         }
@@ -214,7 +183,7 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
          * below rewrites the other stages' rows) */
         int seen_all = t0 + BKV <= c1 && t0 + BKV - 1 <= first_last;
         for (int j = lane; j < BKV; j += 32) seen_all &= rows_[rs * BKV + j] >= 0;
-        const int full = dall(seen_all);
+        const int full = attn_all(seen_all);
         uint vmask = 0u;   /* bit j: key t0 + j is in the cache */
         if (!full)
             for (int j = 0; j < min(BKV, 32); ++j) vmask |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << j;
@@ -232,22 +201,22 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         const uint kb = sbase + 2u * (uint)(DQ_ELEMS + rs * DSTAGE_ELEMS);
         const uint vb = kb + 2u * (uint)DKV_ELEMS;
         float s[DNJ][4];
-#pragma unroll
+ATTN_UNROLL
         for (int j = 0; j < DNJ; ++j)
-#pragma unroll
+ATTN_UNROLL
             for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
-#pragma unroll
+ATTN_UNROLL
         for (int kk = 0; kk < DKD; ++kk)
-#pragma unroll
+ATTN_UNROLL
             for (int j = 0; j < DNJ; j += 2) {
                 uint r4[4];
                 ldsm4(r4, kb + 2u * (uint)((j * 8 + lr + (lj >> 1) * 8) * DRS + kk * 16 + (lj & 1) * 8));
                 mma16816(s[j], qf[kk], r4[0], r4[1]);
                 mma16816(s[j + 1], qf[kk], r4[2], r4[3]);
             }
-#pragma unroll
+ATTN_UNROLL
         for (int j = 0; j < DNJ; ++j)
-#pragma unroll
+ATTN_UNROLL
             for (int e = 0; e < 4; ++e) {
                 float x = s[j][e] * sl2;
                 if (!full) {
@@ -257,39 +226,39 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
                 }
                 s[j][e] = x;
             }
-#pragma unroll
+ATTN_UNROLL
         for (int hh = 0; hh < 2; ++hh) {
             float mx = m[hh];
-#pragma unroll
+ATTN_UNROLL
             for (int j = 0; j < DNJ; ++j) mx = fmax(mx, fmax(s[j][2 * hh], s[j][2 * hh + 1]));
-            mx = fmax(mx, dshfl_xor(mx, 1));
-            mx = fmax(mx, dshfl_xor(mx, 2));
+            mx = fmax(mx, attn_shfl_xor(mx, 1));
+            mx = fmax(mx, attn_shfl_xor(mx, 2));
             const float base = mx == -INFINITY ? 0.0f : mx;
-            const float corr = dexp2(m[hh] - base);
+            const float corr = attn_exp2(m[hh] - base);
             m[hh] = mx;
             float ls = l[hh] * corr;
-#pragma unroll
+ATTN_UNROLL
             for (int nn = 0; nn < DND; ++nn) {
                 acc[nn][2 * hh] *= corr;
                 acc[nn][2 * hh + 1] *= corr;
             }
-#pragma unroll
+ATTN_UNROLL
             for (int j = 0; j < DNJ; ++j) {
-                const float p0 = dexp2(s[j][2 * hh] - base), p1 = dexp2(s[j][2 * hh + 1] - base);
+                const float p0 = attn_exp2(s[j][2 * hh] - base), p1 = attn_exp2(s[j][2 * hh + 1] - base);
                 s[j][2 * hh] = p0;
                 s[j][2 * hh + 1] = p1;
                 ls += p0 + p1;
             }
             l[hh] = ls;
         }
-#pragma unroll
+ATTN_UNROLL
         for (int kk = 0; kk < DKJ; ++kk) {
             uint pa[4];
-            pa[0] = dpack(s[2 * kk][0], s[2 * kk][1]);
-            pa[1] = dpack(s[2 * kk][2], s[2 * kk][3]);
-            pa[2] = dpack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            pa[3] = dpack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
+            pa[0] = attn_pack(s[2 * kk][0], s[2 * kk][1]);
+            pa[1] = attn_pack(s[2 * kk][2], s[2 * kk][3]);
+            pa[2] = attn_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[3] = attn_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+ATTN_UNROLL
             for (int nn = 0; nn < DND; nn += 2) {
                 uint r4[4];
                 ldsm4_t(r4, vb + 2u * (uint)((kk * 16 + lr + (lj & 1) * 8) * DRS + nn * 8 + (lj >> 1) * 8));
@@ -300,17 +269,17 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         rs = rs + 1 == STAGES ? 0 : rs + 1;
     }
     CP_ASYNC_WAIT(0);
-#pragma unroll
+ATTN_UNROLL
     for (int hh = 0; hh < 2; ++hh) {
         float ls = l[hh];
-        ls += dshfl_xor(ls, 1);
-        ls += dshfl_xor(ls, 2);
+        ls += attn_shfl_xor(ls, 1);
+        ls += attn_shfl_xor(ls, 2);
         const int r = r0 + g + 8 * hh;
         if (r < R) {
             const int tok = r / G, h = hk * G + r % G;
             __global float* at = part + (((long)(b * n + tok) * heads + h) * SPLITS + split) * (HD + 1);
             const float inv = ls > 0.0f ? 1.0f / ls : 0.0f;
-#pragma unroll
+ATTN_UNROLL
             for (int nn = 0; nn < DND; ++nn) {
                 at[nn * 8 + 2 * t] = acc[nn][2 * hh] * inv;
                 at[nn * 8 + 2 * t + 1] = acc[nn][2 * hh + 1] * inv;
@@ -417,7 +386,7 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
     }
 }
 
-#endif /* MMA_PTX */
+#endif /* MMA_PTX || MMA_EMU */
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void decode_combine(const int rows, __global const float* part, __global T* o, __global float* lse,

@@ -4,13 +4,17 @@ and NVIDIA's OpenCL: the GPU pass; every other device skips these, its portable 
 test_ops_attention.py's). Odd lengths (tiles cut anywhere), causal masks aligned to the end, GQA,
 windows, softcap, variable lengths with the lse, every tunable value, poisoned outputs, against a
 float64 NumPy reference written here (test_ops_attention.attend64)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import isthmus
 from isthmus.dtypes import lookup
 from isthmus.ops.resolve import forced
-from isthmus.ops.specs.attention import MMA, use_mma
+from isthmus.ops.specs.attention import MMA, emulated_mma, use_mma
 
 from test_ops_attention import ATOL, _close, _draw, _varlen, _varlen_ref, attend64
 
@@ -99,3 +103,60 @@ def test_tensor_core_graph_replays_with_other_lengths(dev, rng):
         graph.launch()
         _close(o.to_numpy(), _varlen_ref(q, k, v, new_q, new_k)[0], "bfloat16")
     graph.close()
+
+
+# ---- the portable twin: the same path with its warp-level instructions emulated (MMA_EMU), on any
+# OpenCL device (PoCL in CI): one warp a work-group
+EMU_CONFIGS = [dict(WARPS=1, MI=1, BKV=16, STAGES=2, QREG=1), dict(WARPS=1, MI=2, BKV=32, STAGES=3, QREG=0)]
+
+
+def _emu_device(dev):
+    if dev.backend != "opencl" or dev.kind != "cpu":
+        pytest.skip("the emulated tensor-core path runs on CPU OpenCL devices (MMA_EMU; GPUs run the real one)")
+    if os.environ.get("POCL_MAX_PTHREAD_COUNT") != "1":
+        # PoCL with several threads corrupts some work-groups of this barrier-heavy emulation (heads
+        # of 32+ elements: each work-item's state across ~100 barriers); one thread runs it exactly
+        pytest.skip("run on one PoCL thread by test_emulated_tensor_core_paths_on_one_pocl_thread")
+
+
+@pytest.mark.parametrize("params", EMU_CONFIGS, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()))
+@pytest.mark.parametrize("case", [
+    ("float16", 1, 37, 53, 4, 2, 32, {}),                                     # GQA, a chunk over a longer cache
+    ("bfloat16", 2, 29, 11, 2, 2, 16, {}),                                    # more queries than keys
+    ("float16", 1, 40, 40, 2, 1, 32, {"sliding_window": 7, "softcap": 2.0}),
+    ("bfloat16", 1, 21, 45, 2, 1, 48, {"causal": False, "sliding_window": 13}),
+])
+def test_emulated_tensor_core_attention_matches_float64(dev, rng, params, case):
+    _emu_device(dev)
+    dtype, b, sq, sk, h, kvh, d, kw = case
+    with emulated_mma(), forced(MMA, params):
+        _dense(dev, rng, dtype, b, sq, sk, h, kvh, d, **kw)
+
+
+def test_emulated_tensor_core_variable_lengths(dev, rng):
+    _emu_device(dev)
+    q, k, v, cu_q, cu_k = _varlen(rng, [5, 0, 1, 40], [5, 3, 7, 50], 2, 1, 32, "bfloat16")
+    with emulated_mma(), forced(MMA, EMU_CONFIGS[0]):
+        o, lse = isthmus.ops.attention(dev.asarray(q), dev.asarray(k), dev.asarray(v), return_lse=True,
+                                       cu_seqlens_q=dev.asarray(cu_q), cu_seqlens_k=dev.asarray(cu_k))
+    want, want_lse = _varlen_ref(q, k, v, cu_q, cu_k)
+    _close(o.to_numpy(), want, "bfloat16")
+    got_lse = lse.to_numpy().astype(np.float64)
+    assert (np.isinf(got_lse) == np.isinf(want_lse)).all()
+    np.testing.assert_allclose(got_lse[np.isfinite(want_lse)], want_lse[np.isfinite(want_lse)], atol=ATOL["bfloat16"])
+
+
+def test_emulated_tensor_core_paths_on_one_pocl_thread(dev):
+    """The emulated tests of attention's and decoding's tensor-core paths, in a process whose PoCL
+    runs one thread."""
+    if dev.backend != "opencl" or dev.kind != "cpu" or os.environ.get("POCL_MAX_PTHREAD_COUNT") == "1":
+        pytest.skip("drives the emulated tests from a process with several PoCL threads")
+    here = os.path.dirname(__file__)
+    env = dict(os.environ, POCL_MAX_PTHREAD_COUNT="1", ISTHMUS_DEVICE=dev.id)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-k",
+                          f"emulated and {dev.id} and not one_pocl_thread",
+                          os.path.join(here, "test_ops_attention_mma.py"),
+                          os.path.join(here, "test_ops_decode_attention_mma.py")],
+                         env=env, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1], run.stdout[-3000:]

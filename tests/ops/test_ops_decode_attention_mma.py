@@ -7,6 +7,8 @@ tokens, odd and clamped lengths, empty sequences, page tables whose unused entri
 pool, every tunable value, against test_ops_decode_attention.decode64 (float64)."""
 from contextlib import nullcontext as _nothing
 
+import os
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ import isthmus
 from isthmus.dtypes import lookup
 from isthmus.ops.resolve import forced
 from isthmus.ops.specs import decode_attention as D
+from isthmus.ops.specs.attention import emulated_mma
 
 from test_ops_decode_attention import _close, _draw, _lse_close, _paged, decode64
 
@@ -77,3 +80,22 @@ def test_every_tensor_core_decode_config_is_right(dev, rng, params):
 def test_tensor_core_decode_clamps_lengths_past_the_cache(dev, rng):
     _mma_device(dev, "float16")
     _check(dev, rng, "float16", 2, 1, 48, 8, 1, 128, np.array([10 ** 6, 0], np.int32))
+
+
+# ---- the portable twin (MMA_EMU, opencl/attn_mma.h): the same path with its warp-level
+# instructions emulated, on CPU OpenCL devices (PoCL in CI), driven on one PoCL thread by
+# test_ops_attention_mma.test_emulated_tensor_core_paths_on_one_pocl_thread
+EMU_CONFIGS = [dict(BKV=16, STAGES=2, SPLITS=4), dict(BKV=64, STAGES=3, SPLITS=1), dict(BKV=32, STAGES=4, SPLITS=2)]
+
+
+@pytest.mark.parametrize("params", EMU_CONFIGS, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()))
+@pytest.mark.parametrize("dtype,b,n,L,h,kvh,d", [("float16", 2, 1, 97, 16, 2, 32),    # GQA 8
+                                                 ("bfloat16", 2, 3, 70, 8, 1, 32),    # 24 rows: two blocks
+                                                 ("float16", 1, 1, 40, 2, 2, 48)])
+def test_emulated_tensor_core_decode_matches_float64(dev, rng, params, dtype, b, n, L, h, kvh, d):
+    if dev.backend != "opencl" or dev.kind != "cpu" or os.environ.get("POCL_MAX_PTHREAD_COUNT") != "1":
+        pytest.skip("run on one PoCL thread by test_emulated_tensor_core_paths_on_one_pocl_thread")
+    lengths = rng.integers(0, L + 1, size=b).astype(np.int32)
+    lengths[0] = L
+    with emulated_mma():
+        _check(dev, rng, dtype, b, n, L, h, kvh, d, lengths, params)

@@ -7,7 +7,9 @@ offsets. Grouped-query and multi-query attention: k and v have ``kv_heads`` divi
 """
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -58,7 +60,7 @@ def _mma_rule(buckets: dict, device, dt, params: dict) -> dict:
 # attention() comes here where it applies (use_mma), with its own tuning key.
 MMA = OpSpec(
     name="attention_mma", source="attention.cl", entries=("attention",), dtypes=("float16", "bfloat16"),
-    tunables=(Tunable("WARPS", (2, 4, 8), 4), Tunable("MI", (1, 2), 1), Tunable("BKV", (16, 32, 64, 128), 64),
+    tunables=(Tunable("WARPS", (1, 2, 4, 8), 4), Tunable("MI", (1, 2), 1), Tunable("BKV", (16, 32, 64, 128), 64),
               Tunable("STAGES", (2, 3, 4), 2), Tunable("QREG", (0, 1), 1)),
     problem=("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"),
     restrictions=("32 * WARPS <= max_work_group_size",
@@ -75,8 +77,33 @@ MMA = OpSpec(
 
 
 def use_mma(dev, dt, d: int) -> bool:
-    """Whether attention runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16."""
-    return bool(dev.mma_sync) and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= MAX_HEAD_DIM
+    """Whether attention runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16
+    (or, in an :func:`emulated_mma` context, any OpenCL device)."""
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+            and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= MAX_HEAD_DIM)
+
+
+# MMA_EMU (opencl/attn_mma.h): the tensor-core paths with their warp-level instructions emulated, for
+# the tests on devices without them (work-groups of one warp: force WARPS=1)
+_emulated: contextvars.ContextVar = contextvars.ContextVar("isthmus_attention_mma_emulated", default=False)
+
+
+@contextmanager
+def emulated_mma():
+    """Within this context the attention ops run their tensor-core paths on any OpenCL device, the
+    warp-level instructions emulated (slow; the tests' portable twin of the GPU path)."""
+    token = _emulated.set(True)
+    try:
+        yield
+    finally:
+        _emulated.reset(token)
+
+
+def mma_variant(dev, d: int) -> tuple:
+    """The -D macros of a tensor-core build this call decides: head dim, dynamic local memory, PTX or emulation."""
+    if dev.mma_sync:
+        return (("HD", d), ("DYN_SMEM", int(bool(dev.local_mem_dynamic))))
+    return (("HD", d), ("DYN_SMEM", 0), ("MMA_PTX", 0), ("MMA_EMU", 1))
 
 
 def mma_smem_bytes(p: dict, d: int) -> int:
@@ -151,10 +178,10 @@ def _steps(dev, dt, qs: tuple, ks: tuple, batch: int, varlen: bool) -> tuple:
         problem = {"batch": b, "seq_q": sq, "seq_k": sk, "heads": heads, "kv_heads": kvh, "head_dim": d}
     problem = {k: max(v, 1) for k, v in problem.items()}
     if use_mma(dev, dt, d):
-        dyn = bool(dev.local_mem_dynamic)
-        params, kernels = resolve(MMA, dev, dt, problem, (("HD", d), ("DYN_SMEM", int(dyn))))
+        variant = mma_variant(dev, d)
+        params, kernels = resolve(MMA, dev, dt, problem, variant)
         kern = kernels["attention"]
-        if dyn:  # CUDA: the local memory is dynamic, its size given at every launch
+        if dict(variant)["DYN_SMEM"]:  # CUDA: the local memory is dynamic, its size given at every launch
             kern.dynamic_local_bytes = mma_smem_bytes(params, d)
         bq, nt = 16 * params["MI"] * params["WARPS"], 32 * params["WARPS"]
     else:
@@ -221,7 +248,7 @@ def attention(q, k, v, causal=True, scale=None, sliding_window=None, softcap=Non
         lse_shape = (batch, heads, q.shape[1])
     causal, scale, window, cap = _mask_args(op, causal, scale, sliding_window, softcap, d)
     return_lse = checks.flag(op, "return_lse", return_lse)
-    kern, g, loc = plan(SPEC, (dev, dt.name, q.shape, k.shape, batch, varlen),
+    kern, g, loc = plan(SPEC, (dev, dt.name, q.shape, k.shape, batch, varlen, _emulated.get()),
                         lambda: _steps(dev, dt, q.shape, k.shape, batch, varlen))
     o = checks.output(op, out, q, q.shape)
     if out is not None:

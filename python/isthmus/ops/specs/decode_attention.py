@@ -21,7 +21,7 @@ from ...errors import InvalidArgumentError
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes, Tunable, bucket, sample
-from .attention import check_heads, f32_output, lengths_buffer
+from .attention import _emulated, check_heads, f32_output, lengths_buffer, mma_variant
 
 _SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -91,7 +91,8 @@ MMA = OpSpec(
 
 def use_mma(dev, dt, d: int) -> bool:
     """Whether decoding runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16 up to 128."""
-    return bool(dev.mma_sync) and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= 128
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+            and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= 128)
 
 
 def _cache(op: str, names: tuple, caches: tuple, q) -> tuple:
@@ -124,11 +125,10 @@ def _decode_steps(spec, dev, dt, b, n, heads, kvh, d, keys, rows) -> tuple:
     problem = {"batch": b, "new": n, "keys": keys, "heads": heads, "kv_heads": kvh, "head_dim": d}
     if use_mma(dev, dt, d):
         mspec = PAGED_MMA if spec is PAGED else MMA
-        dyn = bool(dev.local_mem_dynamic)
-        params, kernels = resolve(mspec, dev, dt, {k: max(v, 1) for k, v in problem.items()},
-                                  (("HD", d), ("DYN_SMEM", int(dyn))))
+        variant = mma_variant(dev, d)
+        params, kernels = resolve(mspec, dev, dt, {k: max(v, 1) for k, v in problem.items()}, variant)
         part = kernels["decode_partial"]
-        if dyn:  # CUDA: Q and the ring in dynamic shared memory, its size given at every launch
+        if dict(variant)["DYN_SMEM"]:  # CUDA: Q and the ring in dynamic shared memory, its size given at every launch
             part.dynamic_local_bytes = 2 * (16 + params["STAGES"] * 2 * params["BKV"]) * (d + 8)
         splits, blocks = params["SPLITS"], -(-(n * heads // kvh) // 16)
         return (part, (splits * 32, kvh * blocks, b), (32, 1, 1), kernels["decode_combine"],
@@ -156,7 +156,7 @@ def _decode(spec, op, q, k, v, lengths, table, page_size, scale, return_lse, out
     return_lse = checks.flag(op, "return_lse", return_lse)
     rows = b * n * heads
     part, pg, pl, comb, cg, cl, nbytes = plan(
-        spec, (dev, dt.name, q.shape, k.shape, max_pages),
+        spec, (dev, dt.name, q.shape, k.shape, max_pages, _emulated.get()),
         lambda: _decode_steps(spec, dev, dt, b, n, heads, kvh, d, max_pages * page_size, rows))
     o = checks.output(op, out, q, q.shape)
     if out is not None:
