@@ -95,31 +95,55 @@ def _work(kind, c, itemsize):
     return 2 * c["b"] * c["L"] * c["kvh"] * c["d"] * itemsize, "GB/s"
 
 
-def _torch_peer(kind, c, host):
-    """torch SDPA (paged: gather the pages, then SDPA) on the same data, or None without torch/CUDA."""
+def _torch_peers(kind, c, host) -> list:
+    """[(name, fn returning the output)]: torch SDPA (its default choice, then its flash and cuDNN
+    backends where they run the shape) on the same data; paged: a torch reference (gather the
+    pages, then SDPA). Empty without torch or CUDA."""
     try:
         import torch
         import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
     except ImportError:
-        return None
+        return []
     if not torch.cuda.is_available():
-        return None
+        return []
     t = lambda x: torch.from_numpy(np.asarray(x, np.float32)).cuda().to(torch.bfloat16)  # noqa: E731
+
+    def backends(call) -> list:
+        out = [("torch SDPA", call)]
+        for name, be in (("SDPA flash", SDPBackend.FLASH_ATTENTION), ("SDPA cuDNN", SDPBackend.CUDNN_ATTENTION)):
+            def fn(be=be):
+                with sdpa_kernel([be]):
+                    return call()
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001 - the backend does not run this shape
+                continue
+            out.append((name, fn))
+        return out
+
     if kind in ("prefill", "linear"):
-        q, k, v = (t(x).transpose(1, 2).contiguous() for x in host[:3])
+        q, k, v = (t(x).transpose(1, 2) for x in host[:3])  # (b, h, s, d) views of the (b, s, h, d) data
         causal = c.get("causal", True)
-        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-    q = t(host[0]).transpose(1, 2).contiguous()
+        gqa = q.shape[1] != k.shape[1]
+        return backends(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa))
+    q = t(host[0]).transpose(1, 2)
     if kind == "decode":
-        k, v = (t(x).transpose(1, 2).contiguous() for x in host[1:3])
-        return lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        k, v = (t(x).transpose(1, 2) for x in host[1:3])
+        return backends(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
     kp, vp, table = t(host[1]), t(host[2]), torch.from_numpy(host[3]).cuda().long()
 
     def paged():
         k = kp[table].reshape(c["b"], -1, c["kvh"], c["d"]).transpose(1, 2)
         v = vp[table].reshape(c["b"], -1, c["kvh"], c["d"]).transpose(1, 2)
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-    return paged
+    return [("torch paged (gather + SDPA)", paged)]
+
+
+def _torch_out(out):
+    """A peer's output (b, h, s, d) as (b, s, h, d) float64 NumPy."""
+    return out.transpose(1, 2).float().cpu().numpy().astype(np.float64)
 
 
 def main(argv=None) -> int:
@@ -144,10 +168,17 @@ def main(argv=None) -> int:
         work, unit = _work(kind, c, np.dtype(dtype).itemsize)
         scale = 1e12 if unit == "TFLOP/s" else 1e9
         row = {"case": name, "shape": c, "unit": unit, "isthmus": work / t_ours / scale, "isthmus_ms": t_ours * 1e3}
-        peer = _torch_peer(kind, c, host) if gpu else None
-        if peer is not None:
+        peers = _torch_peers(kind, c, host) if gpu else []
+        if peers:
             import torch
-            row["peer"], row["peer_name"] = work / _time(peer, torch.cuda.synchronize, rounds, reps) / scale, "torch SDPA"
+            for i, (pname, fn) in enumerate(peers):
+                rate = work / _time(fn, torch.cuda.synchronize, rounds, reps) / scale
+                row.setdefault("peers", {})[pname] = rate
+                if i == 0:  # the ratio is to SDPA's own choice (the issue's anchors)
+                    row["peer"], row["peer_name"] = rate, pname
+                    if kind != "linear":  # (linear attention's peer is softmax attention: no like result)
+                        want = _torch_out(fn()).reshape(got.shape)
+                        row["error"] = float(np.max(np.abs(got - want)))
         elif not gpu:
             want = np.asarray(ref(), np.float64)
             row["error"] = float(np.max(np.abs(got - want)))
@@ -156,14 +187,18 @@ def main(argv=None) -> int:
             row["ratio"] = row["isthmus"] / row["peer"]
         rows.append(row)
         print(f"{name} {c}: {row['isthmus']:.3g} {unit}" + (f", {row['ratio']:.2f}x {row['peer_name']}" if "ratio" in row
-                                                            else ""), flush=True)
+                                                            else "") + "".join(f"; {k} {v:.3g}" for k, v in
+                                                                               row.get("peers", {}).items())
+              + (f"; max abs diff {row['error']:.2g}" if "error" in row else ""), flush=True)
     report = measure.Report("attention", f"Attention ops on {dev.name} ({dev.backend})", dev, data={"rows": rows},
                             notes=[f"dtype {np.dtype(dtype).name}; NumPy {np.__version__}"])
-    report.add_table(["case", "shape", "isthmus", "peer", "isthmus / peer", "max abs error"],
+    report.add_table(["case", "shape", "isthmus", "peer", "isthmus / peer", "max abs error", "other peers"],
                      [[r["case"], " ".join(f"{k}={v}" for k, v in r["shape"].items()), f"{r['isthmus']:.3g} {r['unit']}",
                        f"{r['peer']:.3g} ({r['peer_name']})" if "peer" in r else "-",
                        f"{r['ratio']:.2f}x" if "ratio" in r else "-",
-                       f"{r['error']:.1e}" if "error" in r else "-"] for r in rows])
+                       f"{r['error']:.1e}" if "error" in r else "-",
+                       "; ".join(f"{k} {v:.3g}" for k, v in r.get("peers", {}).items()) or "-"] for r in rows])
     print(report.markdown())
     _results.write(report, args.out, args.tag, args.run)
-    return 0 if all(r.get("error", 0) < 1e-3 for r in rows) else 1
+    # (GPU: bfloat16 next to torch's bfloat16 result; CPU: float32 next to NumPy's)
+    return 0 if all(r.get("error", 0) < (6e-2 if gpu else 1e-3) for r in rows) else 1

@@ -40,6 +40,12 @@
  * Launch: decode_partial (3-D) local (WG,1,1), global (SPLITS*WG, kv_heads*ceil(n*G/RB), batch);
  *   decode_combine local (WG,1,1), global (rows*WG,);  kv_append local (WG,), global (ceil(total/WG)*WG,).
  */
+#ifndef MMA_PTX
+#  define MMA_PTX 0
+#endif
+#ifndef MMA_EMU
+#  define MMA_EMU 0
+#endif
 #if !defined(WG) || !defined(RB) || !defined(SPLITS) || !defined(HD)
 #  error "decode_attention.cl: build it through its op, which passes every tunable (-D)"
 #endif
@@ -55,6 +61,234 @@ static inline long cache_row(__global const int* table, int paged, int b, int p,
     return page >= 0 && page < num_pages ? (long)page * page_size + p % page_size : -1L;
 }
 
+#if MMA_PTX || MMA_EMU
+/* ---- the tensor-core path of decode_partial (NVIDIA: inline PTX from mma.h) ----
+ * A work-group is one warp: 16 of the n*G rows of one (sequence, kv head) (an m16 block: a GQA
+ * group of up to 16 query heads in one), one of SPLITS chunks of its keys.  Q's block comes into
+ * local memory once and its A fragments stay in registers; K and V tiles of BKV keys stream through
+ * a ring of STAGES stages with cp.async (16-byte copies; the cache row of each key looked up once
+ * per tile into local memory: paged or not, the same loop), STAGES-1 tiles in flight; per tile
+ * S = Q K^T and O += P V with mma.sync m16n8k16 and the online softmax in registers, as
+ * attention.cl's tensor-core path.  Writes part[] as the portable path does (decode_combine). */
+#include "attn_mma.h"
+#define ATTN_EMU_SMEM dec_smem
+#if !defined(BKV) || !defined(STAGES) || HD % 16 != 0 || BKV % 16 != 0 || BKV > 64 || STAGES < 2
+#  error "decode_attention.cl: the tensor-core path needs BKV (16..64, a multiple of 16), STAGES >= 2, HD a multiple of 16"
+#endif
+#ifndef DYN_SMEM
+#  define DYN_SMEM 0
+#endif
+#define DRS (HD + 8)              /* local row stride (elements): 16 bytes of padding */
+#define DQ_ELEMS (16 * DRS)
+#define DKV_ELEMS (BKV * DRS)
+#define DSTAGE_ELEMS (2 * DKV_ELEMS)
+#define SMEM_ELEMS (DQ_ELEMS + STAGES * DSTAGE_ELEMS)
+#define DKD (HD / 16)
+#define DNJ (BKV / 8)
+#define DND (HD / 8)
+#define DKJ (BKV / 16)
+#define DCR (HD / 8)
+#define DLOG2E 1.4426950408889634f
+#define DLN2 0.6931471805599453f
+/* keys t0 .. t0+BKV-1 into stage st: their cache rows (-1: none) into rows_[st], then K and V */
+#define DLOAD(st, t0)                                                                                \
+    do {                                                                                             \
+        for (int j_ = lane; j_ < BKV; j_ += 32) {                                                    \
+            const int p_ = (t0) + j_;                                                                \
+            rows_[(st) * BKV + j_] = p_ < c1 ? (int)cache_row(table, paged, b, p_, max_pages, page_size, num_pages) : -1; \
+        }                                                                                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+        for (int c_ = lane; c_ < BKV * DCR; c_ += 32) {                                              \
+            const int r_ = c_ / DCR, row_ = rows_[(st) * BKV + r_];                                  \
+            const long off_ = (long)max(row_, 0) * kstride + (c_ % DCR) * 8;                         \
+            const uint d_ = sbase + 2u * (uint)(DQ_ELEMS + (st) * DSTAGE_ELEMS + r_ * DRS + (c_ % DCR) * 8); \
+            cp_async16(d_, kp + off_, row_ >= 0);                                                    \
+            cp_async16(d_ + 2u * DKV_ELEMS, vp + off_, row_ >= 0);                                   \
+        }                                                                                            \
+    } while (0)
+
+__kernel ISTHMUS_LOCAL_SIZE(32, 1, 1)
+void decode_partial(const int n, const int heads, const int kv_heads, const int max_pages,
+                    const int page_size, const int num_pages, const int paged, const float scale,
+                    __global const int* lengths, __global const int* table, __global const T* q,
+                    __global const T* kc, __global const T* vc, __global float* part)
+{
+#if DYN_SMEM
+    extern __shared__ __align__(16) ushort dec_smem[];
+#else
+    __local ushort dec_smem[SMEM_ELEMS] ISTHMUS_ALIGN(128);
+#endif
+    ATTN_EMU_DECL;
+    __local int rows_[STAGES * BKV];
+    const int lane = (int)get_local_id(0);
+    const int g = lane >> 2, t = lane & 3, lj = lane >> 3, lr = lane & 7;
+    const int split = (int)get_group_id(0);
+    const int G = heads / kv_heads, R = n * G;
+    const int blocks = (R + 15) / 16;
+    const int hk = (int)get_group_id(1) / blocks, r0 = (int)get_group_id(1) % blocks * 16;
+    const int b = (int)get_group_id(2);
+    const int cap = max_pages * page_size;
+    const int len = min(max(lengths[b], 0), cap);
+    const int chunk = ((len + SPLITS - 1) / SPLITS + BKV - 1) / BKV * BKV;
+    const int c0 = min(len, split * chunk), c1 = min(len, c0 + chunk);
+    const int ntiles = (c1 - c0 + BKV - 1) / BKV;
+    const long kstride = (long)kv_heads * HD;
+    const uint sbase = smem_addr(dec_smem);
+    __global const ushort* kp = (__global const ushort*)kc + (long)hk * HD;
+    __global const ushort* vp = (__global const ushort*)vc + (long)hk * HD;
+
+    /* Q's 16 rows (token-major: row r is token r / G, head hk*G + r % G; rows past R: zeros) */
+    for (int c = lane; c < 16 * DCR; c += 32) {
+        const int r = r0 + c / DCR, ok = r < R;
+        const int rr = ok ? r : 0;
+        __global const ushort* src = (__global const ushort*)q
+            + ((long)(b * n + rr / G) * heads + hk * G + rr % G) * HD + (c % DCR) * 8;
+        cp_async16(sbase + 2u * (uint)((c / DCR) * DRS + (c % DCR) * 8), src, ok);
+    }
+    CP_ASYNC_COMMIT();
+ATTN_UNROLL
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) DLOAD(s, c0 + s * BKV);
+        CP_ASYNC_COMMIT();
+    }
+    /* this lane's rows g, g + 8: the last key each sees (its token's) */
+    int last[2];
+    float m[2], l[2], acc[DND][4];
+ATTN_UNROLL
+    for (int hh = 0; hh < 2; ++hh) {
+        const int r = r0 + g + 8 * hh;
+        last[hh] = r < R ? len - n + r / G : -1;
+        m[hh] = -INFINITY;
+        l[hh] = 0.0f;
+    }
+ATTN_UNROLL
+    for (int nn = 0; nn < DND; ++nn)
+ATTN_UNROLL
+        for (int e = 0; e < 4; ++e) acc[nn][e] = 0.0f;
+    const float sl2 = scale * DLOG2E;
+    const int first_last = len - n;   /* the last key every row sees */
+    uint qf[DKD][4];
+
+    int rs = 0, ws = STAGES - 1;
+    for (int it = 0; it < ntiles; ++it) {
+        const int t0 = c0 + it * BKV;
+        CP_ASYNC_WAIT(STAGES - 2);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (it == 0) {
+ATTN_UNROLL
+            for (int kk = 0; kk < DKD; ++kk)
+                ldsm4(qf[kk], sbase + 2u * (uint)((lr + (lj & 1) * 8) * DRS + kk * 16 + (lj >> 1) * 8));
+        }
+        /* whether every key of the tile is there and seen by every row (read before the refill
+         * below rewrites the other stages' rows) */
+        int seen_all = t0 + BKV <= c1 && t0 + BKV - 1 <= first_last;
+        for (int j = lane; j < BKV; j += 32) seen_all &= rows_[rs * BKV + j] >= 0;
+        const int full = attn_all(seen_all);
+        uint vmask = 0u;   /* bit j: key t0 + j is in the cache */
+        if (!full)
+            for (int j = 0; j < min(BKV, 32); ++j) vmask |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << j;
+        uint vmask_hi = 0u;   /* keys t0 + 32 .. (BKV 64) */
+#if BKV > 32
+        if (!full)
+            for (int j = 32; j < BKV; ++j) vmask_hi |= (rows_[rs * BKV + j] >= 0 ? 1u : 0u) << (j - 32);
+#endif
+        {
+            const int nk = it + STAGES - 1;
+            if (nk < ntiles) DLOAD(ws, c0 + nk * BKV);
+            CP_ASYNC_COMMIT();
+            ws = ws + 1 == STAGES ? 0 : ws + 1;
+        }
+        const uint kb = sbase + 2u * (uint)(DQ_ELEMS + rs * DSTAGE_ELEMS);
+        const uint vb = kb + 2u * (uint)DKV_ELEMS;
+        float s[DNJ][4];
+ATTN_UNROLL
+        for (int j = 0; j < DNJ; ++j)
+ATTN_UNROLL
+            for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+ATTN_UNROLL
+        for (int kk = 0; kk < DKD; ++kk)
+ATTN_UNROLL
+            for (int j = 0; j < DNJ; j += 2) {
+                uint r4[4];
+                ldsm4(r4, kb + 2u * (uint)((j * 8 + lr + (lj >> 1) * 8) * DRS + kk * 16 + (lj & 1) * 8));
+                mma16816(s[j], qf[kk], r4[0], r4[1]);
+                mma16816(s[j + 1], qf[kk], r4[2], r4[3]);
+            }
+ATTN_UNROLL
+        for (int j = 0; j < DNJ; ++j)
+ATTN_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                float x = s[j][e] * sl2;
+                if (!full) {
+                    const int jj = j * 8 + 2 * t + (e & 1), p = t0 + jj;
+                    const int there = jj < 32 ? (int)((vmask >> jj) & 1u) : (int)((vmask_hi >> (jj - 32)) & 1u);
+                    x = p < c1 && p <= last[e >> 1] && there ? x : -INFINITY;
+                }
+                s[j][e] = x;
+            }
+ATTN_UNROLL
+        for (int hh = 0; hh < 2; ++hh) {
+            float mx = m[hh];
+ATTN_UNROLL
+            for (int j = 0; j < DNJ; ++j) mx = fmax(mx, fmax(s[j][2 * hh], s[j][2 * hh + 1]));
+            mx = fmax(mx, attn_shfl_xor(mx, 1));
+            mx = fmax(mx, attn_shfl_xor(mx, 2));
+            const float base = mx == -INFINITY ? 0.0f : mx;
+            const float corr = attn_exp2(m[hh] - base);
+            m[hh] = mx;
+            float ls = l[hh] * corr;
+ATTN_UNROLL
+            for (int nn = 0; nn < DND; ++nn) {
+                acc[nn][2 * hh] *= corr;
+                acc[nn][2 * hh + 1] *= corr;
+            }
+ATTN_UNROLL
+            for (int j = 0; j < DNJ; ++j) {
+                const float p0 = attn_exp2(s[j][2 * hh] - base), p1 = attn_exp2(s[j][2 * hh + 1] - base);
+                s[j][2 * hh] = p0;
+                s[j][2 * hh + 1] = p1;
+                ls += p0 + p1;
+            }
+            l[hh] = ls;
+        }
+ATTN_UNROLL
+        for (int kk = 0; kk < DKJ; ++kk) {
+            uint pa[4];
+            pa[0] = attn_pack(s[2 * kk][0], s[2 * kk][1]);
+            pa[1] = attn_pack(s[2 * kk][2], s[2 * kk][3]);
+            pa[2] = attn_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[3] = attn_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+ATTN_UNROLL
+            for (int nn = 0; nn < DND; nn += 2) {
+                uint r4[4];
+                ldsm4_t(r4, vb + 2u * (uint)((kk * 16 + lr + (lj & 1) * 8) * DRS + nn * 8 + (lj >> 1) * 8));
+                mma16816(acc[nn], pa, r4[0], r4[1]);
+                mma16816(acc[nn + 1], pa, r4[2], r4[3]);
+            }
+        }
+        rs = rs + 1 == STAGES ? 0 : rs + 1;
+    }
+    CP_ASYNC_WAIT(0);
+ATTN_UNROLL
+    for (int hh = 0; hh < 2; ++hh) {
+        float ls = l[hh];
+        ls += attn_shfl_xor(ls, 1);
+        ls += attn_shfl_xor(ls, 2);
+        const int r = r0 + g + 8 * hh;
+        if (r < R) {
+            const int tok = r / G, h = hk * G + r % G;
+            __global float* at = part + (((long)(b * n + tok) * heads + h) * SPLITS + split) * (HD + 1);
+            const float inv = ls > 0.0f ? 1.0f / ls : 0.0f;
+ATTN_UNROLL
+            for (int nn = 0; nn < DND; ++nn) {
+                at[nn * 8 + 2 * t] = acc[nn][2 * hh] * inv;
+                at[nn * 8 + 2 * t + 1] = acc[nn][2 * hh + 1] * inv;
+            }
+            if (t == 0) at[HD] = ls > 0.0f ? m[hh] * DLN2 + log(ls) : -INFINITY;
+        }
+    }
+}
+#else /* the portable path */
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void decode_partial(const int n, const int heads, const int kv_heads, const int max_pages,
                     const int page_size, const int num_pages, const int paged, const float scale,
@@ -151,6 +385,8 @@ void decode_partial(const int n, const int heads, const int kv_heads, const int 
         }
     }
 }
+
+#endif /* MMA_PTX || MMA_EMU */
 
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void decode_combine(const int rows, __global const float* part, __global T* o, __global float* lse,

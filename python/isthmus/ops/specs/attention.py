@@ -7,7 +7,9 @@ offsets. Grouped-query and multi-query attention: k and v have ``kv_heads`` divi
 """
 from __future__ import annotations
 
+import contextvars
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -41,6 +43,73 @@ SPEC = OpSpec(
     cpu_defaults=(("BQ", 16), ("BKT", 32)),
     rule=rule,
 )
+
+
+def _mma_rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The tensor-core path: 4 warps of 16 query rows (64 a group), Q's fragments in registers,
+    a 2-stage ring of 64-key tiles (32 where a group has 48 KiB at most); head dim 256: K/V tiles
+    of 32 keys and Q re-read from local memory (the registers hold the 16 x 256 outputs)."""
+    d = buckets["head_dim"]
+    if d <= 128:
+        return {"WARPS": 4, "MI": 1, "BKV": 64 if device.local_mem_optin else 32, "STAGES": 2, "QREG": 1}
+    return {"WARPS": 4, "MI": 1, "BKV": 32, "STAGES": 2, "QREG": 0}
+
+
+# The tensor-core path of the same source (attention.cl, MMA_PTX=1): devices with mma.sync (CUDA,
+# NVIDIA's OpenCL), float16/bfloat16, head dims that are multiples of 16. Not an op of its own:
+# attention() comes here where it applies (use_mma), with its own tuning key.
+MMA = OpSpec(
+    name="attention_mma", source="attention.cl", entries=("attention",), dtypes=("float16", "bfloat16"),
+    tunables=(Tunable("WARPS", (1, 2, 4, 8), 4), Tunable("MI", (1, 2), 1), Tunable("BKV", (16, 32, 64, 128), 64),
+              Tunable("STAGES", (2, 3, 4), 2), Tunable("QREG", (0, 1), 1)),
+    problem=("batch", "seq_q", "seq_k", "heads", "kv_heads", "head_dim"),
+    restrictions=("32 * WARPS <= max_work_group_size",
+                  # Q (BQ rows) and the ring of K and V tiles, rows padded by 8 elements; with QREG
+                  # the ring reuses Q's memory; up to 128 bytes to align a static array
+                  "2 * (max(16 * MI * WARPS, STAGES * 2 * BKV) if QREG else 16 * MI * WARPS + STAGES * 2 * BKV)"
+                  " * (min(head_dim, 256) + 8) + 128 <= local_mem_optin",
+                  # f32 scores, outputs (and Q's fragments) a lane holds: more spills (ptxas, sm_90a)
+                  "MI * (BKV // 2 + min(head_dim, 256) // 2 + (min(head_dim, 256) // 4 if QREG else 0)) <= 160"),
+    storage=(("float16", "ushort"),),  # 16-bit patterns: cp.async, ldmatrix and mma.sync read them as they are
+    defines=(("MMA_PTX", 1),),
+    rule=_mma_rule,
+)
+
+
+def use_mma(dev, dt, d: int) -> bool:
+    """Whether attention runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16
+    (or, in an :func:`emulated_mma` context, any OpenCL device)."""
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+            and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= MAX_HEAD_DIM)
+
+
+# MMA_EMU (opencl/attn_mma.h): the tensor-core paths with their warp-level instructions emulated, for
+# the tests on devices without them (work-groups of one warp: force WARPS=1)
+_emulated: contextvars.ContextVar = contextvars.ContextVar("isthmus_attention_mma_emulated", default=False)
+
+
+@contextmanager
+def emulated_mma():
+    """Within this context the attention ops run their tensor-core paths on any OpenCL device, the
+    warp-level instructions emulated (slow; the tests' portable twin of the GPU path)."""
+    token = _emulated.set(True)
+    try:
+        yield
+    finally:
+        _emulated.reset(token)
+
+
+def mma_variant(dev, d: int) -> tuple:
+    """The -D macros of a tensor-core build this call decides: head dim, dynamic local memory, PTX or emulation."""
+    if dev.mma_sync:
+        return (("HD", d), ("DYN_SMEM", int(bool(dev.local_mem_dynamic))))
+    return (("HD", d), ("DYN_SMEM", 0), ("MMA_PTX", 0), ("MMA_EMU", 1))
+
+
+def mma_smem_bytes(p: dict, d: int) -> int:
+    """Bytes of the tensor-core path's local memory (attention.cl's SMEM_ELEMS * 2) for config ``p``."""
+    bq, ring = 16 * p["MI"] * p["WARPS"], p["STAGES"] * 2 * p["BKV"]
+    return 2 * (max(bq, ring) if p["QREG"] else bq + ring) * (d + 8)
 
 
 def _mask_args(op: str, causal, scale, sliding_window, softcap, d: int) -> tuple:
@@ -107,10 +176,20 @@ def _steps(dev, dt, qs: tuple, ks: tuple, batch: int, varlen: bool) -> tuple:
     else:
         (b, sq, heads, d), (_, sk, kvh, _) = qs, ks
         problem = {"batch": b, "seq_q": sq, "seq_k": sk, "heads": heads, "kv_heads": kvh, "head_dim": d}
-    params, kernels = resolve(SPEC, dev, dt, {k: max(v, 1) for k, v in problem.items()}, (("HD", d),))
-    bq = params["BQ"]
+    problem = {k: max(v, 1) for k, v in problem.items()}
+    if use_mma(dev, dt, d):
+        variant = mma_variant(dev, d)
+        params, kernels = resolve(MMA, dev, dt, problem, variant)
+        kern = kernels["attention"]
+        if dict(variant)["DYN_SMEM"]:  # CUDA: the local memory is dynamic, its size given at every launch
+            kern.dynamic_local_bytes = mma_smem_bytes(params, d)
+        bq, nt = 16 * params["MI"] * params["WARPS"], 32 * params["WARPS"]
+    else:
+        params, kernels = resolve(SPEC, dev, dt, problem, (("HD", d),))
+        kern = kernels["attention"]
+        bq = nt = params["BQ"]
     tiles = -(-qs[0] // bq) + batch if varlen else problem["batch"] * -(-problem["seq_q"] // bq)
-    return kernels["attention"], (tiles * bq, heads), (bq, 1)
+    return kern, (tiles * nt, heads), (nt, 1)
 
 
 def attention(q, k, v, causal=True, scale=None, sliding_window=None, softcap=None, return_lse=False,
@@ -169,7 +248,7 @@ def attention(q, k, v, causal=True, scale=None, sliding_window=None, softcap=Non
         lse_shape = (batch, heads, q.shape[1])
     causal, scale, window, cap = _mask_args(op, causal, scale, sliding_window, softcap, d)
     return_lse = checks.flag(op, "return_lse", return_lse)
-    kern, g, loc = plan(SPEC, (dev, dt.name, q.shape, k.shape, batch, varlen),
+    kern, g, loc = plan(SPEC, (dev, dt.name, q.shape, k.shape, batch, varlen, _emulated.get()),
                         lambda: _steps(dev, dt, q.shape, k.shape, batch, varlen))
     o = checks.output(op, out, q, q.shape)
     if out is not None:
@@ -229,3 +308,8 @@ SPEC = SPEC.completed(
     flops=lambda p: 4 * p["batch"] * p["heads"] * p["seq_q"] * p["seq_k"] * p["head_dim"],
     tolerance=8.0,
     summary="softmax attention (flash prefill): causal, GQA, sliding window, softcap, variable lengths, lse")
+# the tensor-core path is reached through attention (16-bit floats on devices with mma.sync)
+MMA = MMA.completed(run=attention, reference=reference, inputs=_inputs, sizes=SPEC.sizes, moved=SPEC.moved,
+                    flops=SPEC.flops, tolerance=8.0, library=False,
+                    summary="attention's tensor-core path (mma.sync, cp.async): float16 and bfloat16")
+SPECS = (SPEC, MMA)

@@ -21,7 +21,7 @@ from ...errors import InvalidArgumentError
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes, Tunable, bucket, sample
-from .attention import check_heads, f32_output, lengths_buffer
+from .attention import _emulated, check_heads, f32_output, lengths_buffer, mma_variant
 
 _SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -55,6 +55,46 @@ SPEC = OpSpec(
 )
 
 
+_MMA_SPLITS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _mma_rule(buckets: dict, device, dt, params: dict) -> dict:
+    """The tensor-core path: 32-key tiles in a 3-stage ring (2 where a group has 48 KiB at most);
+    SPLITS: the fewest chunks that give the device 4 one-warp work-groups per compute unit, no
+    chunk shorter than 256 keys."""
+    blocks = max(1, -(-(buckets["new"] * max(1, buckets["heads"] // buckets["kv_heads"])) // 16))
+    groups = buckets["batch"] * buckets["kv_heads"] * blocks
+    want = 4 * max(1, device.compute_units)
+    splits = 1
+    while splits < _MMA_SPLITS[-1] and groups * splits < want and buckets["keys"] >= splits * 2 * 256:
+        splits *= 2
+    return {"BKV": 32, "STAGES": 3 if device.local_mem_optin else 2, "SPLITS": splits}
+
+
+# The tensor-core path of the same source (decode_attention.cl, MMA_PTX=1): devices with mma.sync,
+# float16/bfloat16, head dims that are multiples of 16 up to 128. Not an op of its own: the decode
+# ops come here where it applies (use_mma), with their own tuning keys.
+MMA = OpSpec(
+    name="decode_attention_mma", source="decode_attention.cl", entries=("decode_partial", "decode_combine"),
+    dtypes=("float16", "bfloat16"),
+    tunables=(Tunable("BKV", (16, 32, 64), 32), Tunable("STAGES", (2, 3, 4, 5, 6), 3),
+              Tunable("SPLITS", _MMA_SPLITS, 1)),
+    problem=("batch", "new", "keys", "heads", "kv_heads", "head_dim"),
+    restrictions=(  # Q's 16 rows and the ring of K and V tiles (rows padded by 8), the tiles' cache rows
+                  "2 * (16 + STAGES * 2 * BKV) * (min(head_dim, 256) + 8) + 4 * STAGES * BKV + 128 <= local_mem_optin",
+                  "BKV // 2 + 3 * min(head_dim, 256) // 4 <= 160"),  # f32 registers a lane holds (no spills)
+    # (decode_combine's work-group: WG; RB: decode_partial's rows are one m16 block)
+    defines=(("MMA_PTX", 1), ("WG", 64), ("RB", 16)),
+    rule=_mma_rule,
+)
+
+
+def use_mma(dev, dt, d: int) -> bool:
+    """Whether decoding runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16 up to 128."""
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+            and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= 128)
+
+
 def _cache(op: str, names: tuple, caches: tuple, q) -> tuple:
     k, v = (checks.buffer(op, n, c, ndim=4) for n, c in zip(names, caches))
     checks.like(op, q, names[0], k)
@@ -83,6 +123,16 @@ def _page_table(op: str, table, batch: int) -> Buffer:
 
 def _decode_steps(spec, dev, dt, b, n, heads, kvh, d, keys, rows) -> tuple:
     problem = {"batch": b, "new": n, "keys": keys, "heads": heads, "kv_heads": kvh, "head_dim": d}
+    if use_mma(dev, dt, d):
+        mspec = PAGED_MMA if spec is PAGED else MMA
+        variant = mma_variant(dev, d)
+        params, kernels = resolve(mspec, dev, dt, {k: max(v, 1) for k, v in problem.items()}, variant)
+        part = kernels["decode_partial"]
+        if dict(variant)["DYN_SMEM"]:  # CUDA: Q and the ring in dynamic shared memory, its size given at every launch
+            part.dynamic_local_bytes = 2 * (16 + params["STAGES"] * 2 * params["BKV"]) * (d + 8)
+        splits, blocks = params["SPLITS"], -(-(n * heads // kvh) // 16)
+        return (part, (splits * 32, kvh * blocks, b), (32, 1, 1), kernels["decode_combine"],
+                (rows * 64,), (64,), rows * splits * (d + 1) * 4)
     params, kernels = resolve(spec, dev, dt, {k: max(v, 1) for k, v in problem.items()}, (("HD", d),))
     wg, rb, splits = params["WG"], params["RB"], params["SPLITS"]
     blocks = -(-(n * heads // kvh) // rb)
@@ -106,7 +156,7 @@ def _decode(spec, op, q, k, v, lengths, table, page_size, scale, return_lse, out
     return_lse = checks.flag(op, "return_lse", return_lse)
     rows = b * n * heads
     part, pg, pl, comb, cg, cl, nbytes = plan(
-        spec, (dev, dt.name, q.shape, k.shape, max_pages),
+        spec, (dev, dt.name, q.shape, k.shape, max_pages, _emulated.get()),
         lambda: _decode_steps(spec, dev, dt, b, n, heads, kvh, d, max_pages * page_size, rows))
     o = checks.output(op, out, q, q.shape)
     if out is not None:
@@ -360,4 +410,10 @@ def _paged_append_inputs(p, dt, rng):
             lengths - n)
 
 
-SPECS = (SPEC, PAGED, APPEND, PAGED_APPEND)
+MMA = MMA.completed(run=decode_attention, reference=reference, inputs=_inputs, sizes=_SIZES, moved=_moved,
+                    tolerance=8.0, library=False,
+                    summary="decode_attention's tensor-core path (mma.sync, cp.async): float16 and bfloat16")
+PAGED_MMA = MMA.completed(name="paged_decode_attention_mma", run=paged_decode_attention, reference=paged_reference,
+                          inputs=_paged_inputs,
+                          summary="paged_decode_attention's tensor-core path (mma.sync, cp.async)")
+SPECS = (SPEC, PAGED, APPEND, PAGED_APPEND, MMA, PAGED_MMA)
