@@ -240,10 +240,14 @@ static inline void merge_chunk(const ACC* v, int c, int lim, ACC* n, ACC* mean, 
 #if TPR > 1 && defined(ISTHMUS_CUDA)
 #  define TEAM_SHFL 1
 #  define PART_SIZE (WG / 32 > 0 ? WG / 32 : 1)
-#  define LOCAL_PTR
 #else
 #  define TEAM_SHFL 0
 #  define PART_SIZE WG
+#endif
+/* a __local pointer parameter (CUDA: a plain pointer; __shared__ is not part of a pointer type) */
+#ifdef ISTHMUS_CUDA
+#  define LOCAL_PTR
+#else
 #  define LOCAL_PTR __local
 #endif
 static inline ACC team_sum(ACC v, LOCAL_PTR ACC* part, int lid, int t, int base)
