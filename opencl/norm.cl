@@ -27,8 +27,8 @@
  * start and cols allow it (cols % VPT == 0, every buffer aligned to VPT elements), a chunk of a
  * 4-byte or bfloat16 type moves as one 4/8/16/32-byte vector (uint, uint2, uint4 words).  The
  * team's partial sums (rmsnorm one, layernorm two: the mean, then the squared deviations) are
- * added by team_sum: on CUDA by warp shuffles (one barrier for teams wider than a warp, none
- * within one); elsewhere in local memory in two levels (PARTS items, then one): 3 barriers.
+ * added by team_sum: on CUDA in float by warp shuffles (one barrier for teams wider than a warp,
+ * none within one); elsewhere in local memory in two levels (PARTS items, then one): 3 barriers.
  * LAYOUT 1 (CPUs): a row per work-item, in 16-wide OpenCL vectors (two passes over the row, the
  * second one served by the core's cache); RPG, VPT, CACHE unused.
  * Tunables (-D): LAYOUT, WG, RPG, VPT, CACHE: declared once, with their values, defaults and
@@ -237,9 +237,16 @@ static inline void merge_chunk(const ACC* v, int c, int lim, ACC* n, ACC* mean, 
  * its own part array per call: no barrier is needed after it).  CUDA: butterfly warp shuffles
  * (a team within a warp needs no local memory and no barrier; a wider one adds its warps' sums
  * after one barrier); elsewhere in local memory, in two levels (PARTS items, then one): 3 barriers. */
-#if TPR > 1 && defined(ISTHMUS_CUDA)
+#if TPR > 1 && defined(ISTHMUS_CUDA) && ACC_ID == ISTHMUS_ID_float
 #  define TEAM_SHFL 1
 #  define PART_SIZE (WG / 32 > 0 ? WG / 32 : 1)
+/* v of the lane whose index differs from this one's by the bits of lanes (PTX, as softmax.cl) */
+static inline float shfl_xor(float v, int lanes)
+{
+    float r;
+    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lanes));
+    return r;
+}
 #else
 #  define TEAM_SHFL 0
 #  define PART_SIZE WG
@@ -256,7 +263,7 @@ static inline ACC team_sum(ACC v, LOCAL_PTR ACC* part, int lid, int t, int base)
     return v;
 #elif TEAM_SHFL
 #pragma unroll
-    for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o /= 2) v += shfl_xor(v, o);
 #if TPR > 32
     if (lid % 32 == 0) part[lid / 32] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
