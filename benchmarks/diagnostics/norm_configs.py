@@ -44,16 +44,18 @@ def variants(spec, dev, dt, problem: dict) -> list[dict]:
     if base.get("LAYOUT", 0) == 1 or dev.kind == "cpu":
         return out
     tpr = base["WG"] // base["RPG"]
-    for f in (2, 0.5, 4, 0.25):  # the team (items per row), the held chunks compensating
+    for vpt in (8, 4, 2):  # the chunk's width, the values held the same
+        add({**base, "VPT": vpt, "CACHE": max(1, base["CACHE"] * base["VPT"] // vpt)})
+    for f in (2, 0.5, 4, 0.25):  # the team (items per row), the held chunks compensating, then not
         t = int(tpr * f)
         if t < 1:
             continue
-        cache = max(1, int(base["CACHE"] / f))
         wg = max(t, base["WG"])
-        add({**base, "WG": wg, "RPG": wg // t, "CACHE": cache})
+        add({**base, "WG": wg, "RPG": wg // t, "CACHE": max(1, int(base["CACHE"] / f))})
+    for f in (2, 0.5):
+        t = int(tpr * f)
+        wg = max(t, base["WG"])
         add({**base, "WG": wg, "RPG": wg // t})
-    for vpt in (2, 4, 8):
-        add({**base, "VPT": vpt, "CACHE": max(1, base["CACHE"] * base["VPT"] // vpt)})
     for wg in (128, 512, 1024):  # narrow rows: more rows to a group
         if base["RPG"] > 1:
             add({**base, "WG": wg, "RPG": max(1, wg // tpr)})
