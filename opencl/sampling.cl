@@ -35,9 +35,12 @@
  *       top_p (at least one: Hugging Face's rule); the token is drawn among the kept ones.
  *       temperature <= 0: greedy (the row's argmax, or its first candidate).
  * dtypes: float half bfloat16 (ACC float).
- * Tunables (-D): WG, SPLIT (work-groups per row of argmax and top-k); KMAX (the largest k the
- *   build holds in local memory: set by the call, not tuned).  Declared in
- *   python/isthmus/ops/specs/sampling.py.
+ * Tunables (-D): WG, SPLIT (work-groups per row of argmax and top-k); LAYOUT (0: as above, a
+ *   group's items striding over its chunk; 1, CPUs only (OpenCL C vectors): argmax's items each
+ *   scan a contiguous run in 16-wide vectors, and top-k's selection is the group's first item
+ *   keeping a heap of the k best, 16 keys at a time compared with its worst; the same chunks,
+ *   partials and merge); KMAX (the largest k the build holds in local memory: set by the call,
+ *   not tuned).  Declared in python/isthmus/ops/specs/sampling.py.
  */
 #if !defined(WG) || !defined(SPLIT)
 #  error "sampling.cl: build it through its op, which passes every tunable (-D)"
