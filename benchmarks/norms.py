@@ -9,7 +9,8 @@ copy bandwidth and the peer's time over isthmus's (above 1: isthmus is faster).
 Sizes: hidden 2048, 4096, 8192 and 3000 (odd) at ``--rows`` rows (default 16384 on a GPU, 1024 on
 a CPU), and decode sizes (1, 4, 16, 64 rows) at hidden 4096. Bytes count each input read once and
 each output written once (rmsnorm: x, out and the weight; fused: x and residual read, residual and
-out written; layernorm: x, out, weight and bias). Copy bandwidth: a device-to-device copy of x
+out written; layernorm: x, out, weight and bias; layernorm+residual: that and the residual's read and
+write). Copy bandwidth: a device-to-device copy of x
 (read + write), timed the same way. Times: ``reps`` calls then a wait for the device, the median of
 ``--rounds`` rounds, the sides alternating round by round (so the machine's load hits all of them).
 NumPy's calls are the float32 formulas users write (``x / np.sqrt((x*x).mean(-1) + eps) * w``).
@@ -63,7 +64,10 @@ def _np_rmsnorm(x, w, r=None):
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + np.float32(EPS)) * w
 
 
-def _np_layernorm(x, w, b):
+def _np_layernorm(x, w, b, r=None):
+    if r is not None:
+        np.add(r, x, out=r)
+        x = r
     mean = x.mean(axis=-1, keepdims=True)
     c = x - mean
     return c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + np.float32(1e-5)) * w + b
@@ -94,9 +98,16 @@ def _torch_peers(dtype: str):
     def eager_ln(x, w, b, r):
         return lambda: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
 
+    def eager_add_ln(x, w, b, r):
+        def call():  # the residual add, then the norm of the sum (two kernels)
+            r.add_(x)
+            return torch.nn.functional.layer_norm(r, (x.shape[-1],), w, b, 1e-5)
+        return call
+
     peers["rmsnorm"] = {"torch": eager_rms}
     peers["rmsnorm+residual"] = {"torch (vLLM-style)": vllm_fused}
     peers["layernorm"] = {"torch": eager_ln}
+    peers["layernorm+residual"] = {"torch (add, layer_norm)": eager_add_ln}
     try:
         from liger_kernel.ops.layer_norm import LigerLayerNormFunction
         from liger_kernel.ops.rms_norm import LigerRMSNormFunction
@@ -112,20 +123,33 @@ def _torch_peers(dtype: str):
 
 def cases(dev, dtypes: list[str], rows: int, quick: bool):
     shapes = [(8, 64)] if quick else [(rows, h) for h in HIDDEN] + [(r, 4096) for r in DECODE]
-    ops = ["rmsnorm", "rmsnorm+residual"] + (["layernorm"] if hasattr(isthmus.ops, "layernorm") else [])
+    ops = ["rmsnorm", "rmsnorm+residual", "layernorm", "layernorm+residual"]
     for dtype in dtypes:
         for shape in shapes:
             for op in ops:
                 yield op, dtype, shape
 
 
+def _draw(rng, shape: tuple, dt) -> np.ndarray:
+    """Normal values of ``shape``: at most 4M drawn, repeated over the rest (a memory-bound op's time
+    does not depend on them; drawing 134M values took seconds a case on the GPU machine's host)."""
+    n = int(np.prod(shape))
+    base = rng.standard_normal(min(n, 1 << 22), dtype=np.float32).astype(dt.np)
+    if base.size == n:
+        return base.reshape(shape)
+    raw = base.view(f"u{base.itemsize}")  # (bfloat16's element copies are slow: the bits are copied)
+    out, m = np.empty(n, raw.dtype), raw.size
+    out[:n // m * m].reshape(-1, m)[:] = raw
+    out[n // m * m:] = raw[:n % m]
+    return out.view(base.dtype).reshape(shape)
+
+
 def run_case(dev, rng, op, dtype, shape, peers, torch_mod, rounds, budget) -> dict:
     dt = lookup(dtype)
     rows, cols = shape
-    x = rng.standard_normal(shape, dtype=np.float32).astype(dt.np)
+    x, r = _draw(rng, shape, dt), _draw(rng, shape, dt)
     w = rng.standard_normal(cols, dtype=np.float32).astype(dt.np)
     b = rng.standard_normal(cols, dtype=np.float32).astype(dt.np)
-    r = rng.standard_normal(shape, dtype=np.float32).astype(dt.np)
     dx, dw, db, dr = dev.asarray(x), dev.asarray(w), dev.asarray(b), dev.asarray(r)
     out = dev.empty(shape, dt.np)
     n, size = rows * cols, dt.np.itemsize
@@ -133,14 +157,17 @@ def run_case(dev, rng, op, dtype, shape, peers, torch_mod, rounds, budget) -> di
         ours, nbytes = (lambda: isthmus.ops.rmsnorm(dx, dw, EPS, out=out)), (2 * n + cols) * size
     elif op == "rmsnorm+residual":  # the residual grows call by call: its values do not matter to the time
         ours, nbytes = (lambda: isthmus.ops.rmsnorm(dx, dw, EPS, dr, out=out)), (4 * n + cols) * size
-    else:
+    elif op == "layernorm":
         ours, nbytes = (lambda: isthmus.ops.layernorm(dx, dw, db, 1e-5, out=out)), (2 * n + 2 * cols) * size
+    else:
+        ours, nbytes = (lambda: isthmus.ops.layernorm(dx, dw, db, 1e-5, dr, out=out)), (4 * n + 2 * cols) * size
     copy_src, copy_dst = dev.asarray(x), dev.empty(shape, dt.np)
     sides = {"isthmus": ours, "copy": lambda: dev._device_copy(copy_dst._handle(), copy_src._handle(), x.nbytes)}
     if dev.kind == "cpu" and dtype == "float32":
         hx, hw, hb, hr = x.copy(), w.copy(), b.copy(), r.copy()
         sides["NumPy"] = {"rmsnorm": lambda: _np_rmsnorm(hx, hw), "rmsnorm+residual": lambda: _np_rmsnorm(hx, hw, hr),
-                          "layernorm": lambda: _np_layernorm(hx, hw, hb)}[op]
+                          "layernorm": lambda: _np_layernorm(hx, hw, hb),
+                          "layernorm+residual": lambda: _np_layernorm(hx, hw, hb, hr)}[op]
     syncs = [dev.synchronize]
     if torch_mod is not None and peers.get(op):
         torch, tdt = torch_mod

@@ -12,8 +12,10 @@
  *              (offset = 1: Gemma's (1 + w))
  *   layernorm: out[r, c] = (s[r, c] - mean) / sqrt(var + eps) * w[c] + b[c], var the biased
  *              variance of the row; w (HAS_WEIGHT) and b (HAS_BIAS) may be absent (1 and 0).
- *              Each item's (count, mean, sum of squared deviations) is exact over what it holds
- *              (two passes over its registers) and merged by Chan's formula: no cancellation.
+ *              LAYOUT 0: the row's mean from a team sum of the held values, then the squared
+ *              deviations from that mean over the same registers (a second pass over registers,
+ *              not memory: no difference of large sums); chunks a team streams (rows wider than
+ *              it holds) each give their exact (count, mean, m2), merged by Chan's formula.
  * in ACC arithmetic (float for half and bfloat16), rounded once on store.
  * out may be x (each group reads its row before it writes it); res shares memory with nothing else.
  * dtypes: float double half bfloat16.
@@ -24,7 +26,9 @@
  * write per element); chunks past them are streamed (read again for the write).  Where every row
  * start and cols allow it (cols % VPT == 0, every buffer aligned to VPT elements), a chunk of a
  * 4-byte or bfloat16 type moves as one 4/8/16/32-byte vector (uint, uint2, uint4 words).  The
- * team's partial sums are merged in local memory in two levels (PARTS items, then one): 3 barriers.
+ * team's partial sums (rmsnorm one, layernorm two: the mean, then the squared deviations) are
+ * added by team_sum: on CUDA in float by warp shuffles (one barrier for teams wider than a warp,
+ * none within one); elsewhere in local memory in two levels (PARTS items, then one): 3 barriers.
  * LAYOUT 1 (CPUs): a row per work-item, in 16-wide OpenCL vectors (two passes over the row, the
  * second one served by the core's cache); RPG, VPT, CACHE unused.
  * Tunables (-D): LAYOUT, WG, RPG, VPT, CACHE: declared once, with their values, defaults and
@@ -213,23 +217,81 @@ static inline void merge(ACC* n, ACC* mean, ACC* m2, ACC nb, ACC mb, ACC m2b)
     }
 }
 
-/* the chunks' values at columns before lim (chunk j at column c0 + j * step), in two passes */
-static inline void merge_values(const ACC* v, int chunks, int c0, int step, int lim, ACC* n, ACC* mean, ACC* m2)
+/* a streamed chunk's values before lim (column c): its own exact (count, mean, m2), merged */
+static inline void merge_chunk(const ACC* v, int c, int lim, ACC* n, ACC* mean, ACC* m2)
 {
     ACC a = (ACC)0, cnt = (ACC)0;
-    for (int j = 0; j < chunks; ++j)
 #pragma unroll
-        for (int k = 0; k < VPT; ++k)
-            if (c0 + j * step + k < lim) { a += v[j * VPT + k]; cnt += (ACC)1; }
+    for (int k = 0; k < VPT; ++k)
+        if (c + k < lim) { a += v[k]; cnt += (ACC)1; }
     const ACC mu = cnt > (ACC)0 ? a / cnt : (ACC)0;
     ACC q = (ACC)0;
-    for (int j = 0; j < chunks; ++j)
 #pragma unroll
-        for (int k = 0; k < VPT; ++k)
-            if (c0 + j * step + k < lim) { const ACC d = v[j * VPT + k] - mu; q += d * d; }
+    for (int k = 0; k < VPT; ++k)
+        if (c + k < lim) { const ACC d = v[k] - mu; q += d * d; }
     merge(n, mean, m2, cnt, mu, q);
 }
 #endif
+
+/* the sum of v over the item's team, in every item of it (every item of the group calls it, with
+ * its own part array per call: no barrier is needed after it).  CUDA: butterfly warp shuffles
+ * (a team within a warp needs no local memory and no barrier; a wider one adds its warps' sums
+ * after one barrier); elsewhere in local memory, in two levels (PARTS items, then one): 3 barriers. */
+#if TPR > 1 && defined(ISTHMUS_CUDA) && ACC_ID == ISTHMUS_ID_float
+#  define TEAM_SHFL 1
+#  define PART_SIZE (WG / 32 > 0 ? WG / 32 : 1)
+/* v of the lane whose index differs from this one's by the bits of lanes (PTX, as softmax.cl) */
+static inline float shfl_xor(float v, int lanes)
+{
+    float r;
+    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lanes));
+    return r;
+}
+#else
+#  define TEAM_SHFL 0
+#  define PART_SIZE WG
+#endif
+/* a __local pointer parameter (CUDA: a plain pointer; __shared__ is not part of a pointer type) */
+#ifdef ISTHMUS_CUDA
+#  define LOCAL_PTR
+#else
+#  define LOCAL_PTR __local
+#endif
+static inline ACC team_sum(ACC v, LOCAL_PTR ACC* part, int lid, int t, int base)
+{
+#if TPR == 1
+    return v;
+#elif TEAM_SHFL
+#pragma unroll
+    for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o /= 2) v += shfl_xor(v, o);
+#if TPR > 32
+    if (lid % 32 == 0) part[lid / 32] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    v = (ACC)0;
+#pragma unroll
+    for (int i = 0; i < TPR / 32; ++i) v += part[base / 32 + i];
+#endif
+    return v;
+#else
+    part[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < PARTS) {   /* (reads base + t + i * PARTS: no other item writes those in this step) */
+        ACC a = (ACC)0;
+        for (int i = base + t; i < base + TPR; i += PARTS) a += part[i];
+        part[base + t] = a;
+    }
+#if PARTS > 1
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t == 0) {
+        ACC a = (ACC)0;
+        for (int i = base; i < base + PARTS; ++i) a += part[i];
+        part[base] = a;
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return part[base];
+#endif
+}
 
 /* out's chunk at column c from s: rmsnorm s * a * (m + w) (a = 1/rms, m = offset); layernorm
  * (s - m) * a * w + b (a = 1/std, m = mean) */
@@ -392,11 +454,10 @@ void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
     if (row < rows)
         row_loop(x + row * cols, w, b, res + row * cols, out + row * cols, (int)cols, eps, offset);
 #else
+    __local ACC part[PART_SIZE];
 #if LAYERNORM
-    __local ACC part_n[WG];
-    __local ACC part_m[WG];
+    __local ACC part2[PART_SIZE];
 #endif
-    __local ACC part[WG];
     const int lid = (int)get_local_id(0);
     const int t = lid % TPR, base = lid - t;
     const long row = (long)get_group_id(0) * RPG + lid / TPR;
@@ -409,79 +470,56 @@ void rmsnorm(const long rows, const long cols, const ACC eps, const ACC offset,
     const int vec = WORDS > 0 && cols % VPT == 0 && aligned(x) && aligned(out) && (!HAS_RESIDUAL || aligned(res))
                     && (!HAS_WEIGHT || aligned(w)) && (!LAYERNORM || !HAS_BIAS || aligned(b));
     const int first = (t + CACHE * TPR) * VPT;   /* this item's first streamed column */
-    ACC q = (ACC)0;                              /* rmsnorm: the sum of squares; layernorm: m2 */
-#if LAYERNORM
-    ACC n = (ACC)0, mean = (ACC)0;
-#endif
 #if CACHE > 0
     ACC held[CACHE][VPT];
 #pragma unroll
     for (int j = 0; j < CACHE; ++j) add_chunk(xr, rr, (t + j * TPR) * VPT, lim, vec, held[j]);
+#endif
 #if LAYERNORM
-    merge_values(&held[0][0], CACHE, t * VPT, TPR * VPT, lim, &n, &mean, &q);
+    /* the mean: the held values' sum (0 past the row) and the streamed chunks' (count, mean, m2),
+     * each chunk exact over itself and merged by Chan's formula */
+    ACC sn = (ACC)0, smean = (ACC)0, sm2 = (ACC)0, q = (ACC)0;
+    for (int c = first; c < lim; c += TPR * VPT) {
+        ACC s[VPT];
+        add_chunk(xr, rr, c, lim, vec, s);
+        merge_chunk(s, c, lim, &sn, &smean, &sm2);
+    }
+#if CACHE > 0
+#pragma unroll
+    for (int j = 0; j < CACHE; ++j)
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) q += held[j][k];
+#endif
+    const ACC m = team_sum(q + sn * smean, part, lid, t, base) / (ACC)(lim > 0 ? lim : 1);
+    /* the variance: squared deviations from the row's mean over the held values (a second pass
+     * over registers: no difference of large sums), the streamed part's by Chan's formula */
+    const ACC dm = smean - m;
+    q = sm2 + sn * dm * dm;
+#if CACHE > 0
+#pragma unroll
+    for (int j = 0; j < CACHE; ++j)
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const ACC d = held[j][k] - m;
+            q += (t + j * TPR) * VPT + k < lim ? d * d : (ACC)0;
+        }
+#endif
+    const ACC a = (ACC)1 / sqrt(team_sum(q, part2, lid, t, base) / (ACC)cols + eps);
 #else
+    ACC q = (ACC)0;   /* the sum of squares */
+#if CACHE > 0
 #pragma unroll
     for (int j = 0; j < CACHE; ++j)
 #pragma unroll
         for (int k = 0; k < VPT; ++k) q += held[j][k] * held[j][k];
 #endif
-#endif
     for (int c = first; c < lim; c += TPR * VPT) {
         ACC s[VPT];
         add_chunk(xr, rr, c, lim, vec, s);
-#if LAYERNORM
-        merge_values(s, 1, c, 0, lim, &n, &mean, &q);
-#else
 #pragma unroll
         for (int k = 0; k < VPT; ++k) q += s[k] * s[k];
-#endif
     }
-
-    /* the team's statistics, in part[base] (layernorm: part_n, part_m, part) */
-#if TPR > 1
-    part[lid] = q;
-#if LAYERNORM
-    part_n[lid] = n;
-    part_m[lid] = mean;
-#endif
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (t < PARTS) {   /* (reads base + t + i * PARTS: no other item writes those in this step) */
-        ACC a = (ACC)0;
-#if LAYERNORM
-        ACC an = (ACC)0, am = (ACC)0;
-        for (int i = base + t; i < base + TPR; i += PARTS) merge(&an, &am, &a, part_n[i], part_m[i], part[i]);
-        part_n[base + t] = an;
-        part_m[base + t] = am;
-#else
-        for (int i = base + t; i < base + TPR; i += PARTS) a += part[i];
-#endif
-        part[base + t] = a;
-    }
-#if PARTS > 1
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (t == 0) {
-        ACC a = (ACC)0;
-#if LAYERNORM
-        ACC an = (ACC)0, am = (ACC)0;
-        for (int i = base; i < base + PARTS; ++i) merge(&an, &am, &a, part_n[i], part_m[i], part[i]);
-        part_n[base] = an;
-        part_m[base] = am;
-#else
-        for (int i = base; i < base + PARTS; ++i) a += part[i];
-#endif
-        part[base] = a;
-    }
-#endif
-    barrier(CLK_LOCAL_MEM_FENCE);
-    q = part[base];
-#if LAYERNORM
-    mean = part_m[base];
-#endif
-#endif
-#if LAYERNORM
-    const ACC a = (ACC)1 / sqrt(q / (ACC)cols + eps), m = mean;
-#else
-    const ACC a = (ACC)1 / sqrt(q / (ACC)cols + eps), m = offset;
+    const ACC a = (ACC)1 / sqrt(team_sum(q, part, lid, t, base) / (ACC)cols + eps), m = offset;
 #endif
 
     /* the write: streamed chunks read again (the residual's stored sum), then the held ones */

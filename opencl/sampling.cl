@@ -35,9 +35,12 @@
  *       top_p (at least one: Hugging Face's rule); the token is drawn among the kept ones.
  *       temperature <= 0: greedy (the row's argmax, or its first candidate).
  * dtypes: float half bfloat16 (ACC float).
- * Tunables (-D): WG, SPLIT (work-groups per row of argmax and top-k); KMAX (the largest k the
- *   build holds in local memory: set by the call, not tuned).  Declared in
- *   python/isthmus/ops/specs/sampling.py.
+ * Tunables (-D): WG, SPLIT (work-groups per row of argmax and top-k); LAYOUT (0: as above, a
+ *   group's items striding over its chunk; 1, CPUs only (OpenCL C vectors): argmax's items each
+ *   scan a contiguous run in 16-wide vectors, and top-k's selection is the group's first item
+ *   keeping a heap of the k best, 16 keys at a time compared with its worst; the same chunks,
+ *   partials and merge); KMAX (the largest k the build holds in local memory: set by the call,
+ *   not tuned).  Declared in python/isthmus/ops/specs/sampling.py.
  */
 #if !defined(WG) || !defined(SPLIT)
 #  error "sampling.cl: build it through its op, which passes every tunable (-D)"
@@ -79,6 +82,61 @@ static inline float sampling_value(uint k)
 #define PACK(key, i) (((ulong)(key) << 32) | (ulong)(~(uint)(i)))
 #define UNPACK_INDEX(p) ((int)(~(uint)(p)))
 
+#ifndef LAYOUT
+#  define LAYOUT 0
+#endif
+#if LAYOUT == 1
+/* ---- CPUs: contiguous runs in 16-wide OpenCL vectors (what the core's SIMD units take) ---- */
+#if IS_HALF
+#  define VLOAD16F(p, i) vload_half16(0, (p) + (i))
+#elif IS_BF16
+#  define VLOAD16F(p, i) as_float16(convert_uint16(vload16(0, (p) + (i))) << 16)
+#else
+#  define VLOAD16F(p, i) vload16(0, (p) + (i))
+#endif
+
+/* sampling_key on 16 lanes */
+static inline uint16 sampling_key16(float16 f)
+{
+    const uint16 u = as_uint16(f), a = u & 0x7fffffffu;
+    uint16 k = select(u | 0x80000000u, ~u, (u & 0x80000000u) != 0u);
+    k = select(k, (uint16)0x80000000u, a == 0u);
+    return select(k, (uint16)0xffffffffu, a > 0x7f800000u);
+}
+
+/* the best PACK(key, index) of xr[from..to) (0 when empty): lane-wise maxima of the keys (a lane
+ * visits its indices in increasing order, so > keeps its lowest), then the lanes merged */
+static inline ulong best_of_run(__global const T* xr, const int from, const int to)
+{
+    ulong best = 0;
+    int i = from;
+    if (to - from >= 16) {
+        uint16 bk = (uint16)0u;
+        int16 bi = (int16)0;
+        const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        for (; i + 16 <= to; i += 16) {
+            const uint16 k = sampling_key16(VLOAD16F(xr, i));
+            const int16 gt = as_int16(k > bk);
+            bk = select(bk, k, as_uint16(gt));
+            bi = select(bi, lane + i, gt);
+        }
+        uint kk[16];
+        int ii[16];
+        vstore16(bk, 0, kk);
+        vstore16(bi, 0, ii);
+        for (int j = 0; j < 16; ++j) {
+            const ulong v = kk[j] ? PACK(kk[j], ii[j]) : (ulong)0;
+            best = v > best ? v : best;
+        }
+    }
+    for (; i < to; ++i) {
+        const ulong v = PACK(sampling_key(LOAD(xr, i)), i);
+        best = v > best ? v : best;
+    }
+    return best;
+}
+#endif
+
 /* ---- argmax ------------------------------------------------------------------------------ */
 __kernel ISTHMUS_LOCAL_SIZE(WG, 1, 1)
 void argmax_partial(const int rows, const int cols, __global const T* x, __global ulong* part,
@@ -91,6 +149,12 @@ void argmax_partial(const int rows, const int cols, __global const T* x, __globa
     const int chunk = (cols + SPLIT - 1) / SPLIT;
     const int start = p * chunk, end = min(cols, start + chunk);
     __global const T* xr = x + (long)row * cols;
+#if LAYOUT == 1
+    /* CPUs: the item's contiguous run of the group's chunk (runs of whole 16-vectors) */
+    const int run = ((end - start + WG - 1) / WG + 15) / 16 * 16;
+    const int from = min(end, start + lid * run);
+    red[lid] = best_of_run(xr, from, min(end, from + run));
+#else
     /* the item's best in float compares (a NaN beats any number; > keeps the item's lowest index:
      * it visits its indices in increasing order), packed once for the group's reduction */
     float bv = -INFINITY;
@@ -104,6 +168,7 @@ void argmax_partial(const int rows, const int cols, __global const T* x, __globa
         }
     }
     red[lid] = bi < 0 ? (ulong)0 : PACK(sampling_key(bv), bi);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = WG / 2; s > 0; s >>= 1) {
         if (lid < s) {
@@ -159,6 +224,7 @@ typedef struct {
         index = pi[i];                                                   \
     }
 
+#if LAYOUT == 0
 /* the group's kk = min(k, real candidates) largest (key, index), sorted, into L->key/idx[0..kk);
  * returns kk (the same in every item) */
 static inline int topk_select(volatile LOCAL_PTR topk_local* L, const int mode, __global const T* xr, const int start,
@@ -269,6 +335,107 @@ static inline int topk_select(volatile LOCAL_PTR topk_local* L, const int mode, 
     }
     return kk;
 }
+
+#endif
+
+#if LAYOUT == 1
+/* CPUs: the group's first item keeps the k best so far in a heap (L->key/idx[0..size), the worst
+ * at the root: the smaller key, then the higher index); a candidate enters when it beats the
+ * root.  Over x's columns (mode 0) 16 keys at a time are compared with the root's key first
+ * (the columns come in increasing order, so only a strictly larger key can beat the root); a
+ * random row lets few past that test once the heap is full.  At the end a heap sort leaves the
+ * kk selected in order, best first.  Returns kk (the same in every item). */
+#define WORSE(ka, ia, kb, ib) ((ka) < (kb) || ((ka) == (kb) && (ia) > (ib)))
+
+static inline void heap_down(volatile LOCAL_PTR topk_local* L, int at, const int size)
+{
+    const uint key = L->key[at];
+    const int index = L->idx[at];
+    for (;;) {
+        int c = 2 * at + 1;
+        if (c >= size)
+            break;
+        if (c + 1 < size && WORSE(L->key[c + 1], L->idx[c + 1], L->key[c], L->idx[c]))
+            ++c;
+        if (!WORSE(L->key[c], L->idx[c], key, index))
+            break;
+        L->key[at] = L->key[c];
+        L->idx[at] = L->idx[c];
+        at = c;
+    }
+    L->key[at] = key;
+    L->idx[at] = index;
+}
+
+/* (key, index) offered to a heap of size *size (at most k) */
+static inline void heap_offer(volatile LOCAL_PTR topk_local* L, int* size, const int k, const uint key,
+                              const int index)
+{
+    if (*size < k) {   /* filling: sift up */
+        int at = (*size)++;
+        while (at > 0) {
+            const int up = (at - 1) / 2;
+            if (!WORSE(key, index, L->key[up], L->idx[up]))
+                break;
+            L->key[at] = L->key[up];
+            L->idx[at] = L->idx[up];
+            at = up;
+        }
+        L->key[at] = key;
+        L->idx[at] = index;
+    } else if (WORSE(L->key[0], L->idx[0], key, index)) {
+        L->key[0] = key;
+        L->idx[0] = index;
+        heap_down(L, 0, *size);
+    }
+}
+
+static inline int topk_select(volatile LOCAL_PTR topk_local* L, const int mode, __global const T* xr, const int start,
+                              const int n, const int nreal, __global const uint* pk, __global const int* pi,
+                              const int k)
+{
+    if (get_local_id(0) == 0) {
+        int size = 0, i = 0;
+        if (mode == 0) {
+            for (; i < n && size < k; ++i)
+                heap_offer(L, &size, k, sampling_key(LOAD(xr, start + i)), start + i);
+            if (size == k) {
+                for (; i + 16 <= n; i += 16) {
+                    const uint16 keys = sampling_key16(VLOAD16F(xr, start + i));
+                    if (any(keys > (uint16)L->key[0])) {
+                        uint kk[16];
+                        vstore16(keys, 0, kk);
+                        for (int j = 0; j < 16; ++j)
+                            if (kk[j] > L->key[0]) {
+                                L->key[0] = kk[j];
+                                L->idx[0] = start + i + j;
+                                heap_down(L, 0, size);
+                            }
+                    }
+                }
+            }
+            for (; i < n; ++i)
+                heap_offer(L, &size, k, sampling_key(LOAD(xr, start + i)), start + i);
+        } else {
+            for (; i < n; ++i)
+                if (pk[i] != 0u)
+                    heap_offer(L, &size, k, pk[i], pi[i]);
+        }
+        for (int e = size - 1; e > 0; --e) {   /* heap sort: the worst to the end, best first */
+            const uint key = L->key[e];
+            const int index = L->idx[e];
+            L->key[e] = L->key[0];
+            L->idx[e] = L->idx[0];
+            L->key[0] = key;
+            L->idx[0] = index;
+            heap_down(L, 0, e);
+        }
+        L->need = size;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return L->need;
+}
+#endif
 
 /* the group's sorted selection written out: dk/di (k slots, empty ones key 0), or values/indices */
 static inline void topk_write(volatile LOCAL_PTR topk_local* L, const int kk, const int k, const int final_out,

@@ -65,7 +65,10 @@ def test_rmsnorm_matches_float64_at_odd_widths_and_ranks(dev, rng, dtype, shape,
 # group; at a width the vectors divide (1024) and one they do not (1031: element by element)
 CONFIGS = [dict(LAYOUT=0, WG=32, RPG=1, VPT=1, CACHE=0), dict(LAYOUT=0, WG=64, RPG=2, VPT=4, CACHE=8),
            dict(LAYOUT=0, WG=256, RPG=1, VPT=8, CACHE=1), dict(LAYOUT=0, WG=128, RPG=1, VPT=2, CACHE=2),
-           dict(LAYOUT=0, WG=256, RPG=8, VPT=8, CACHE=4), dict(LAYOUT=1, WG=4, RPG=1, VPT=4, CACHE=4)]
+           dict(LAYOUT=0, WG=256, RPG=8, VPT=8, CACHE=4), dict(LAYOUT=1, WG=4, RPG=1, VPT=4, CACHE=4),
+           # teams of 1, 16 and 1024 items (CUDA: no reduction, shuffles within a warp, across 32 warps)
+           dict(LAYOUT=0, WG=32, RPG=32, VPT=8, CACHE=4), dict(LAYOUT=0, WG=64, RPG=4, VPT=4, CACHE=8),
+           dict(LAYOUT=0, WG=1024, RPG=1, VPT=2, CACHE=16), dict(LAYOUT=1, WG=16, RPG=1, VPT=4, CACHE=4)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
@@ -76,7 +79,7 @@ def test_every_layout_and_vector_width_is_correct_with_and_without_the_residual(
     dt = lookup(dtype)
     forget_resolved()
     try:
-        for rows, cols in [(37, 1024), (5, 1031), (3, 16)]:
+        for rows, cols in [(37, 1024), (5, 1031), (3, 16), (37, 301)]:
             if not SPEC.is_valid(params, dev, {"rows": rows, "cols": cols}, dt):
                 continue
             x, w, r = _draw(rng, (rows, cols), dtype), _draw(rng, cols, dtype), _draw(rng, (rows, cols), dtype)

@@ -233,3 +233,21 @@ def test_rope_errors_name_what_is_wrong(dev):
     for call, message in cases:
         with pytest.raises(isthmus.InvalidArgumentError, match=message):
             call()
+
+
+def test_a_rope_scaling_seen_before_is_checked_again_when_it_changes(dev, rng):
+    """The op remembers a config's checked form by its content (a decode loop passes the same dict
+    each step): the same dict changed in place, or a bool where a number was, is checked anew."""
+    x = dev.asarray(rng.standard_normal((3, 2, 8)).astype(np.float32))
+    pos = dev.asarray(np.arange(3, dtype=np.int32))
+    config = dict(LLAMA31)
+    ops.rope(x, pos, theta=500000.0, rope_scaling=config)
+    ops.rope(x, pos, theta=500000.0, rope_scaling=config)
+    config["low_freq_factor"] = 9.0
+    with pytest.raises(isthmus.InvalidArgumentError, match="must be less than"):
+        ops.rope(x, pos, theta=500000.0, rope_scaling=config)
+    ops.rope(x, pos, rope_scaling={"rope_type": "linear", "factor": 1})
+    with pytest.raises(isthmus.InvalidArgumentError, match=r"rope_scaling\['factor'\] must be a positive number"):
+        ops.rope(x, pos, rope_scaling={"rope_type": "linear", "factor": True})
+    with pytest.raises(isthmus.InvalidArgumentError, match=r"rope_scaling\['factor'\] must be a positive number"):
+        ops.rope(x, pos, rope_scaling={"rope_type": "linear", "factor": [2.0]})  # (unhashable: checked, not kept)

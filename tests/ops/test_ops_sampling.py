@@ -19,11 +19,27 @@ from isthmus.ops.specs.sampling import ARGMAX, SAMPLE, TOP_K
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 SHAPES = [(1, 1), (1, 7), (3, 1000), (2, 3, 4097), (2, 2, 2, 33), (5, 40001)]
 # configs of the kernels: one group per row, rows split in 4 chunks, in 64 (most chunks of a short
-# row empty), small and large groups
-CONFIGS = [{"WG": 64, "SPLIT": 1}, {"WG": 32, "SPLIT": 4}, {"WG": 256, "SPLIT": 64}, {"WG": 128, "SPLIT": 2}]
-# every config in float32, one each in the 16-bit dtypes (a build takes seconds on PoCL)
-CASES = [("float32", c) for c in CONFIGS] + [("float16", CONFIGS[1]), ("bfloat16", CONFIGS[2])]
-CASE_IDS = [f"{d}-WG{c['WG']}-SPLIT{c['SPLIT']}" for d, c in CASES]
+# row empty), small and large groups, in both layouts (LAYOUT 1, CPUs only: contiguous runs in
+# 16-wide vectors, top-k by a heap)
+CONFIGS = [{"WG": 64, "SPLIT": 1, "LAYOUT": 0}, {"WG": 32, "SPLIT": 4, "LAYOUT": 0},
+           {"WG": 256, "SPLIT": 64, "LAYOUT": 0}, {"WG": 128, "SPLIT": 2, "LAYOUT": 0},
+           {"WG": 64, "SPLIT": 1, "LAYOUT": 1}, {"WG": 32, "SPLIT": 4, "LAYOUT": 1},
+           {"WG": 256, "SPLIT": 64, "LAYOUT": 1}, {"WG": 1024, "SPLIT": 2, "LAYOUT": 1}]
+# every config in float32, one of each layout in the 16-bit dtypes (a build takes seconds on PoCL)
+CASES = ([("float32", c) for c in CONFIGS] + [("float16", CONFIGS[1]), ("bfloat16", CONFIGS[2])]
+         + [("float16", CONFIGS[5]), ("bfloat16", CONFIGS[6])])
+
+
+def _id(c: dict) -> str:
+    return f"WG{c['WG']}-SPLIT{c['SPLIT']}-LAYOUT{c['LAYOUT']}"
+
+
+CASE_IDS = [f"{d}-{_id(c)}" for d, c in CASES]
+
+
+def _layout(dev, config: dict) -> None:
+    if config["LAYOUT"] == 1 and dev.kind != "cpu":
+        pytest.skip("LAYOUT 1 is the CPU layout (OpenCL C vectors)")
 
 
 # ---- the references ------------------------------------------------------------------------
@@ -129,6 +145,7 @@ def _input(rng, shape, dtype):
 # ---- argmax ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype, config", CASES, ids=CASE_IDS)
 def test_argmax_matches_the_reference_at_odd_shapes(dev, rng, dtype, config):
+    _layout(dev, config)
     for shape in SHAPES:
         x = _input(rng, shape, dtype)
         out = dev.asarray(np.full(shape[:-1], -7, np.int32))  # poisoned
@@ -138,8 +155,9 @@ def test_argmax_matches_the_reference_at_odd_shapes(dev, rng, dtype, config):
         np.testing.assert_array_equal(got.to_numpy(), order(x)[..., 0], err_msg=f"{shape}")
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"WG{c['WG']}-SPLIT{c['SPLIT']}")
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
 def test_argmax_takes_nan_as_the_largest_and_ties_to_the_lowest_index(dev, rng, config):
+    _layout(dev, config)
     cols = 5003
     x = np.zeros((6, cols), np.float32)
     x[0, [4000, 17, 4999]] = 3.0            # ties: the lowest index
@@ -166,6 +184,7 @@ def _check_top_k(x, values, indices, k):
 
 @pytest.mark.parametrize("dtype, config", CASES, ids=CASE_IDS)
 def test_top_k_matches_the_reference_at_odd_shapes(dev, rng, dtype, config):
+    _layout(dev, config)
     for shape in SHAPES:
         x = _input(rng, shape, dtype)
         for k in sorted({1, min(5, shape[-1]), min(50, shape[-1]), shape[-1] if shape[-1] <= 1024 else 1024}):
@@ -177,8 +196,9 @@ def test_top_k_matches_the_reference_at_odd_shapes(dev, rng, dtype, config):
             _check_top_k(x, values.to_numpy(), indices.to_numpy(), k)
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"WG{c['WG']}-SPLIT{c['SPLIT']}")
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
 def test_top_k_ties_nan_and_infinities(dev, rng, config):
+    _layout(dev, config)
     # bfloat16 of small integers: thousands of ties at the threshold, taken in index order
     cols = 6007
     x = rng.integers(-3, 4, size=(4, cols)).astype(ml_dtypes.bfloat16)
@@ -187,6 +207,20 @@ def test_top_k_ties_nan_and_infinities(dev, rng, config):
     x[3, [7, 8]] = np.inf
     x[3, 9] = -0.0
     for k in (1, 3, 50, 1024):
+        with forced(TOP_K, config):
+            values, indices = isthmus.ops.top_k(dev.asarray(x), k)
+        _check_top_k(x, values.to_numpy(), indices.to_numpy(), k)
+
+
+@pytest.mark.parametrize("config", [CONFIGS[1], CONFIGS[4], CONFIGS[5]], ids=_id)
+def test_top_k_of_ascending_rows_where_every_value_beats_the_selection_so_far(dev, rng, config):
+    """Ascending rows (each value displaces the worst kept: LAYOUT 1's heap at its slowest), descending
+    ones (none does) and a constant one (ties everywhere: the lowest indices)."""
+    _layout(dev, config)
+    cols = 20011
+    x = np.stack([np.arange(cols, dtype=np.float32) * 0.5 + rng.standard_normal() for _ in range(2)]
+                 + [np.arange(cols, 0, -1, dtype=np.float32), np.full(cols, 1.5, np.float32)])
+    for k in (1, 50, 1024):
         with forced(TOP_K, config):
             values, indices = isthmus.ops.top_k(dev.asarray(x), k)
         _check_top_k(x, values.to_numpy(), indices.to_numpy(), k)
@@ -208,6 +242,7 @@ FILTERS = [dict(), dict(temperature=0.6), dict(top_k=1), dict(top_k=7), dict(top
 
 @pytest.mark.parametrize("dtype, config", CASES[1:], ids=CASE_IDS[1:])
 def test_sample_draws_the_token_of_the_tests_philox_and_selection(dev, rng, dtype, config):
+    _layout(dev, config)
     for shape in [(1, 1), (2, 7), (5, 1000), (2, 3, 4097), (3, 32001)]:
         x = _input(rng, shape, dtype) * 3
         xb = dev.asarray(x)

@@ -34,8 +34,8 @@ SPEC = _RMS.completed(
           Tensor("residual", shape="x", optional=True, written=True)),
     out=Output(like="x", alias=True),  # out may be x itself
     launch=Launch("layernorm", grid, args=("rows:long", "cols:long", "eps", "x", "weight", "bias", "residual", "out")),
-    # (count, mean, m2) per item: three local arrays
-    restrictions=tuple(r.replace("WG * acc_size", "3 * WG * acc_size") for r in _RMS.restrictions),
+    # two team sums (the mean, then the squared deviations): two local arrays
+    restrictions=tuple(r.replace("WG * acc_size", "2 * WG * acc_size") for r in _RMS.restrictions),
     reference=reference,
     inputs=lambda p, dt, rng: (*_RMS.inputs(p, dt, rng), _RMS.inputs({"rows": 1, "cols": p["cols"]}, dt, rng)[1]),
     moved=lambda p, size: (2 * p["rows"] * p["cols"] + 2 * p["cols"]) * size,

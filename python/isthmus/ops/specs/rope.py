@@ -22,6 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from ...memo import BoundedMemo
 from .. import checks
 from ..resolve import plan, resolve
 from ..spec import OpSpec, Sizes, Tunable
@@ -69,6 +70,25 @@ def scaling_key(op: str, rope_scaling) -> tuple:
     return (kind, *values)
 
 
+_scalings = BoundedMemo(64)  # (each key's value and type, ...) of a rope_scaling dict -> scaling_key's tuple
+
+
+def _scaling(rope_scaling) -> tuple:
+    """scaling_key("rope", rope_scaling), remembered per content (a decode loop passes the same
+    config each step: its checks cost more host time than the rest of the call)."""
+    if rope_scaling is None:
+        return ("default",)
+    try:
+        snap = tuple((k, v.__class__, v) for k, v in rope_scaling.items())
+        found = _scalings.get(snap)
+    except (AttributeError, TypeError):  # (not a mapping, or unhashable values: scaling_key says what is wrong)
+        return scaling_key("rope", rope_scaling)
+    if found is None:
+        found = scaling_key("rope", rope_scaling)
+        _scalings[snap] = found
+    return found
+
+
 def inv_freq(rotary_dim: int, theta: float, scaling: tuple) -> np.ndarray:
     """The rotary_dim/2 frequencies in float64, Hugging Face's formulas (``scaling``: scaling_key's)."""
     inv = 1.0 / theta ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
@@ -114,11 +134,13 @@ def grid(tokens: int, heads: int, half: int, p: dict) -> tuple[tuple, tuple]:
     return (max(1, -(-tokens * pg // wg)) * wg, -(-heads // p["HPI"])), (wg, 1)
 
 
-def _steps(dev, dt, tokens: int, hq: int, hk: int, head_dim: int, half: int, pos_type: int,
+def _steps(dev, dt, tokens: int, npos: int, hq: int, hk: int, head_dim: int, half: int, pos_type: int,
            interleaved: bool) -> tuple:
+    """(kernel, global, local, the launch's six int32 sizes, packed once per key)."""
     params, kernels = resolve(SPEC, dev, dt, {"rows": max(tokens, 1), "cols": max((hq + hk) * head_dim, 1)},
                               (("POS", pos_type), ("INTERLEAVED", int(interleaved))))
-    return (kernels["rope"], *grid(tokens, hq + hk, half, params))
+    return (kernels["rope"], *grid(tokens, hq + hk, half, params),
+            tuple(np.int32(v) for v in (tokens, npos, hq, hk, head_dim, half)))
 
 
 def _positions(x, positions) -> int:
@@ -162,11 +184,13 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
             0 < rotary_dim <= head_dim and rotary_dim % 2 == 0):
         raise InvalidArgumentError(f"rope: rotary_dim must be an even integer in 2 .. head_dim = {head_dim}, "
                                    f"got {rotary_dim!r}")
-    interleaved = checks.flag("rope", "interleaved", interleaved)
-    if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(theta) or theta <= 0:
-        raise InvalidArgumentError(f"rope: theta must be a positive number, got {theta!r}")
-    scaling = scaling_key("rope", rope_scaling)
+    if interleaved is not False and interleaved is not True:
+        interleaved = checks.flag("rope", "interleaved", interleaved)
+    if theta.__class__ is not float or not 0 < theta < math.inf:  # (the common case: one test)
+        if isinstance(theta, bool) or not isinstance(theta, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(theta) or theta <= 0:
+            raise InvalidArgumentError(f"rope: theta must be a positive number, got {theta!r}")
+    scaling = _scaling(rope_scaling)
     if k is not None:
         k = checks.buffer("rope", "k", k)
         checks.like("rope", x, "k", k)
@@ -177,13 +201,11 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
     checks.disjoint("rope", x, "x", positions=positions)
     tokens, hq, hk = math.prod(shape[:-2]), shape[-2], (0 if k is None else k.shape[-2])
     key = (dev, dt.name, shape, None if k is None else k.shape, npos, pos_type, interleaved, int(rotary_dim))
-    kernel, g, loc = plan(SPEC, key, lambda: _steps(dev, dt, tokens, hq, hk, head_dim, int(rotary_dim) // 2,
-                                                    pos_type, interleaved))
+    kernel, g, loc, sizes = plan(SPEC, key, lambda: _steps(dev, dt, tokens, npos, hq, hk, head_dim,
+                                                           int(rotary_dim) // 2, pos_type, interleaved))
     if tokens and hq + hk and head_dim:
         table = _table(dev, int(rotary_dim), float(theta), scaling)
-        dev.launch(kernel, g, loc, [np.int32(tokens), np.int32(npos), np.int32(hq), np.int32(hk),
-                                    np.int32(head_dim), np.int32(int(rotary_dim) // 2), positions, table, x,
-                                    x if k is None else k])
+        dev.launch(kernel, g, loc, [*sizes, positions, table, x, x if k is None else k])
     return x
 
 

@@ -51,8 +51,13 @@ def rule(buckets: dict, device, dt, params: dict | None = None) -> dict:
     return {"SPLIT": split}
 
 
-_TUNABLES = (Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("SPLIT", _SPLITS, 1))
-_RESTRICTIONS = ("WG <= max_work_group_size", f"4 * (256 + WG + 8) + 8 * {K_MAX} + 16 * WG <= local_mem_size")
+# LAYOUT 0 (GPUs): a group's items stride over its chunk, top-k by a radix select in local memory;
+# 1 (CPUs: OpenCL C vectors): argmax's items each a contiguous run in 16-wide vectors, top-k by the
+# group's first item keeping a heap of the k best (16 keys at a time compared with its worst)
+_TUNABLES = (Tunable("WG", (32, 64, 128, 256, 512, 1024), 256), Tunable("SPLIT", _SPLITS, 1),
+             Tunable("LAYOUT", (0, 1), 0))
+_RESTRICTIONS = ("WG <= max_work_group_size", f"4 * (256 + WG + 8) + 8 * {K_MAX} + 16 * WG <= local_mem_size",
+                 "LAYOUT == 0 or is_cpu")
 
 
 def _spec(kind: type, name: str, entries: tuple, **fields) -> OpSpec:
@@ -60,7 +65,7 @@ def _spec(kind: type, name: str, entries: tuple, **fields) -> OpSpec:
                   problem=("rows", "cols"), restrictions=_RESTRICTIONS, rule=rule,
                   # PoCL 3.1 on the 2-core Xeon: WG 16, 64 and 256 ran argmax within 10% of each other at 1 and 64
                   # rows of 128256 (a busy machine); 64 keeps top-k's per-step barriers few
-                  cpu_defaults=(("WG", 64),), sizes=SIZES,
+                  cpu_defaults=(("WG", 64), ("LAYOUT", 1)), sizes=SIZES,
                   moved=lambda p, size: p["rows"] * p["cols"] * size, **fields)
 
 
