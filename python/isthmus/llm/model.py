@@ -9,6 +9,7 @@ of the sampled tokens.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 
@@ -234,7 +235,16 @@ class Decoder:
                      dev.zeros((batch,), np.int64), dev.empty((batch, model.cache.max_pages), np.int32),
                      dev.empty((batch, cfg.vocab_size), _F32)]
         self.tokens, self.positions, self.lengths, self.offsets, self.table, self.logits = self._own
+        self.tokens_host = dev.empty_host((batch,), np.int32)  # page-locked where the backend has it
+        self._tokens_mem = self.tokens._handle()
+        self._get = functools.partial(dev.allocator.download, self._tokens_mem, self.tokens_host)
         self._graphs: dict = {}  # (greedy, top_k, nucleus) -> [graph, bound (temperature, top_p, seed)]
+
+    def download(self) -> None:
+        """The sampled tokens into ``tokens_host`` (waits for the step that writes them)."""
+        if self.tokens.closed:
+            self.tokens._check()
+        self._get()
 
     def graph(self, cfg: GenerationConfig):
         """The captured step for ``cfg``'s sampling mode, its per-session scalars bound."""
@@ -278,6 +288,7 @@ class Decoder:
         for b in self._own:
             b.close()
         self._own = []
+        self._tokens_mem = self._get = None
         self.rows.close()
 
 
