@@ -132,6 +132,143 @@ def breakdown(dev, graph, reps: int = 20) -> dict:
             "by_kernel_ms": {k: round(v, 4) for k, v in sorted(by.items(), key=lambda kv: -kv[1])}}
 
 
+# An experiment (not shipped): a GEMV-like x @ W.T for bfloat16 with 16-byte loads, a warp per RN
+# columns, lanes splitting K, to compare with ops.gemm's tensor-core tiles at a few rows.
+GEMV16 = r"""
+#define LANES 32
+__kernel void gemv16(const int M, const int N, const int K, __global const uchar* xb, __global const uchar* wb,
+                     __global uchar* yb)
+{
+    __global const ushort* x = (__global const ushort*)xb;
+    __global const ushort* w = (__global const ushort*)wb;
+    __global ushort* y = (__global ushort*)yb;
+    __local float red[WARPS][LANES][RM * RN + 1];
+    const int lid = (int)get_local_id(0), lane = lid % LANES, wp = lid / LANES;
+    const int c0 = ((int)get_group_id(0) * WARPS + wp) * RN;
+    float acc[RM][RN];
+    for (int i = 0; i < RM; ++i) for (int j = 0; j < RN; ++j) acc[i][j] = 0.0f;
+    int cols[RN];
+    for (int j = 0; j < RN; ++j) cols[j] = min(c0 + j, N - 1);
+    const int kq = K / 8;
+    for (int q = lane; q < kq; q += LANES) {
+        uint4 b[RN];
+#pragma unroll
+        for (int j = 0; j < RN; ++j) b[j] = *(const __global uint4*)(w + (size_t)cols[j] * K + 8 * q);
+#pragma unroll
+        for (int i = 0; i < RM; ++i) {
+            const uint4 a = *(const __global uint4*)(x + (size_t)min(i, M - 1) * K + 8 * q);
+            const float a0 = as_float(a.x << 16), a1 = as_float(a.x & 0xffff0000u), a2 = as_float(a.y << 16),
+                        a3 = as_float(a.y & 0xffff0000u), a4 = as_float(a.z << 16), a5 = as_float(a.z & 0xffff0000u),
+                        a6 = as_float(a.w << 16), a7 = as_float(a.w & 0xffff0000u);
+#pragma unroll
+            for (int j = 0; j < RN; ++j) {
+                const uint4 v = b[j];
+                acc[i][j] += a0 * as_float(v.x << 16) + a1 * as_float(v.x & 0xffff0000u)
+                           + a2 * as_float(v.y << 16) + a3 * as_float(v.y & 0xffff0000u)
+                           + a4 * as_float(v.z << 16) + a5 * as_float(v.z & 0xffff0000u)
+                           + a6 * as_float(v.w << 16) + a7 * as_float(v.w & 0xffff0000u);
+            }
+        }
+    }
+    for (int i = 0; i < RM; ++i) for (int j = 0; j < RN; ++j) red[wp][lane][i * RN + j] = acc[i][j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = lane; o < RM * RN; o += LANES) {
+        float s = 0.0f;
+        for (int l = 0; l < LANES; ++l) s += red[wp][l][o];
+        const int r = o / RN, c = c0 + o % RN;
+        if (r < M && c < N) {
+#if OUT_F32
+            y[(size_t)r * N + c] = s;
+#else
+            uint u = as_uint(s);
+            u += 0x7fffu + ((u >> 16) & 1u);
+            y[(size_t)r * N + c] = (ushort)(u >> 16);
+#endif
+        }
+    }
+}
+"""
+
+
+def gemv16_run(dev, x, w, out, warps: int = 4, rn: int = 2):
+    from isthmus.launch import LaunchConfig
+
+    m, k = x.shape
+    n = w.shape[0]
+    key = ("gemv16", m, warps, rn)
+    kern = _GEMV.get(key)
+    if kern is None:
+        src = GEMV16
+        kern = _GEMV[key] = dev.compile(src, "gemv16", {"RM": m, "RN": rn, "WARPS": warps, "OUT_F32": 0})
+    groups = -(-n // (warps * rn))
+    kern(np.int32(m), np.int32(n), np.int32(k), _u16(x), _u16(w), _u16(out),
+         config=LaunchConfig((groups * 32 * warps,), (32 * warps,)))
+
+
+_GEMV: dict = {}
+_VIEWS: dict = {}
+
+
+def _u16(b):
+    """The same memory as bytes (the kernel reads bfloat16 bits from them)."""
+    from isthmus.buffer import Buffer
+    from isthmus.dtypes import lookup
+
+    v = _VIEWS.get(id(b))
+    if v is None or v[0] is not b:
+        v = _VIEWS[id(b)] = (b, Buffer(b.device, b._handle(), b.shape, lookup(np.uint8), b.nbytes, owner=b))
+    return v[1]
+
+
+def gemv_probe(dev, cfg, batches: tuple) -> None:
+    """x @ W.T at the decode shapes: isthmus.ops.gemm (bf16) next to torch's F.linear (bf16), GB/s of W."""
+    import ml_dtypes
+    import torch
+
+    h, i, qs, kvs, v = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size, cfg.vocab_size
+    rng = np.random.default_rng(0)
+    for n, k, what in ((qs, h, "q"), (kvs, h, "k/v"), (h, qs, "o"), (i, h, "gate/up"), (2 * i, h, "gate_up"),
+                       (h, i, "down"), (v, h, "lm_head")):
+        w_np = (rng.standard_normal((n, k), dtype=np.float32) * 0.02).astype(ml_dtypes.bfloat16)
+        w = dev.asarray(w_np)
+        wt = torch.from_numpy(w_np.view(np.uint16).astype(np.int16)).view(torch.bfloat16).to("cuda:0")
+        for m in batches:
+            x = dev.asarray(rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16))
+            c = isthmus.ops.gemm(x, w, trans_b=True)
+            isthmus.ops.gemm(x, w, c, trans_b=True)
+            with dev.timer() as t:
+                for _ in range(20):
+                    isthmus.ops.gemm(x, w, c, trans_b=True)
+            y = dev.empty((m, n), ml_dtypes.bfloat16)
+            gemv = {}
+            for warps, rn in ((4, 1), (4, 2), (8, 2), (4, 4)) if m <= 8 else ():
+                gemv16_run(dev, x, w, y, warps, rn)
+                with dev.timer() as tg:
+                    for _ in range(20):
+                        gemv16_run(dev, x, w, y, warps, rn)
+                gemv[f"w{warps}rn{rn}"] = round(tg.ms / 20 * 1e3, 2)
+            ref = c.to_numpy().astype(np.float32)
+            gemv_err = float(np.abs(y.to_numpy().astype(np.float32) - ref).max() / (np.abs(ref).max() + 1e-9)) \
+                if gemv else None
+            y.close()
+            xt = torch.randn((m, k), device="cuda:0", dtype=torch.bfloat16)
+            torch.nn.functional.linear(xt, wt)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(20):
+                torch.nn.functional.linear(xt, wt)
+            e1.record()
+            torch.cuda.synchronize()
+            ms, tms = t.ms / 20, e0.elapsed_time(e1) / 20
+            emit(test="gemv_probe", device=dev.id, what=what, m=m, n=n, k=k, isthmus_us=round(ms * 1e3, 2),
+                 torch_us=round(tms * 1e3, 2), isthmus_gbs=round(n * k * 2 / ms / 1e6, 1),
+                 torch_gbs=round(n * k * 2 / tms / 1e6, 1), gemv16_us=gemv, gemv16_rel_err=gemv_err)
+            x.close()
+            c.close()
+        w.close()
+        del wt
+
+
 def decode(dev_id: str, folder: Path, context: int, steps: int, batches: tuple) -> None:
     dev = isthmus.device(dev_id)
     bw = copy_bandwidth(dev)
@@ -198,7 +335,7 @@ def decode(dev_id: str, folder: Path, context: int, steps: int, batches: tuple) 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["correctness", "decode", "write1b"])
+    ap.add_argument("what", choices=["correctness", "decode", "write1b", "gemv"])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--folder", default=None)
     ap.add_argument("--context", type=int, default=512)
@@ -213,6 +350,11 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             write_random_llama(tmp, dtype="bfloat16", **LLAMA_3_2_1B)
             emit(test="write_1b", seconds=round(time.perf_counter() - t, 1), folder=str(tmp))
+        elif a.what == "gemv":
+            from isthmus.llm import LlamaConfig
+
+            gemv_probe(isthmus.device(pick(a.device)), LlamaConfig.from_folder(tmp),
+                       tuple(int(x) for x in a.batches.split(",")))
         elif a.what == "correctness":
             correctness(pick(a.device), tmp, tuple(a.caches.split(",")))
         else:
