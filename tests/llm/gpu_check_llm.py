@@ -93,7 +93,8 @@ def weight_bytes(m: LlamaModel) -> int:
     w = m.weights
     total = w.lm_head.nbytes + w.norm.nbytes
     for L in w.layers:
-        total += sum(b.nbytes for b in (L.ln1, L.q, L.k, L.v, L.o, L.ln2, L.gate, L.up, L.down))
+        total += sum(b.nbytes for b in (L.ln1, L.q, L.k, L.v, L.o, L.ln2, L.gate, L.up, L.gate_up, L.down)
+                     if b is not None)
     return total
 
 
@@ -331,6 +332,23 @@ def decode(dev_id: str, folder: Path, context: int, steps: int, batches: tuple) 
             row["breakdown"] = breakdown(dev, graph)
         emit(**row)
     m.close()
+    if 1 in batches:  # the same step with the MLP's gate and up as two gemms
+        from isthmus.llm import weights
+
+        weights.FUSE_GATE_UP = False
+        m = LlamaModel.load(folder, dev, max_batch=1, max_context=context + steps + 8)
+        prompts = [rng.integers(0, cfg.vocab_size, context).tolist()]
+        m.generate(prompts, GenerationConfig(max_new_tokens=3))
+        r = m.generate(prompts, GenerationConfig(max_new_tokens=steps))
+        graph = m._decoders[1]._graphs[(True, 0, False)][0]
+        graph.launch()
+        with dev.timer() as tm:
+            for _ in range(20):
+                graph.launch()
+        emit(test="decode_1b_gate_up_separate", device=dev_id, batch=1, decode_tokens_per_s=round(r.decode_tokens_per_s, 1),
+             replay_ms=round(tm.ms / 20, 4), launches=len(graph.steps))
+        m.close()
+        weights.FUSE_GATE_UP = True
 
 
 def main(argv=None) -> int:

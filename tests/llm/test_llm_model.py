@@ -277,3 +277,18 @@ def test_close_frees_every_buffer(device, folders):
     with pytest.raises(isthmus.ClosedBufferError):
         with m:
             pass
+
+
+def test_fused_and_separate_gate_up_give_the_same_results(device, folders, monkeypatch):
+    from isthmus.llm import weights
+
+    rng = np.random.default_rng(_seed())
+    prompts = _prompts(rng, 517)
+    results = []
+    for fuse in (True, False):
+        monkeypatch.setattr(weights, "FUSE_GATE_UP", fuse)
+        with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=3, max_context=48) as m:
+            assert (m.weights.layers[0].gate_up is not None) == fuse
+            results.append(m.generate(prompts, GenerationConfig(max_new_tokens=12), return_logits=True))
+    assert results[0].tokens == results[1].tokens
+    np.testing.assert_allclose(results[0].last_logits, results[1].last_logits, rtol=0, atol=1e-4)

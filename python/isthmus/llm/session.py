@@ -8,7 +8,6 @@ import numpy as np
 from .. import ops
 from ..errors import InvalidArgumentError
 from .generation import GenerationConfig
-from .rows import Rows
 
 _I32_MAX = (1 << 31) - 1
 
@@ -102,7 +101,7 @@ class Session:
             temps.append(buf)
             return buf
 
-        rows = Rows(dev, cfg, total, m.dtype)
+        rows = m._rows(total)
         try:
             ids, pos, cu = up(np.concatenate(seqs)), up(positions), up(starts)
             tok_table, last = up(table[seq_of]), up(starts[1:] - 1)
