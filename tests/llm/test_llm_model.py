@@ -34,7 +34,7 @@ CHECKPOINTS = {
                                        intermediate_size=64, vocab_size=211, model_type="qwen2",
                                        attention_bias=True)),
 }
-PROMPT_LENGTHS = (11, 1, 4)
+PROMPT_LENGTHS = (41, 1, 11)
 STEPS = 32
 
 
@@ -93,7 +93,7 @@ def test_prompt_logits_and_greedy_tokens_match_the_reference(device, folders, na
     ref = Reference(folders[name])
     rng = np.random.default_rng(_seed())
     prompts = _prompts(rng, ref.c["vocab_size"])
-    with LlamaModel.load(folders[name], device, max_batch=4, max_context=64) as m:
+    with LlamaModel.load(folders[name], device, max_batch=4, max_context=80) as m:
         assert m.dtype.name == dtype
         r = m.generate(prompts, GenerationConfig(max_new_tokens=STEPS), return_logits=True)
     assert [len(t) for t in r.tokens] == [STEPS] * len(prompts)
@@ -287,7 +287,7 @@ def test_fused_and_separate_gate_up_give_the_same_results(device, folders, monke
     results = []
     for fuse in (True, False):
         monkeypatch.setattr(weights, "FUSE_GATE_UP", fuse)
-        with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=3, max_context=48) as m:
+        with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=3, max_context=64) as m:
             assert (m.weights.layers[0].gate_up is not None) == fuse
             results.append(m.generate(prompts, GenerationConfig(max_new_tokens=12), return_logits=True))
     assert results[0].tokens == results[1].tokens
