@@ -83,6 +83,14 @@ def correctness(dev_id: str, tmp: Path, caches: tuple) -> None:
                         bad.append((i, s, t, int(row.argmax())))
                     close += int(t != row.argmax())
             del ref
+            # seeded sampling (the top-k/top-p graph): the same seed gives the same tokens
+            with LlamaModel.load(folder, dev, max_batch=4, max_context=256, kv_cache=cache) as m:
+                sc = GenerationConfig(max_new_tokens=16, temperature=0.8, top_k=40, top_p=0.9, seed=7)
+                a, b = m.generate(prompts, sc).tokens, m.generate(prompts, sc).tokens
+                c = m.generate(prompts, GenerationConfig(max_new_tokens=16, temperature=0.8, top_k=40, top_p=0.9,
+                                                         seed=8)).tokens
+            emit(test="sampling_reproducible", device=dev_id, dtype=dtype, kv_cache=cache, same_seed_equal=a == b,
+                 other_seed_differs=a != c, ok=a == b)
             emit(test="correctness_vs_transformers", device=dev_id, dtype=dtype, tied=tie, kv_cache=cache,
                  logits_err_over_tol=round(worst, 4), tokens_off=len(bad), close_calls=close,
                  ok=worst <= 1 and not bad, first_bad=bad[:3], seconds=round(time.perf_counter() - t0, 2))
