@@ -292,3 +292,17 @@ def test_fused_and_separate_gate_up_give_the_same_results(device, folders, monke
             results.append(m.generate(prompts, GenerationConfig(max_new_tokens=12), return_logits=True))
     assert results[0].tokens == results[1].tokens
     np.testing.assert_allclose(results[0].last_logits, results[1].last_logits, rtol=0, atol=1e-4)
+
+
+def test_a_bfloat16_checkpoint_computed_in_float32(device, folders):
+    """dtype= converts the weights as they load: bfloat16 values are exact in float32, so the model
+    then matches the reference to float32's tolerance."""
+    folder = folders["bf16-tied-gqa-llama3"]
+    ref = Reference(folder)
+    prompts = _prompts(np.random.default_rng(_seed()), 389, (9, 3))
+    with LlamaModel.load(folder, device, dtype="float32", max_batch=2, max_context=32) as m:
+        assert m.dtype.name == "float32" and m.weights.embed.dtype == np.float32
+        r = m.generate(prompts, GenerationConfig(max_new_tokens=8), return_logits=True)
+    _check_against_reference(ref, prompts, r, "float32")
+    with pytest.raises(isthmus.InvalidArgumentError, match="int32"):
+        LlamaModel.load(folder, device, dtype="int32")
