@@ -306,3 +306,44 @@ def test_a_bfloat16_checkpoint_computed_in_float32(device, folders):
     _check_against_reference(ref, prompts, r, "float32")
     with pytest.raises(isthmus.InvalidArgumentError, match="int32"):
         LlamaModel.load(folder, device, dtype="int32")
+
+
+def test_the_bf16_gemv_path_matches_the_reference_and_ops_gemm(device, folders, monkeypatch):
+    """isthmus.llm.gemv (opencl/llm_gemv.cl) for the projections of steps with at most 8 rows: the
+    same tokens as ops.gemm's, logits within bf16's tolerance of the reference."""
+    from isthmus.llm import gemv
+
+    folder = folders["bf16-tied-gqa-llama3"]
+    ref = Reference(folder)
+    prompts = _prompts(np.random.default_rng(_seed()), 389, (2, 1, 3))  # 6 rows: the prefill too
+    results = []
+    for on in (True, False):
+        monkeypatch.setattr(gemv, "ENABLED", on)
+        with LlamaModel.load(folder, device, max_batch=3, max_context=40) as m:
+            results.append(m.generate(prompts, GenerationConfig(max_new_tokens=STEPS), return_logits=True))
+            assert (len(m._gemv._kernels) > 0) == on
+    _check_against_reference(ref, prompts, results[0], "bfloat16")
+    assert results[0].tokens == results[1].tokens
+
+
+def test_the_bf16_gemv_kernel(device, rng):
+    import ml_dtypes
+
+    from isthmus.llm import gemv
+
+    g = gemv.Gemv(device)
+    for m, n, k in ((1, 72, 64), (3, 517, 200), (8, 9, 8), (5, 1000, 136)):
+        x = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+        want = x.astype(np.float64) @ w.astype(np.float64).T
+        gemv.ENABLED = True
+        try:
+            for f32 in (False, True):
+                out = device.asarray(np.full((m, n), np.nan, np.float32 if f32 else ml_dtypes.bfloat16))
+                g(device.asarray(x), device.asarray(w), out, out_f32=f32)
+                got = out.to_numpy().astype(np.float64)
+                tol = (1e-5 if f32 else 8e-3) * np.abs(want).max()
+                np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+        finally:
+            gemv.ENABLED = False
+    g.close()
