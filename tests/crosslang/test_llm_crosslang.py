@@ -1,0 +1,118 @@
+"""io.isthmus.llm against Python's isthmus.llm on the same tiny random checkpoints: Java's
+generations are Python's (tokens and last logits, greedy and sampled), and the command line
+(``isthmus java -cp ARTIFACT io.isthmus.llm.Generate``) prints them in its format, dumps the
+logits Python's model computes as a float32 (batch, vocab) .npy, and refuses bad model folders
+with one line and a non-zero status. (Argument errors: java/.../llm/GenerateTest.java.)"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isthmus import __version__
+
+llm = pytest.importorskip("isthmus.llm")
+from isthmus.llm.testing import write_random_llama  # noqa: E402
+
+JAR = Path(__file__).resolve().parents[2] / "python" / "isthmus" / "java" / "lib" / f"isthmus-{__version__}.jar"
+
+
+def _jpath(jvm, p) -> object:
+    return jvm.JClass("java.nio.file.Path").of(str(p), [])
+
+
+def _python_generate(folder, dev, prompts, **config):
+    with llm.LlamaModel.load(folder, dev, max_batch=len(prompts), max_context=64) as m:
+        return m.generate(prompts, llm.GenerationConfig(**config), return_logits=True)
+
+
+@pytest.fixture
+def model(tmp_path, rng):
+    """A tiny bf16 model of odd sizes, untied, grouped-query attention."""
+    return write_random_llama(tmp_path / "model", vocab_size=263, hidden_size=48, intermediate_size=76,
+                              num_attention_heads=4, num_key_value_heads=2, seed=int(rng.integers(1 << 30)))
+
+
+@pytest.mark.parametrize("sampling", [{}, {"temperature": 0.9, "top_k": 40, "top_p": 0.95, "seed": 11}],
+                         ids=["greedy", "sampled"])
+def test_java_generates_what_python_generates(jvm, J, dev, model, rng, sampling):
+    prompts = [rng.integers(0, 263, n).tolist() for n in (5, 1, 12)]
+    py = _python_generate(model, dev, prompts, max_new_tokens=7, **sampling)
+    ll = jvm.JPackage("io.isthmus.llm")
+    cfg = ll.GenerationConfig.builder().maxNewTokens(7).returnLogits(True)
+    if sampling:
+        cfg = cfg.temperature(0.9).topK(40).topP(0.95).seed(11)
+    opts = ll.LlamaOptions.defaults().withMaxBatch(3).withMaxContext(64)
+    jmodel = ll.LlamaModel.load(_jpath(jvm, model), J.Isthmus.get().device(dev.id), opts)
+    try:
+        jprompts = jvm.JClass("java.util.ArrayList")()
+        for p in prompts:
+            jprompts.add(jvm.JArray(jvm.JInt)(p))
+        r = jmodel.generate(jprompts, cfg.build())
+        assert [list(r.tokens(i)) for i in range(3)] == py.tokens
+        logits = np.asarray(r.lastLogits(), np.float32).reshape(3, -1)
+        np.testing.assert_allclose(logits, py.last_logits, rtol=1e-5, atol=1e-5)
+    finally:
+        jmodel.close()
+
+
+def _cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "isthmus.java", "-cp", str(JAR), "io.isthmus.llm.Generate", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
+def test_the_command_line_prints_ids_per_prompt_and_dumps_pythons_logits(dev, model, rng, tmp_path):
+    prompts = [rng.integers(0, 263, n).tolist() for n in (3, 9, 1)]
+    batch = tmp_path / "batch.txt"
+    batch.write_text("\n" + ",".join(map(str, prompts[2])) + "\n")
+    npy = tmp_path / "logits.npy"
+    r = _cli("--model", model, "--prompt-ids", ",".join(map(str, prompts[0])), "--prompt-ids",
+             ",".join(map(str, prompts[1])), "--batch-file", batch, "--max-new-tokens", 5, "--device", dev.id,
+             "--dump-logits", npy)
+    assert r.returncode == 0, r.stderr
+    py = _python_generate(model, dev, prompts, max_new_tokens=5)
+    lines = r.stdout.splitlines()
+    assert lines == [",".join(map(str, t)) for t in py.tokens]  # no tokenizer.json: ids only
+    assert "tokens/s" in r.stderr and "prompt: 13 tokens" in r.stderr, r.stderr
+    dumped = np.load(npy)
+    assert dumped.dtype == np.float32 and dumped.shape == (3, 263)
+    np.testing.assert_allclose(dumped, py.last_logits, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
+def test_the_command_line_samples_like_python_when_asked(dev, model, rng):
+    prompts = [rng.integers(0, 263, n).tolist() for n in (4, 2)]
+    args = ["--model", model, "--max-new-tokens", 6, "--device", dev.id, "--temperature", 1.3, "--top-k", 50, "--seed", 5]
+    for p in prompts:
+        args += ["--prompt-ids", ",".join(map(str, p))]
+    r = _cli(*args)
+    assert r.returncode == 0, r.stderr
+    py = _python_generate(model, dev, prompts, max_new_tokens=6, temperature=1.3, top_k=50, seed=5)
+    assert r.stdout.splitlines() == [",".join(map(str, t)) for t in py.tokens]
+
+
+@pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
+def test_bad_model_folders_exit_nonzero_with_one_line(model, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    gelu = tmp_path / "gelu"
+    gelu.mkdir()
+    config = json.loads((model / "config.json").read_text())
+    (gelu / "config.json").write_text(json.dumps({**config, "hidden_act": "gelu"}))
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "config.json").write_text((model / "config.json").read_text())
+    data = (model / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
+    for folder, status, expected in [(tmp_path / "absent", 2, "is not a folder"), (empty, 1, "no config.json"),
+                                     (gelu, 1, "hidden_act"), (cut, 1, "FormatException")]:
+        r = _cli("--model", folder, "--prompt-ids", "1,2")
+        assert r.returncode == status, (folder, r.stdout, r.stderr)
+        assert r.stdout == ""
+        err = r.stderr.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("Generate: ") and expected in err[0], r.stderr
