@@ -1,0 +1,116 @@
+"""Tokenizer: a model folder's ``tokenizer.json`` through the ``tokenizers`` package (the optional
+extra ``isthmus[llm]``), with the special tokens ``tokenizer_config.json`` names."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import FormatError, InvalidArgumentError
+
+_SPECIAL = ("bos_token", "eos_token", "unk_token", "pad_token")
+
+
+def _token_text(v):
+    """A special token as tokenizer_config.json writes it: a string or an AddedToken object."""
+    if isinstance(v, dict):
+        v = v.get("content")
+    return v if isinstance(v, str) else None
+
+
+class Tokenizer:
+    """Text to token ids and back, as Hugging Face's tokenizer of the model does it.
+
+    >>> tok = Tokenizer.from_folder("Llama-3.2-1B/")
+    >>> ids = tok.encode("Hello")            # with the BOS token the model's post-processor adds
+    >>> tok.decode(ids, skip_special_tokens=True)
+    'Hello'
+    """
+
+    def __init__(self, tokenizer, config: dict | None = None):
+        self._tok = tokenizer
+        self.config = dict(config or {})
+        self.special_tokens: dict[str, str] = {}
+        for name in _SPECIAL:
+            text = _token_text(self.config.get(name))
+            if text is not None:
+                self.special_tokens[name] = text
+        self.chat_template = self.config.get("chat_template")  # a Jinja template when given (not rendered here)
+
+    @classmethod
+    def from_folder(cls, path) -> "Tokenizer":
+        """The tokenizer of a model folder (its tokenizer.json, and tokenizer_config.json if there)."""
+        try:
+            from tokenizers import Tokenizer as _HF
+        except ImportError:
+            raise InvalidArgumentError("isthmus.llm.Tokenizer needs the `tokenizers` package: "
+                                       "pip install isthmus[llm]") from None
+        p = Path(path)
+        f = p / "tokenizer.json" if p.is_dir() else p
+        if not f.is_file():
+            raise FormatError(f"no tokenizer.json in {p}; pass token ids instead of text, or add the model's "
+                              f"tokenizer.json")
+        try:
+            tok = _HF.from_file(str(f))
+        except Exception as exc:
+            raise FormatError(f"{f} is not a tokenizer the `tokenizers` package reads: {exc}") from None
+        config = None
+        cf = f.with_name("tokenizer_config.json")
+        if cf.is_file():
+            try:
+                config = json.loads(cf.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise FormatError(f"{cf} is not valid JSON: {exc}") from None
+            if not isinstance(config, dict):
+                raise FormatError(f"{cf} must hold a JSON object")
+        return cls(tok, config)
+
+    # ---- ids ----------------------------------------------------------------------------------
+    def token_id(self, text: str) -> int | None:
+        """The id of a token's text (a special token such as "<|eot_id|>"), or None."""
+        return self._tok.token_to_id(text)
+
+    @property
+    def bos_token_id(self) -> int | None:
+        t = self.special_tokens.get("bos_token")
+        return None if t is None else self.token_id(t)
+
+    @property
+    def eos_token_id(self) -> int | None:
+        t = self.special_tokens.get("eos_token")
+        return None if t is None else self.token_id(t)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    # ---- text ---------------------------------------------------------------------------------
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """The token ids of ``text``. ``add_special_tokens``: the tokenizer's post-processor adds the
+        model's (BOS); where the tokenizer has none but tokenizer_config.json says add_bos_token, the
+        BOS is put first here. Special tokens written in the text (chat-template markers such as
+        "<|start_header_id|>") are encoded as themselves."""
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"Tokenizer.encode: text must be a str, got {type(text).__name__}")
+        ids = list(self._tok.encode(text, add_special_tokens=add_special_tokens).ids)
+        bos = self.bos_token_id
+        if add_special_tokens and self.config.get("add_bos_token") and bos is not None and ids[:1] != [bos]:
+            ids.insert(0, bos)
+        return ids
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        """The text of token ids (-1, a finished sequence's filler, is left out)."""
+        try:
+            clean = [int(i) for i in ids if int(i) >= 0]
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"Tokenizer.decode: ids must be integers, got {ids!r:.80}") from None
+        return self._tok.decode(clean, skip_special_tokens=skip_special_tokens)
+
+    def stop_tokens(self) -> tuple[int, ...]:
+        """Ids that end a generation: the eos token and, where the vocabulary has them, the chat
+        templates' end-of-turn markers (<|eot_id|>, <|im_end|>, <|end|>)."""
+        out = []
+        for t in (self.special_tokens.get("eos_token"), "<|eot_id|>", "<|im_end|>", "<|end|>", "<|eom_id|>"):
+            i = None if t is None else self.token_id(t)
+            if i is not None and i not in out:
+                out.append(i)
+        return tuple(out)
