@@ -3,9 +3,9 @@ run the Java chat example (examples/llm, a standalone Maven app on io.isthmus:is
 through the launcher on the default device, check every streamed token against the reference,
 and print the speed.
 
-The reference is the NumPy model of tests/llm where the checkout has it (greedy tokens must agree
-wherever its top two logits are further apart than bf16's tolerance), and Python's isthmus.llm model
-on the same device (the same kernels: tokens equal).
+The references: Python's isthmus.llm model on the same device (the same kernels: tokens equal),
+and the NumPy float64 model of tests/llm where the checkout has it (each token its greedy choice, or
+within bf16's logit tolerance of it).
 
     python examples/llm/demo.py            (after `cd examples/llm && mvn compile`)
 """
@@ -41,14 +41,26 @@ def java_chat(folder: Path, prompts: list[list[int]]) -> tuple[list[list[int]], 
     return replies, speeds
 
 
-def numpy_reference():
-    """tests/llm's NumPy model where the checkout has one (None otherwise)."""
-    sys.path.insert(0, str(HERE.parents[1]))
+def numpy_reference(folder: Path):
+    """tests/llm's NumPy float64 model of ``folder`` where the checkout has it (None otherwise)."""
+    sys.path.insert(0, str(HERE.parents[1] / "tests" / "llm"))
     try:
-        from tests.llm import reference  # noqa: PLC0415 - only in a checkout
+        from llm_reference import Reference  # noqa: PLC0415 - only in a checkout
     except ImportError:
         return None
-    return reference
+    return Reference(folder)
+
+
+def reference_agrees(ref, prompt: list[int], tokens: list[int], tol: float = 0.15) -> bool:
+    """Whether each token is the reference's greedy choice, or within ``tol`` (bf16's logit error) of
+    its best logit where the top two are that close, fed back token by token."""
+    seq = list(prompt)
+    for t in tokens:
+        logits = ref.logits(seq)[-1]
+        if logits[t] < logits.max() - tol:
+            return False
+        seq.append(t)
+    return True
 
 
 def main() -> int:
@@ -61,17 +73,20 @@ def main() -> int:
             prompts = [rng.integers(0, vocab, n).tolist() for n in (7, 19, 2)]
             python = [model.generate([p], GenerationConfig(max_new_tokens=NEW_TOKENS)).tokens[0] for p in prompts]
         replies, speeds = java_chat(folder, prompts)
-    print(f"LLM demo: a tiny random Llama ({vocab} tokens, bf16) on {dev.id} ({dev.name}), "
-          f"{len(prompts)} prompts streamed from Java (examples/llm)")
-    ok = len(replies) == len(prompts)
-    for i, (p, java, py) in enumerate(zip(prompts, replies, python)):
-        same = java == py
-        ok &= same
-        print(f"  prompt {i} ({len(p)} tokens): {len(java)} tokens from Java, "
-              f"{'equal to' if same else 'DIFFERENT from'} Python's isthmus.llm  {speeds[i] if i < len(speeds) else ''}")
-    ref = numpy_reference()
-    if ref is None:
-        print("  (no NumPy reference here: tests/llm is part of the checkout only)")
+        ref = numpy_reference(folder)
+        print(f"LLM demo: a tiny random Llama ({vocab} tokens, bf16) on {dev.id} ({dev.name}), "
+              f"{len(prompts)} prompts streamed from Java (examples/llm)")
+        ok = len(replies) == len(prompts)
+        for i, (p, java, py) in enumerate(zip(prompts, replies, python)):
+            same = java == py
+            agrees = ref is None or reference_agrees(ref, p, java)
+            ok &= same and agrees
+            print(f"  prompt {i} ({len(p)} tokens): {len(java)} tokens from Java, "
+                  f"{'equal to' if same else 'DIFFERENT from'} Python's isthmus.llm"
+                  + ("" if ref is None else f", {'agreeing with' if agrees else 'NOT agreeing with'} the NumPy "
+                     "float64 reference") + f"  {speeds[i] if i < len(speeds) else ''}")
+        if ref is None:
+            print("  (no NumPy reference here: tests/llm is part of the checkout only)")
     if not ok:
         print("LLM demo FAILED: Java's tokens differ from the reference")
         return 1

@@ -87,7 +87,8 @@ class LlamaHandle:
             v = getattr(c, name, None)
             if v is not None:
                 out.put(name, _java_value(v))
-        limits = {"dtype": str(getattr(model, "dtype", None) or getattr(c, "torch_dtype", "")),
+        dtype = getattr(model, "dtype", None) or getattr(c, "torch_dtype", "")
+        limits = {"dtype": str(getattr(dtype, "name", dtype)),
                   "max_batch": getattr(model, "max_batch", self.options.get("max_batch")),
                   "max_context": getattr(model, "max_context", self.options.get("max_context"))}
         for name, v in limits.items():
