@@ -82,6 +82,16 @@ def test_the_command_line_prints_ids_per_prompt_and_dumps_pythons_logits(dev, mo
     dumped = np.load(npy)
     assert dumped.dtype == np.float32 and dumped.shape == (3, 263)
     np.testing.assert_allclose(dumped, py.last_logits, rtol=1e-5, atol=1e-5)
+    ref = _numpy_reference(model)
+    for row, p in zip(dumped, prompts):  # and the NumPy float64 model, within bf16's error
+        np.testing.assert_allclose(row, ref.logits(p)[-1], rtol=0.02, atol=0.15)
+
+
+def _numpy_reference(folder):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+    from llm_reference import Reference  # tests/llm's, written from the Hugging Face definitions
+
+    return Reference(folder)
 
 
 @pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
@@ -116,3 +126,48 @@ def test_bad_model_folders_exit_nonzero_with_one_line(model, tmp_path):
         assert r.stdout == ""
         err = r.stderr.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("Generate: ") and expected in err[0], r.stderr
+
+
+def _word_tokenizer(folder: Path, vocab: int) -> None:
+    """A word-level tokenizer.json for ``folder``'s vocabulary: "<s>" (0, added first), "</s>" (1, the
+    end token), "w2".."wN"; and a tokenizer_config.json naming them."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, processors
+
+    words = {"<s>": 0, "</s>": 1, **{f"w{i}": i for i in range(2, vocab)}}
+    tok = tokenizers.Tokenizer(models.WordLevel(words, unk_token="<s>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_special_tokens(["<s>", "</s>"])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+
+
+@pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
+def test_text_prompts_go_through_the_tokenizer_and_come_back_as_text(dev, model):
+    _word_tokenizer(model, 263)
+    tok = llm.Tokenizer.from_folder(model)
+    prompts = [tok.encode("w5 w9 w33 w100"), [0, 7]]
+    assert prompts[0] == [0, 5, 9, 33, 100]
+    r = _cli("--model", model, "--prompt", "w5 w9 w33 w100", "--prompt-ids", "0,7", "--max-new-tokens", 12,
+             "--device", dev.id)
+    assert r.returncode == 0, r.stderr
+    py = _python_generate(model, dev, prompts, max_new_tokens=12, stop_tokens=(1,))  # the tokenizer's end token
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2
+    for line, tokens in zip(lines, py.tokens):
+        ids, text = line.split("\t")
+        assert ids == ",".join(map(str, tokens))
+        assert text == tok.decode(tokens, skip_special_tokens=True).replace("\n", "\\n")
+        assert 1 not in tokens[:-1]  # a sequence ends at its first end token
+
+
+def test_java_tokenizer_is_pythons(jvm, J, model):
+    _word_tokenizer(model, 263)
+    py = llm.Tokenizer.from_folder(model)
+    tok = jvm.JPackage("io.isthmus.llm").Tokenizer.load(_jpath(jvm, model))
+    assert list(tok.encode("w3 w4 w262")) == py.encode("w3 w4 w262") == [0, 3, 4, 262]
+    assert list(tok.encode("w3", False)) == [3]
+    assert str(tok.decode(jvm.JArray(jvm.JInt)([0, 3, 4, 1]))) == "w3 w4"
+    assert str(tok.decode(jvm.JArray(jvm.JInt)([0, 3]), False)) == "<s> w3"
+    assert list(tok.stopTokens()) == [1]

@@ -162,3 +162,6 @@ class TokenizerHandle:
             if skip_special_tokens:
                 raise InvalidArgumentError("this tokenizer cannot leave special tokens out") from None
             return str(self.tokenizer.decode(ids))
+
+    def stopTokens(self):
+        return jpype.JArray(jpype.JInt)([int(t) for t in self.tokenizer.stop_tokens()])

@@ -105,10 +105,13 @@ public final class Chat {
             usage("--model DIR is required");
         }
         Device dev = device == null ? Isthmus.get().device() : Isthmus.get().device(device);
-        GenerationConfig config = cfg.build();
         PrintStream out = System.out;
         try (LlamaModel m = LlamaModel.load(model, dev, LlamaOptions.defaults().withMaxBatch(1))) {
             Tokenizer tok = m.hasTokenizer() ? m.tokenizer() : null;
+            // a reply ends at the model's end tokens: config.json's eos_token_id, the tokenizer's end of turn
+            int[] stops = java.util.stream.IntStream.concat(java.util.Arrays.stream(m.config().eosTokenIds()),
+                    java.util.Arrays.stream(tok == null ? new int[0] : tok.stopTokens())).distinct().toArray();
+            GenerationConfig config = cfg.stopTokens(stops).build();
             System.err.println("loaded " + m + "; type a prompt (" + (tok == null ? "token ids 1,2,3" : "text")
                     + "), an empty line to quit");
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

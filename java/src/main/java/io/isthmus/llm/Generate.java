@@ -24,7 +24,9 @@ import java.util.regex.Pattern;
  * <p>Every {@code --prompt-ids} or {@code --prompt} is one sequence of the batch, in order, then each
  * non-empty line of {@code --batch-file} (a line of comma-separated ids is ids, any other line text).
  * Text needs the folder's {@code tokenizer.json}. Greedy unless a sampling option is given (then the
- * temperature is 1 unless {@code --temperature} says otherwise; {@code --temperature 0} is greedy).
+ * temperature is 1 unless {@code --temperature} says otherwise; {@code --temperature 0} is greedy). A
+ * sequence ends after {@code --max-new-tokens}, or at one of the model's end tokens ({@code config.json}'s
+ * {@code eos_token_id}, the tokenizer's end-of-turn tokens), which is printed with it.
  * stdout: one line per prompt, in order: its generated ids, comma separated, then, when the folder has
  * a tokenizer, a tab and their text (newlines, tabs and backslashes escaped as {@code \n}, {@code \t},
  * {@code \\}). stderr: the prompt and decode speeds. {@code --dump-logits} writes the logits at each
@@ -311,7 +313,8 @@ public final class Generate {
             throw new Failure(1, "cannot load the model in " + a.model + ": " + firstLine(e));
         }
         try (model) {
-            GenerationResult r = model.generate(batch, cfg);
+            GenerationResult r = model.generate(batch, withStops(cfg, model.config().eosTokenIds(),
+                    tok == null ? new int[0] : tok.stopTokens()));
             for (int i = 0; i < r.size(); i++) {
                 int[] ids = r.tokens(i);
                 StringBuilder line = new StringBuilder();
@@ -336,6 +339,13 @@ public final class Generate {
             throw new Failure(1, "cannot write --dump-logits " + a.dumpLogits + " (" + e.getClass().getSimpleName()
                     + ": " + e.getMessage() + ")");
         }
+    }
+
+    /** {@code cfg} stopping at the model's end tokens too. */
+    static GenerationConfig withStops(GenerationConfig cfg, int[] eos, int[] turnEnds) {
+        int[] stops = java.util.stream.IntStream.concat(java.util.Arrays.stream(eos), java.util.Arrays.stream(turnEnds))
+                .distinct().toArray();
+        return stops.length == 0 ? cfg : cfg.toBuilder().stopTokens(stops).build();
     }
 
     private static String firstLine(Throwable e) {

@@ -77,4 +77,12 @@ public final class Tokenizer {
         }
         return handle.decode(ids, skipSpecialTokens);
     }
+
+    /**
+     * @return the ids that end a generation: the end token of {@code tokenizer_config.json} and the chat
+     *     templates' end-of-turn markers ({@code <|eot_id|>}, {@code <|im_end|>}, ...) the vocabulary has
+     */
+    public int[] stopTokens() {
+        return handle.stopTokens();
+    }
 }

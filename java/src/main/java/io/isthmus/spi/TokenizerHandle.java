@@ -16,4 +16,10 @@ public interface TokenizerHandle {
      */
     String decode(int[] ids, boolean skipSpecialTokens);
 
+
+    /**
+     * @return the ids that end a generation: the tokenizer config's end token and the chat templates'
+     *     end-of-turn markers the vocabulary has
+     */
+    int[] stopTokens();
 }
