@@ -21,7 +21,11 @@ import torch.nn.functional as F
 def load_hf(folder, device: str = "cuda", dtype=torch.bfloat16):
     from transformers import LlamaForCausalLM
 
-    model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, attn_implementation="sdpa")
+    try:  # straight onto the device (accelerate's loader), else through host memory
+        model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, attn_implementation="sdpa",
+                                                 device_map=device)
+    except (ImportError, ValueError):
+        model = LlamaForCausalLM.from_pretrained(str(folder), dtype=dtype, attn_implementation="sdpa")
     return model.to(device).eval()
 
 

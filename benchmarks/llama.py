@@ -262,7 +262,7 @@ def torch_peers(folder: Path, cfg: dict, plan, rows: dict, clock: Clock, quick: 
         return
     hf = T.load_hf(folder)
     tl = T.TorchLlama(hf)
-    prompt = torch.randint(0, cfg["vocab_size"], (1, prompt_len), device="cuda")
+    prompt = torch.randint(0, cfg["vocab_size"], (1, prompt_len), device=tl.device)
     rows[("prefill", 1, prompt_len)]["torch tok/s"] = prompt_len / tl.prefill_seconds(prompt)
     def attempt(what: str, seconds: float, fn):
         if not clock.allows(seconds, what):
@@ -300,6 +300,11 @@ def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d
     prompt_len, contexts, batches, (quick_steps, full_steps) = PLAN[shape]
     steps = quick_steps if args.quick else full_steps
     root = Path(args.dir)
+    if not (root / f"isthmus-llama-{shape}-bf16" / ".complete").exists():
+        params = roofline(cfg, 1, 0, 1.0)[1] / 2
+        if not clock.allows(params * 2 / 0.6e9 + 30, f"{shape}: writing its folder ({params * 2 / 1e9:.1f} GB) "
+                            "and measuring it"):
+            return {"rows": [], "load": {"shape": shape}, "steps": steps}
     folder, wrote = model_folder(shape, root)
     size = folder_bytes(folder)
     print(f"{shape}: {folder} ({size / 1e9:.2f} GB{f', written in {wrote:.1f} s' if wrote else ''})", flush=True)
