@@ -18,6 +18,8 @@ from isthmus import __version__
 llm = pytest.importorskip("isthmus.llm")
 from isthmus.llm.testing import write_random_llama  # noqa: E402
 
+from .test_spi import crossings  # noqa: E402,F401 - the fixture counting Java -> Python calls
+
 JAR = Path(__file__).resolve().parents[2] / "python" / "isthmus" / "java" / "lib" / f"isthmus-{__version__}.jar"
 
 
@@ -56,6 +58,25 @@ def test_java_generates_what_python_generates(jvm, J, dev, model, rng, sampling)
         assert [list(r.tokens(i)) for i in range(3)] == py.tokens
         logits = np.asarray(r.lastLogits(), np.float32).reshape(3, -1)
         np.testing.assert_allclose(logits, py.last_logits, rtol=1e-5, atol=1e-5)
+    finally:
+        jmodel.close()
+
+
+def test_a_generation_crosses_once_per_step(jvm, J, dev, model, crossings):
+    ll = jvm.JPackage("io.isthmus.llm")
+    jmodel = ll.LlamaModel.load(_jpath(jvm, model), J.Isthmus.get().device(dev.id),
+                                ll.LlamaOptions.defaults().withMaxBatch(2).withMaxContext(32))
+    try:
+        prompts = jvm.JClass("java.util.ArrayList")()
+        for p in ([3, 1, 4], [1, 5, 9, 2, 6]):
+            prompts.add(jvm.JArray(jvm.JInt)(p))
+        crossings.clear()
+        r = jmodel.generate(prompts, ll.GenerationConfig.builder().maxNewTokens(9).build())
+        assert r.steps() == 9
+        steps = crossings.pop("LlamaSessionHandle.step")
+        assert steps == 10  # 9 tokens per sequence, then the empty step that says all are done
+        crossings.pop("Runtime.startThreads", None)  # the model's generating thread, at its first generation
+        assert crossings == {"LlamaHandle.start": 1, "LlamaSessionHandle.stats": 1, "LlamaSessionHandle.close": 1}
     finally:
         jmodel.close()
 
