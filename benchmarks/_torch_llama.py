@@ -245,3 +245,46 @@ def host_to_device_bandwidth(nbytes: int = 1 << 30) -> float:
         dev.copy_(host, non_blocking=True)
     torch.cuda.synchronize()
     return nbytes * 5 / (time.perf_counter() - t0)
+
+
+def write_random_llama_fast(folder, preset: dict, seed: int = 0, device: str = "cuda"):
+    """``isthmus.llm.testing.write_random_llama(folder, dtype="bfloat16", **preset)``'s folder (the same
+    config.json fields, tensor names and scales) with the random numbers drawn by torch on ``device``:
+    the 16 GB of the 8B shapes in seconds rather than a minute of NumPy. Returns the folder."""
+    import json
+    from pathlib import Path
+
+    from isthmus.llm.testing import _tensors  # (name, shape, kind, scale) of every tensor: the one spec
+
+    c = {"vocab_size": 517, "hidden_size": 72, "intermediate_size": 200, "num_hidden_layers": 2,
+         "num_attention_heads": 3, "num_key_value_heads": 1, "rope_theta": 10000.0, "rope_scaling": None,
+         "tie_word_embeddings": False, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, **preset}
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **c, "head_dim": head_dim,
+              "hidden_act": "silu", "torch_dtype": "bfloat16", "attention_bias": False, "mlp_bias": False,
+              "attention_dropout": 0.0, "initializer_range": 0.02, "use_cache": True}
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    specs = _tensors(config, head_dim)
+    header, offset = {}, 0
+    for name, shape, _, _ in specs:
+        n = 2 * int(torch.Size(shape).numel())
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    header["__metadata__"] = {"format": "pt"}
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    tmp = out / "model.safetensors.tmp"
+    with open(tmp, "wb") as f:
+        f.write(len(raw).to_bytes(8, "little"))
+        f.write(raw)
+        for _, shape, kind, scale in specs:
+            t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32).mul_(scale)
+            if kind == "norm":
+                t.add_(1.0)
+            f.write(t.to(torch.bfloat16).view(torch.int16).cpu().numpy().data)
+            del t
+    tmp.replace(out / "model.safetensors")
+    return out
