@@ -1,9 +1,10 @@
 """The PyTorch peers of benchmarks/llama.py, on the weights of a transformers ``LlamaForCausalLM``
 loaded from the same Hugging Face folder isthmus loads:
 
-- :class:`TorchLlama`: a minimal Llama in PyTorch (cuBLAS matmuls, SDPA, a static KV cache of
-  ``(layers, batch, kv_heads, length, head_dim)``; q/k/v and gate/up fused into one matmul each), the
-  usual hand-written baseline (gpt-fast's shape). Its decode step runs eagerly, as one CUDA graph per
+- :class:`TorchLlama`: a minimal Llama in PyTorch (cuBLAS matmuls, a static KV cache of
+  ``(layers, batch, kv_heads, length, head_dim)``; q/k/v and gate/up fused into one matmul each; SDPA
+  for the prefill, grouped-query decode attention as two batched matmuls), the usual hand-written
+  baseline (gpt-fast's shape). Its decode step runs eagerly, as one CUDA graph per
   step, or through ``torch.compile(mode="reduce-overhead")``; its prefill is SDPA + cuBLAS;
 - :func:`hf_generate_decode`: ``transformers``' own ``generate`` with ``cache_implementation="static"``.
 
@@ -85,7 +86,7 @@ class TorchLlama:
         at = pos[0]
         if t == 1:
             length = keys.shape[3]
-            mask = (torch.arange(length, device=tokens.device) <= pos[:, :1])[:, None, None, :]
+            mask = (torch.arange(length, device=tokens.device) <= pos[:, :1])[:, None, None, :]  # (B, 1, 1, L)
         for i, (w_in, w_qkv, w_o, w_post, w_gu, w_down) in enumerate(self.layers):
             y = self._rms(x, w_in) @ w_qkv.T
             q, k, v = y.split([h * d, kvh * d, kvh * d], -1)
@@ -96,8 +97,10 @@ class TorchLlama:
             values[i].index_copy_(2, at, v)
             if t > 1:
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-            else:
-                o = F.scaled_dot_product_attention(q, keys[i], values[i], attn_mask=mask, enable_gqa=True)
+            else:  # grouped-query attention as two batched matmuls over each kv head's queries (no K/V copies)
+                s = (q.view(b, kvh, h // kvh, d) @ keys[i].transpose(-1, -2)).float() * d ** -0.5
+                p = s.masked_fill(~mask, float("-inf")).softmax(-1).to(q.dtype)
+                o = (p @ values[i]).view(b, h, 1, d)
             x = x + o.transpose(1, 2).reshape(b, t, h * d) @ w_o.T
             g, u = (self._rms(x, w_post) @ w_gu.T).chunk(2, -1)
             x = x + (F.silu(g) * u) @ w_down.T
