@@ -179,7 +179,9 @@ class _Reader:
         return v
 
     def positive(self, name: str, default=None) -> int:
-        v = self.d.get(name, default)
+        v = self.d.get(name)
+        if v is None:
+            v = default
         if v is None:
             raise FormatError(f"{self.source}: the field {name} is missing (a positive integer)")
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:

@@ -9,6 +9,7 @@ of the sampled tokens.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 
@@ -158,9 +159,13 @@ class LlamaModel:
             attend(i, r)
             self._linear(r.o, L.o, r.attn, L.o_bias, r)
             ops.rmsnorm(r.attn, L.ln2, eps, residual=r.res, out=r.xn)
-            ops.gemm(r.xn, L.gate, r.gate, trans_b=True)
-            ops.gemm(r.xn, L.up, r.up, trans_b=True)
-            ops.silu_mul(r.gate, r.up, out=r.act)
+            if L.gate_up is not None:
+                ops.gemm(r.xn, L.gate_up, r.gate_up, trans_b=True)
+                ops.silu_mul(r.gate_up, out=r.act)
+            else:
+                ops.gemm(r.xn, L.gate, r.gate, trans_b=True)
+                ops.gemm(r.xn, L.up, r.up, trans_b=True)
+                ops.silu_mul(r.gate, r.up, out=r.act)
             ops.gemm(r.act, L.down, r.mlp, trans_b=True)
         ops.rmsnorm(r.mlp, w.norm, eps, residual=r.res, out=r.xn)
 
@@ -169,6 +174,10 @@ class LlamaModel:
         ops.gemm(x, w, out, trans_b=True)
         if bias is not None:  # + ones (n, 1) @ bias (1, N): the bias on every row, as a K = 1 gemm
             ops.gemm(r.ones, bias, out, beta=1.0)
+
+    def _rows(self, n: int) -> Rows:
+        """Activation buffers for a forward over n rows."""
+        return Rows(self.device, self.config, n, self.dtype, gate_up=self.weights.layers[0].gate_up is not None)
 
     def _logits(self, x: Buffer, out: Buffer) -> Buffer:
         return ops.gemm(x, self.weights.lm_head, out, trans_b=True, out_dtype="float32")
@@ -229,12 +238,21 @@ class Decoder:
     def __init__(self, model: LlamaModel, batch: int):
         dev, cfg = model.device, model.config
         self.model, self.batch = model, batch
-        self.rows = Rows(dev, cfg, batch, model.dtype)
+        self.rows = model._rows(batch)
         self._own = [dev.zeros((batch,), np.int32), dev.zeros((batch,), np.int32), dev.zeros((batch,), np.int32),
                      dev.zeros((batch,), np.int64), dev.empty((batch, model.cache.max_pages), np.int32),
                      dev.empty((batch, cfg.vocab_size), _F32)]
         self.tokens, self.positions, self.lengths, self.offsets, self.table, self.logits = self._own
+        self.tokens_host = dev.empty_host((batch,), np.int32)  # page-locked where the backend has it
+        self._tokens_mem = self.tokens._handle()
+        self._get = functools.partial(dev.allocator.download, self._tokens_mem, self.tokens_host)
         self._graphs: dict = {}  # (greedy, top_k, nucleus) -> [graph, bound (temperature, top_p, seed)]
+
+    def download(self) -> None:
+        """The sampled tokens into ``tokens_host`` (waits for the step that writes them)."""
+        if self.tokens.closed:
+            self.tokens._check()
+        self._get()
 
     def graph(self, cfg: GenerationConfig):
         """The captured step for ``cfg``'s sampling mode, its per-session scalars bound."""
@@ -278,6 +296,7 @@ class Decoder:
         for b in self._own:
             b.close()
         self._own = []
+        self._tokens_mem = self._get = None
         self.rows.close()
 
 

@@ -11,7 +11,7 @@ from .config import LlamaConfig
 class Rows:
     """The activations of a forward over ``n`` rows (tokens), reused across launches."""
 
-    def __init__(self, dev: Device, cfg: LlamaConfig, n: int, dt):
+    def __init__(self, dev: Device, cfg: LlamaConfig, n: int, dt, gate_up: bool = False):
         self.n = n
         self._all: list[Buffer] = []
         e = self._new
@@ -22,8 +22,12 @@ class Rows:
         self.v = e(dev, (n, cfg.kv_size), dt)
         self.o = e(dev, (n, cfg.q_size), dt)
         self.attn = e(dev, (n, cfg.hidden_size), dt)
-        self.gate = e(dev, (n, cfg.intermediate_size), dt)
-        self.up = e(dev, (n, cfg.intermediate_size), dt)
+        i = cfg.intermediate_size
+        # the MLP's input projections: one (n, 2i) result of the fused weight (gate's half, then up's),
+        # or two
+        self.gate_up = e(dev, (n, 2 * i), dt) if gate_up else None
+        self.gate = None if gate_up else e(dev, (n, i), dt)
+        self.up = None if gate_up else e(dev, (n, i), dt)
         self.act = e(dev, (n, cfg.intermediate_size), dt)
         self.mlp = e(dev, (n, cfg.hidden_size), dt)
         heads, kvh, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim

@@ -8,7 +8,6 @@ import numpy as np
 from .. import ops
 from ..errors import InvalidArgumentError
 from .generation import GenerationConfig
-from .rows import Rows
 
 _I32_MAX = (1 << 31) - 1
 
@@ -69,19 +68,21 @@ class Session:
         self._host_logits = None
         self._remaining = config.max_new_tokens
         self._active = np.ones(b, bool)
+        self._n_active, self._any_active = b, True
         self._stops = np.array(sorted(set(config.stop_tokens)), np.int32)
         self._decode_tokens = 0
         self._decode_seconds = 0.0
         self._launched_at = None  # when the pending decode step was launched (None: none pending)
-        self._tokens_host = np.empty(b, np.int32)
         dec = model._decoder(b)
         self._decoder = dec
+        self._tokens_host = dec.tokens_host
+        self._download = dec.download
+        self._replay = None
         t0 = time.perf_counter()
         self._prefill(seqs, lens, table)
         self._prompt_seconds = time.perf_counter() - t0
         self._prompt_tokens = int(sum(lens))
         self._first = True  # the first step returns the prefill's token
-        self._graph = None
         if return_logits:
             self._host_logits = self._prefill_logits.to_numpy()
 
@@ -100,7 +101,7 @@ class Session:
             temps.append(buf)
             return buf
 
-        rows = Rows(dev, cfg, total, m.dtype)
+        rows = m._rows(total)
         try:
             ids, pos, cu = up(np.concatenate(seqs)), up(positions), up(starts)
             tok_table, last = up(table[seq_of]), up(starts[1:] - 1)
@@ -121,7 +122,7 @@ class Session:
             dec.positions.copy_from(n)
             dec.lengths.copy_from(n + 1)
             dec.offsets.copy_from(np.ones(b, np.int64))
-            dec.tokens.to_numpy(out=self._tokens_host)  # (waits: the prompt's time is all spent)
+            dec.download()  # (waits: the prompt's time is all spent)
         finally:
             rows.close()
             for t in temps:
@@ -130,40 +131,51 @@ class Session:
     # ---- stepping ------------------------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self.closed or self._remaining <= 0 or not self._active.any()
+        return self.closed or self._remaining <= 0 or not self._any_active
 
     def step(self) -> list[int]:
         """The next token of each sequence (-1 where it has finished); [] once every one has."""
         if self.closed:
             raise InvalidArgumentError("this session was closed")
-        if self.done:
+        if self._remaining <= 0 or not self._any_active:
             return []
         host = self._tokens_host
-        first = self._first
-        if first:
+        if self._first:
             self._first = False
         else:
             if self._launched_at is None:
                 self._launch()
-            self._decoder.tokens.to_numpy(out=host)
+            self._download()  # waits for the step
             self._decode_seconds += time.perf_counter() - self._launched_at
             self._launched_at = None
-        active = self._active
-        out = np.where(active, host, -1)
-        if not first:  # (the prefill's token counts with the prompt's time)
-            self._decode_tokens += int(active.sum())
-        if self._stops.size:
-            self._active = active & ~np.isin(host, self._stops)
+            self._decode_tokens += self._n_active
         self._remaining -= 1
-        if not self.done:
+        if self._n_active == self.batch:
+            out = host.tolist()
+        else:
+            out = np.where(self._active, host, -1).tolist()
+        if self._stops.size:
+            hit = (host[:, None] == self._stops).any(axis=1) & self._active
+            if hit.any():
+                self._active &= ~hit
+                self._n_active = int(self._active.sum())
+                self._any_active = self._n_active > 0
+        if self._remaining > 0 and self._any_active:
             self._launch()  # the next step runs while the caller handles this one's tokens
-        return out.tolist()
+        return out
 
     def _launch(self) -> None:
-        if self._graph is None:
-            self._graph = self._decoder.graph(self.config)
+        replay = self._replay
         self._launched_at = time.perf_counter()
-        self._graph.launch()
+        if replay is None:
+            # the first replay through Graph.launch (it checks the buffers and instantiates after a
+            # rebind); later ones call the instantiated graph directly: the buffers are the model's
+            # and the decoder's, which outlive this session
+            graph = self._decoder.graph(self.config)
+            graph.launch()
+            self._replay = graph._native
+        else:
+            replay()
 
     def last_logits(self) -> np.ndarray:
         """The logits at each prompt's last position: float32 (batch, vocab)."""
@@ -186,7 +198,7 @@ class Session:
             return
         if self._launched_at is not None:
             try:
-                self._decoder.tokens.to_numpy(out=self._tokens_host)
+                self._download()
             except Exception:  # pragma: no cover - the model was closed underneath
                 pass
             self._launched_at = None

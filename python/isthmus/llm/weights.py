@@ -22,10 +22,16 @@ class Layer:
     gate: Buffer
     up: Buffer
     down: Buffer
+    gate_up: Buffer | None = None  # (2 * intermediate, hidden): gate's rows then up's (gate, up then None)
     q_bias: Buffer | None = None  # (1, q_size) rows for the bias gemm (Qwen2, attention_bias)
     k_bias: Buffer | None = None
     v_bias: Buffer | None = None
     o_bias: Buffer | None = None
+
+
+# The MLP's gate and up projections as one weight (one gemm a layer, silu_mul of its halves): made at
+# load through the host, a layer at a time. (Module-level so that a measurement can compare.)
+FUSE_GATE_UP = True
 
 
 class Weights:
@@ -67,6 +73,9 @@ class Weights:
                 layer.v_bias = self._row(self._get(a + "v_proj.bias", (kvs,)))
                 if cfg.o_bias:
                     layer.o_bias = self._row(self._get(a + "o_proj.bias", (h,)))
+            if FUSE_GATE_UP:
+                layer.gate_up = self._stack(layer.gate, layer.up)
+                layer.gate = layer.up = None
             self.layers.append(layer)
         self.norm = self._get("model.norm.weight", (h,))
         if cfg.tie_word_embeddings:
@@ -93,6 +102,19 @@ class Weights:
             b = b.device.asarray(host)
             self._own.append(b)
         return b
+
+    def _stack(self, a: Buffer, b: Buffer) -> Buffer:
+        """One buffer of a's rows then b's (uploaded through the host at offsets); a and b closed."""
+        dev = a.device
+        out = dev.empty((a.shape[0] + b.shape[0],) + a.shape[1:], a.dtype)
+        self._own.append(out)
+        hosts = [a.to_numpy(), b.to_numpy()]
+        mem = out._handle()
+        for wait in [dev.allocator.upload_async(mem, 0, hosts[0]), dev.allocator.upload_async(mem, a.nbytes, hosts[1])]:
+            wait()
+        a.close()
+        b.close()
+        return out
 
     def _row(self, b: Buffer) -> Buffer:
         view = b.reshape(1, b.size)
