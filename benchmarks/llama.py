@@ -2,7 +2,8 @@
 weights, against the memory roofline (issue 30, item 7).
 
     python -m benchmarks llama [--device ID] [--out DIR] [--quick] [--shapes 1b,8b] [--dir /tmp]
-                               [--budget SECONDS] [--run QUESTION]
+                               [--contexts 512,4096] [--batches 1,8,32] [--peers graph,eager,hf,compile]
+                               [--budget SECONDS] [--tag T] [--run QUESTION]
 
 For each shape (``1b``: Llama-3.2-1B's, ``8b``: Llama-3.1-8B's, ``tiny``: the smoke run's) a folder of
 random bf16 weights in Hugging Face format is written under --dir (kept for the next run) with
@@ -81,19 +82,22 @@ def model_folder(shape: str, root: Path) -> tuple[Path, float]:
     if done.exists():
         return folder, 0.0
     t0 = time.perf_counter()
-    try:  # the random numbers drawn on the GPU where torch has one: seconds for the 8B shapes' 16 GB
-        import torch
-
+    if _torch_cuda():  # the random numbers drawn on the GPU: seconds for the 8B shapes' 16 GB
         from benchmarks._torch_llama import write_random_llama_fast
-        fast = torch.cuda.is_available()
-    except ImportError:
-        fast = False
-    if fast:
+
         write_random_llama_fast(folder, presets()[shape])
     else:
         write_random_llama(folder, dtype="bfloat16", seed=0, **presets()[shape])
     done.write_text("written by benchmarks/llama.py\n")
     return folder, time.perf_counter() - t0
+
+
+def _torch_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 def folder_bytes(folder: Path) -> int:
@@ -254,7 +258,8 @@ def copy_bandwidth(dev) -> tuple[float, str]:
     return 2 * a.nbytes * 5 / (time.perf_counter() - t0), "NumPy copy 256 MiB (host memory)"
 
 
-def torch_peers(folder: Path, cfg: dict, plan, rows: dict, clock: Clock, quick: bool, notes: list[str]) -> None:
+def torch_peers(folder: Path, cfg: dict, plan, rows: dict, clock: Clock, quick: bool, notes: list[str],
+                peers: set[str], save) -> None:
     try:
         import torch
 
@@ -285,19 +290,25 @@ def torch_peers(folder: Path, cfg: dict, plan, rows: dict, clock: Clock, quick: 
             return None
         finally:
             torch.cuda.empty_cache()
+            save()
 
     for context in contexts:
         for batch in batches:
             row = rows[("decode", batch, context)]
-            row["torch graph tok/s"] = attempt(f"torch graph b{batch} c{context}", 4,
-                                               lambda: tl.decode_graph(batch, context, steps))
-            row["torch eager tok/s"] = attempt(f"torch eager b{batch} c{context}", 8,
-                                               lambda: tl.decode_eager(batch, context, max(8, steps // 4)))
+            if "graph" in peers:
+                row["torch graph tok/s"] = attempt(f"torch graph b{batch} c{context}", 4,
+                                                   lambda: tl.decode_graph(batch, context, steps))
+            if "eager" in peers:
+                row["torch eager tok/s"] = attempt(f"torch eager b{batch} c{context}", 8,
+                                                   lambda: tl.decode_eager(batch, context, max(8, steps // 4)))
     first = rows[("decode", batches[0], contexts[0])]
-    first["HF generate tok/s"] = attempt("HF generate (static cache) b1", 40, lambda: T.hf_generate_decode(
-        hf, batches[0], contexts[0], max(8, steps // 2)))
-    compiled = attempt("torch.compile(reduce-overhead) b1", 90 if quick else 60,
-                       lambda: tl.decode_compiled(batches[0], contexts[0], steps))
+    if "hf" in peers:
+        first["HF generate tok/s"] = attempt(f"HF generate (static cache) b{batches[0]}", 40, lambda: T.hf_generate_decode(
+            hf, batches[0], contexts[0], max(8, steps // 2)))
+    compiled = None
+    if "compile" in peers:
+        compiled = attempt(f"torch.compile(reduce-overhead) b{batches[0]}", 90 if quick else 60,
+                           lambda: tl.decode_compiled(batches[0], contexts[0], steps))
     if compiled:
         first["torch compile tok/s"] = compiled[0]
         notes.append(f"torch.compile(mode='reduce-overhead') took {compiled[1]:.1f} s to compile and warm up")
@@ -305,16 +316,23 @@ def torch_peers(folder: Path, cfg: dict, plan, rows: dict, clock: Clock, quick: 
     torch.cuda.empty_cache()
 
 
-def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d: float | None, notes: list) -> dict:
+def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d: float | None, notes: list,
+                save) -> dict:
+    """Measure ``shape``; ``save(result)`` is called after each part (a run cut short keeps what it measured)."""
     cfg = presets()[shape]
     prompt_len, contexts, batches, (quick_steps, full_steps) = PLAN[shape]
+    if args.contexts:
+        contexts = tuple(int(c) for c in args.contexts.split(","))
+    if args.batches:
+        batches = tuple(int(b) for b in args.batches.split(","))
     steps = quick_steps if args.quick else full_steps
     root = Path(args.dir)
     if not (root / f"isthmus-llama-{shape}-bf16" / ".complete").exists():
-        params = roofline(cfg, 1, 0, 1.0)[1] / 2
-        if not clock.allows(params * 2 / 0.6e9 + 30, f"{shape}: writing its folder ({params * 2 / 1e9:.1f} GB) "
+        gb = roofline(cfg, 1, 0, 1.0)[1] / 1e9
+        if not clock.allows(gb / (2.0 if _torch_cuda() else 0.6) + 25, f"{shape}: writing its folder ({gb:.1f} GB) "
                             "and measuring it"):
-            return {"rows": [], "load": {"shape": shape}, "steps": steps}
+            save({"rows": [], "load": {"shape": shape}, "steps": steps})
+            return None
     folder, wrote = model_folder(shape, root)
     size = folder_bytes(folder)
     print(f"{shape}: {folder} ({size / 1e9:.2f} GB{f', written in {wrote:.1f} s' if wrote else ''})", flush=True)
@@ -333,6 +351,11 @@ def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d
             "H2D GB/s": h2d / 1e9 if h2d else None, "anon growth GB": mem.growth("RssAnon") / 1e9,
             "file-backed growth GB": mem.growth("RssFile") / 1e9}
     print(f"{shape}: loaded from Java in {load_s:.1f} s", flush=True)
+
+    def result() -> dict:
+        return {"rows": _rows(shape, cfg, rows, bandwidth), "load": load, "steps": steps}
+
+    save(result())
     try:
         rate = java.prefill(model, rng, vocab, prompt_len)
         rows[("prefill", 1, prompt_len)]["java tok/s"] = rate
@@ -350,10 +373,20 @@ def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d
                     continue
                 rows[("decode", batch, context)].update(r)
                 print(f"{shape}: decode b{batch} c{context}: {r['java tok/s']:.0f} tokens/s from Java", flush=True)
+                save(result())
     finally:
         model.close()
         dev.free_pool()  # the peers' turn for the device memory
-    torch_peers(folder, cfg, (prompt_len, contexts, batches, steps), rows, clock, args.quick, notes)
+    peers = {x.strip() for x in args.peers.split(",")} - {"none", ""}
+    if peers:
+        torch_peers(folder, cfg, (prompt_len, contexts, batches, steps), rows, clock, args.quick, notes, peers,
+                    lambda: save(result()))
+    save(result())
+    return result()
+
+
+def _rows(shape: str, cfg: dict, rows: dict, bandwidth: float) -> list[dict]:
+    """The table's rows: the measurements, the roofline, the ratios."""
     table = []
     for (what, batch, context), r in rows.items():
         row = {"shape": shape, "what": what, "batch": batch, "context": context, **r}
@@ -367,7 +400,7 @@ def bench_shape(shape: str, java, dev, args, clock: Clock, bandwidth: float, h2d
         if peers and r.get("java tok/s"):
             row["java / best torch"] = r["java tok/s"] / max(peers)
         table.append(row)
-    return {"rows": table, "load": load, "steps": steps}
+    return table
 
 
 COLUMNS = ["shape", "what", "batch", "context", "java tok/s", "runtime tok/s", "torch tok/s", "torch eager tok/s",
@@ -380,7 +413,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer decode steps; torch.compile only if the budget allows")
     p.add_argument("--device", default=None, help="device id (default: ISTHMUS_DEVICE or the best)")
     p.add_argument("--shapes", default="1b,8b", help="comma-separated: tiny, 1b, 8b")
+    p.add_argument("--contexts", default=None, help="decode contexts, comma-separated (default: 512,4096)")
+    p.add_argument("--batches", default=None, help="decode batch sizes, comma-separated (default: 1,8,32)")
+    p.add_argument("--peers", default="graph,eager,hf,compile",
+                   help="PyTorch peers, comma-separated: graph, eager, hf (generate), compile; 'none' for none")
     p.add_argument("--dir", default=os.environ.get("TMPDIR", "/tmp"), help="where the model folders are written")
+    p.add_argument("--no-host", action="store_true", help="leave out the host microseconds per step (tiny model)")
     p.add_argument("--budget", type=float, default=1e9, help="seconds; later parts are skipped (and listed) after it")
     p.add_argument("--out", default=None, help="folder for llama-<backend>-<device>.md/.json")
     p.add_argument("--tag", default="", help="suffix of the result file names")
@@ -409,14 +447,19 @@ def main(argv=None) -> int:
              "listener, the first two steps left out); runtime tok/s: the runtime's clock (launch of each step to its "
              "tokens on the host); prefill: the runtime's clock for the prompt and its first token"]
     data = {"shapes": {}, "bandwidth": bandwidth, "h2d": h2d}
-    report = None
+
+    def save(shape=None, result=None):
+        if shape is not None:
+            data["shapes"][shape] = result
+        if args.out:  # a run cut short (its time limit) keeps what it measured so far
+            _report(dev, java, data, notes + [f"skipped: {s}" for s in clock.skipped]).write(args.out, args.tag)
+
     for shape in shapes:
-        data["shapes"][shape] = bench_shape(shape, java, dev, args, clock, bandwidth, h2d, notes)
-        if clock.allows(5, "host microseconds per step (tiny model)") and "host" not in data:
+        bench_shape(shape, java, dev, args, clock, bandwidth, h2d, notes, lambda r, shape=shape: save(shape, r))
+        if not args.no_host and "host" not in data and clock.allows(5, "host microseconds per step (tiny model)"):
             data["host"] = host_overhead(java, dev, Path(args.dir), 64 if args.quick else 256)
-        report = _report(dev, java, data, notes + [f"skipped: {s}" for s in clock.skipped])
-        if args.out:
-            report.write(args.out, args.tag)  # after each shape: a run cut short keeps what it measured
+            save()
+    report = _report(dev, java, data, notes + [f"skipped: {s}" for s in clock.skipped])
     print(report.markdown())
     _results.write(report, args.out, args.tag, args.run)
     return 0
