@@ -128,7 +128,7 @@ def test_the_command_line_samples_like_python_when_asked(dev, model, rng):
 
 
 @pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
-def test_bad_model_folders_exit_nonzero_with_one_line(model, tmp_path):
+def test_bad_model_folders_and_token_ids_exit_nonzero_with_one_line(model, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     gelu = tmp_path / "gelu"
@@ -140,9 +140,11 @@ def test_bad_model_folders_exit_nonzero_with_one_line(model, tmp_path):
     (cut / "config.json").write_text((model / "config.json").read_text())
     data = (model / "model.safetensors").read_bytes()
     (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
-    for folder, status, expected in [(tmp_path / "absent", 2, "is not a folder"), (empty, 1, "no config.json"),
-                                     (gelu, 1, "hidden_act"), (cut, 1, "FormatException")]:
-        r = _cli("--model", folder, "--prompt-ids", "1,2")
+    for folder, ids, status, expected in [(tmp_path / "absent", "1,2", 2, "is not a folder"),
+                                          (empty, "1,2", 1, "no config.json"), (gelu, "1,2", 1, "hidden_act"),
+                                          (cut, "1,2", 1, "FormatException"),
+                                          (model, "1,263", 2, "prompt 1 holds token id 263, outside the model's")]:
+        r = _cli("--model", folder, "--prompt-ids", ids)
         assert r.returncode == status, (folder, r.stdout, r.stderr)
         assert r.stdout == ""
         err = r.stderr.strip().splitlines()

@@ -313,6 +313,15 @@ public final class Generate {
             throw new Failure(1, "cannot load the model in " + a.model + ": " + firstLine(e));
         }
         try (model) {
+            int vocab = model.config().vocabSize();
+            for (int i = 0; i < batch.size(); i++) {
+                for (int id : batch.get(i)) {
+                    if (id >= vocab) {
+                        throw new Failure(2, "prompt " + (i + 1) + " holds token id " + id + ", outside the model's "
+                                + "vocabulary (0.." + (vocab - 1) + ")");
+                    }
+                }
+            }
             GenerationResult r = model.generate(batch, withStops(cfg, model.config().eosTokenIds(),
                     tok == null ? new int[0] : tok.stopTokens()));
             for (int i = 0; i < r.size(); i++) {
