@@ -272,8 +272,8 @@ public final class Generate {
         }
         boolean text = a.prompts.stream().anyMatch(p -> p.text() != null);
         if (text && !Files.isRegularFile(a.model.resolve("tokenizer.json"))) {
-            throw new Failure(2, "--prompt needs a tokenizer, but " + a.model + " has no tokenizer.json; give "
-                    + "--prompt-ids instead");
+            throw new Failure(2, "text prompts (--prompt, or --batch-file lines that are not ids) need a tokenizer, but "
+                    + a.model + " has no tokenizer.json; give --prompt-ids instead");
         }
         GenerationConfig cfg = a.config();
         Device dev;
