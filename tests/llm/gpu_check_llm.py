@@ -83,6 +83,14 @@ def correctness(dev_id: str, tmp: Path, caches: tuple) -> None:
                         bad.append((i, s, t, int(row.argmax())))
                     close += int(t != row.argmax())
             del ref
+            # seeded sampling (the top-k/top-p graph): the same seed gives the same tokens
+            with LlamaModel.load(folder, dev, max_batch=4, max_context=256, kv_cache=cache) as m:
+                sc = GenerationConfig(max_new_tokens=16, temperature=0.8, top_k=40, top_p=0.9, seed=7)
+                a, b = m.generate(prompts, sc).tokens, m.generate(prompts, sc).tokens
+                c = m.generate(prompts, GenerationConfig(max_new_tokens=16, temperature=0.8, top_k=40, top_p=0.9,
+                                                         seed=8)).tokens
+            emit(test="sampling_reproducible", device=dev_id, dtype=dtype, kv_cache=cache, same_seed_equal=a == b,
+                 other_seed_differs=a != c, ok=a == b)
             emit(test="correctness_vs_transformers", device=dev_id, dtype=dtype, tied=tie, kv_cache=cache,
                  logits_err_over_tol=round(worst, 4), tokens_off=len(bad), close_calls=close,
                  ok=worst <= 1 and not bad, first_bad=bad[:3], seconds=round(time.perf_counter() - t0, 2))
@@ -118,7 +126,7 @@ def breakdown(dev, graph, reps: int = 20) -> dict:
     names = []
     for s in graph.steps:
         name = s.kernel.name if hasattr(s, "kernel") else "copy"
-        if name.startswith("gemm"):  # by shape: which projection
+        if name.startswith(("gemm", "llm_gemv")):  # by shape: which projection
             v = s._values
             name += f" n={int(v[1])} k={int(v[2])}"
         names.append(name)
@@ -133,98 +141,12 @@ def breakdown(dev, graph, reps: int = 20) -> dict:
             "by_kernel_ms": {k: round(v, 4) for k, v in sorted(by.items(), key=lambda kv: -kv[1])}}
 
 
-# An experiment (not shipped): a GEMV-like x @ W.T for bfloat16 with 16-byte loads, a warp per RN
-# columns, lanes splitting K, to compare with ops.gemm's tensor-core tiles at a few rows.
-GEMV16 = r"""
-#define LANES 32
-__kernel void gemv16(const int M, const int N, const int K, __global const uchar* xb, __global const uchar* wb,
-                     __global uchar* yb)
-{
-    __global const ushort* x = (__global const ushort*)xb;
-    __global const ushort* w = (__global const ushort*)wb;
-    __global ushort* y = (__global ushort*)yb;
-    __local float red[WARPS][LANES][RM * RN + 1];
-    const int lid = (int)get_local_id(0), lane = lid % LANES, wp = lid / LANES;
-    const int c0 = ((int)get_group_id(0) * WARPS + wp) * RN;
-    float acc[RM][RN];
-    for (int i = 0; i < RM; ++i) for (int j = 0; j < RN; ++j) acc[i][j] = 0.0f;
-    int cols[RN];
-    for (int j = 0; j < RN; ++j) cols[j] = min(c0 + j, N - 1);
-    const int kq = K / 8;
-    for (int q = lane; q < kq; q += LANES) {
-        uint4 b[RN];
-#pragma unroll
-        for (int j = 0; j < RN; ++j) b[j] = *(const __global uint4*)(w + (size_t)cols[j] * K + 8 * q);
-#pragma unroll
-        for (int i = 0; i < RM; ++i) {
-            const uint4 a = *(const __global uint4*)(x + (size_t)min(i, M - 1) * K + 8 * q);
-            const float a0 = as_float(a.x << 16), a1 = as_float(a.x & 0xffff0000u), a2 = as_float(a.y << 16),
-                        a3 = as_float(a.y & 0xffff0000u), a4 = as_float(a.z << 16), a5 = as_float(a.z & 0xffff0000u),
-                        a6 = as_float(a.w << 16), a7 = as_float(a.w & 0xffff0000u);
-#pragma unroll
-            for (int j = 0; j < RN; ++j) {
-                const uint4 v = b[j];
-                acc[i][j] += a0 * as_float(v.x << 16) + a1 * as_float(v.x & 0xffff0000u)
-                           + a2 * as_float(v.y << 16) + a3 * as_float(v.y & 0xffff0000u)
-                           + a4 * as_float(v.z << 16) + a5 * as_float(v.z & 0xffff0000u)
-                           + a6 * as_float(v.w << 16) + a7 * as_float(v.w & 0xffff0000u);
-            }
-        }
-    }
-    for (int i = 0; i < RM; ++i) for (int j = 0; j < RN; ++j) red[wp][lane][i * RN + j] = acc[i][j];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int o = lane; o < RM * RN; o += LANES) {
-        float s = 0.0f;
-        for (int l = 0; l < LANES; ++l) s += red[wp][l][o];
-        const int r = o / RN, c = c0 + o % RN;
-        if (r < M && c < N) {
-#if OUT_F32
-            y[(size_t)r * N + c] = s;
-#else
-            uint u = as_uint(s);
-            u += 0x7fffu + ((u >> 16) & 1u);
-            y[(size_t)r * N + c] = (ushort)(u >> 16);
-#endif
-        }
-    }
-}
-"""
-
-
-def gemv16_run(dev, x, w, out, warps: int = 4, rn: int = 2):
-    from isthmus.launch import LaunchConfig
-
-    m, k = x.shape
-    n = w.shape[0]
-    key = ("gemv16", m, warps, rn)
-    kern = _GEMV.get(key)
-    if kern is None:
-        src = GEMV16
-        kern = _GEMV[key] = dev.compile(src, "gemv16", {"RM": m, "RN": rn, "WARPS": warps, "OUT_F32": 0})
-    groups = -(-n // (warps * rn))
-    kern(np.int32(m), np.int32(n), np.int32(k), _u16(x), _u16(w), _u16(out),
-         config=LaunchConfig((groups * 32 * warps,), (32 * warps,)))
-
-
-_GEMV: dict = {}
-_VIEWS: dict = {}
-
-
-def _u16(b):
-    """The same memory as bytes (the kernel reads bfloat16 bits from them)."""
-    from isthmus.buffer import Buffer
-    from isthmus.dtypes import lookup
-
-    v = _VIEWS.get(id(b))
-    if v is None or v[0] is not b:
-        v = _VIEWS[id(b)] = (b, Buffer(b.device, b._handle(), b.shape, lookup(np.uint8), b.nbytes, owner=b))
-    return v[1]
-
-
 def gemv_probe(dev, cfg, batches: tuple) -> None:
     """x @ W.T at the decode shapes: isthmus.ops.gemm (bf16) next to torch's F.linear (bf16), GB/s of W."""
     import ml_dtypes
     import torch
+
+    from isthmus.llm import gemv as gemv_mod
 
     h, i, qs, kvs, v = cfg.hidden_size, cfg.intermediate_size, cfg.q_size, cfg.kv_size, cfg.vocab_size
     rng = np.random.default_rng(0)
@@ -243,11 +165,15 @@ def gemv_probe(dev, cfg, batches: tuple) -> None:
             y = dev.empty((m, n), ml_dtypes.bfloat16)
             gemv = {}
             for warps, rn in ((4, 1), (4, 2), (8, 2), (4, 4)) if m <= 8 else ():
-                gemv16_run(dev, x, w, y, warps, rn)
+                gemv_mod.ENABLED, gemv_mod.WARPS, gemv_mod.RN = True, warps, rn
+                g = gemv_mod.Gemv(dev)
+                g(x, w, y)
                 with dev.timer() as tg:
                     for _ in range(20):
-                        gemv16_run(dev, x, w, y, warps, rn)
+                        g(x, w, y)
                 gemv[f"w{warps}rn{rn}"] = round(tg.ms / 20 * 1e3, 2)
+                g.close()
+            gemv_mod.ENABLED, gemv_mod.WARPS, gemv_mod.RN = False, 4, 2
             ref = c.to_numpy().astype(np.float32)
             gemv_err = float(np.abs(y.to_numpy().astype(np.float32) - ref).max() / (np.abs(ref).max() + 1e-9)) \
                 if gemv else None
@@ -332,23 +258,44 @@ def decode(dev_id: str, folder: Path, context: int, steps: int, batches: tuple) 
             row["breakdown"] = breakdown(dev, graph)
         emit(**row)
     m.close()
-    if 1 in batches:  # the same step with the MLP's gate and up as two gemms
-        from isthmus.llm import weights
+    # variants of the batch-1 and batch-8 step: the MLP's gate and up as two gemms; the bf16 GEMV
+    from isthmus.llm import gemv, weights
 
-        weights.FUSE_GATE_UP = False
-        m = LlamaModel.load(folder, dev, max_batch=1, max_context=context + steps + 8)
-        prompts = [rng.integers(0, cfg.vocab_size, context).tolist()]
-        m.generate(prompts, GenerationConfig(max_new_tokens=3))
-        r = m.generate(prompts, GenerationConfig(max_new_tokens=steps))
-        graph = m._decoders[1]._graphs[(True, 0, False)][0]
-        graph.launch()
-        with dev.timer() as tm:
-            for _ in range(20):
-                graph.launch()
-        emit(test="decode_1b_gate_up_separate", device=dev_id, batch=1, decode_tokens_per_s=round(r.decode_tokens_per_s, 1),
-             replay_ms=round(tm.ms / 20, 4), launches=len(graph.steps))
+    for label, module, attr, value in (("gemv_bf16", gemv, "ENABLED", True),
+                                       ("gate_up_separate", weights, "FUSE_GATE_UP", False)):
+        if time.perf_counter() - START > 40:
+            emit(test=f"decode_1b_{label}", skipped="out of time")
+            continue
+        old = getattr(module, attr)
+        setattr(module, attr, value)
+        try:
+            variant(label, dev, folder, context, steps, tuple(b for b in batches if b <= 8), rng, cfg)
+        finally:
+            setattr(module, attr, old)
+    if time.perf_counter() - START < 50:
+        gemv_probe(dev, cfg, (1, 8))
+
+
+def variant(label: str, dev, folder: Path, context: int, steps: int, batches: tuple, rng, cfg) -> None:
+    m = LlamaModel.load(folder, dev, max_batch=max(batches), max_context=context + steps + 8)
+    try:
+        for b in batches:
+            prompts = [rng.integers(0, cfg.vocab_size, context).tolist() for _ in range(b)]
+            m.generate(prompts, GenerationConfig(max_new_tokens=3))
+            r = m.generate(prompts, GenerationConfig(max_new_tokens=steps))
+            graph = m._decoders[b]._graphs[(True, 0, False)][0]
+            graph.launch()
+            with dev.timer() as tm:
+                for _ in range(20):
+                    graph.launch()
+            emit(test=f"decode_1b_{label}", device=dev.id, batch=b, decode_tokens_per_s=round(r.decode_tokens_per_s, 1),
+                 prompt_tokens_per_s=round(r.prompt_tokens_per_s, 1), replay_ms=round(tm.ms / 20, 4),
+                 launches=len(graph.steps), breakdown=breakdown(dev, graph) if b == 1 else None)
+    finally:
         m.close()
-        weights.FUSE_GATE_UP = True
+
+
+START = time.perf_counter()
 
 
 def main(argv=None) -> int:

@@ -34,7 +34,7 @@ CHECKPOINTS = {
                                        intermediate_size=64, vocab_size=211, model_type="qwen2",
                                        attention_bias=True)),
 }
-PROMPT_LENGTHS = (11, 1, 4)
+PROMPT_LENGTHS = (41, 1, 11)
 STEPS = 32
 
 
@@ -93,7 +93,7 @@ def test_prompt_logits_and_greedy_tokens_match_the_reference(device, folders, na
     ref = Reference(folders[name])
     rng = np.random.default_rng(_seed())
     prompts = _prompts(rng, ref.c["vocab_size"])
-    with LlamaModel.load(folders[name], device, max_batch=4, max_context=64) as m:
+    with LlamaModel.load(folders[name], device, max_batch=4, max_context=80) as m:
         assert m.dtype.name == dtype
         r = m.generate(prompts, GenerationConfig(max_new_tokens=STEPS), return_logits=True)
     assert [len(t) for t in r.tokens] == [STEPS] * len(prompts)
@@ -287,8 +287,63 @@ def test_fused_and_separate_gate_up_give_the_same_results(device, folders, monke
     results = []
     for fuse in (True, False):
         monkeypatch.setattr(weights, "FUSE_GATE_UP", fuse)
-        with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=3, max_context=48) as m:
+        with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=3, max_context=64) as m:
             assert (m.weights.layers[0].gate_up is not None) == fuse
             results.append(m.generate(prompts, GenerationConfig(max_new_tokens=12), return_logits=True))
     assert results[0].tokens == results[1].tokens
     np.testing.assert_allclose(results[0].last_logits, results[1].last_logits, rtol=0, atol=1e-4)
+
+
+def test_a_bfloat16_checkpoint_computed_in_float32(device, folders):
+    """dtype= converts the weights as they load: bfloat16 values are exact in float32, so the model
+    then matches the reference to float32's tolerance."""
+    folder = folders["bf16-tied-gqa-llama3"]
+    ref = Reference(folder)
+    prompts = _prompts(np.random.default_rng(_seed()), 389, (9, 3))
+    with LlamaModel.load(folder, device, dtype="float32", max_batch=2, max_context=32) as m:
+        assert m.dtype.name == "float32" and m.weights.embed.dtype == np.float32
+        r = m.generate(prompts, GenerationConfig(max_new_tokens=8), return_logits=True)
+    _check_against_reference(ref, prompts, r, "float32")
+    with pytest.raises(isthmus.InvalidArgumentError, match="int32"):
+        LlamaModel.load(folder, device, dtype="int32")
+
+
+def test_the_bf16_gemv_path_matches_the_reference_and_ops_gemm(device, folders, monkeypatch):
+    """isthmus.llm.gemv (opencl/llm_gemv.cl) for the projections of steps with at most 8 rows: the
+    same tokens as ops.gemm's, logits within bf16's tolerance of the reference."""
+    from isthmus.llm import gemv
+
+    folder = folders["bf16-tied-gqa-llama3"]
+    ref = Reference(folder)
+    prompts = _prompts(np.random.default_rng(_seed()), 389, (2, 1, 3))  # 6 rows: the prefill too
+    results = []
+    for on in (True, False):
+        monkeypatch.setattr(gemv, "ENABLED", on)
+        with LlamaModel.load(folder, device, max_batch=3, max_context=40) as m:
+            results.append(m.generate(prompts, GenerationConfig(max_new_tokens=STEPS), return_logits=True))
+            assert (len(m._gemv._kernels) > 0) == on
+    _check_against_reference(ref, prompts, results[0], "bfloat16")
+    assert results[0].tokens == results[1].tokens
+
+
+def test_the_bf16_gemv_kernel(device, rng):
+    import ml_dtypes
+
+    from isthmus.llm import gemv
+
+    g = gemv.Gemv(device)
+    for m, n, k in ((1, 72, 64), (3, 517, 200), (8, 9, 8), (5, 1000, 136)):
+        x = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+        want = x.astype(np.float64) @ w.astype(np.float64).T
+        gemv.ENABLED = True
+        try:
+            for f32 in (False, True):
+                out = device.asarray(np.full((m, n), np.nan, np.float32 if f32 else ml_dtypes.bfloat16))
+                g(device.asarray(x), device.asarray(w), out, out_f32=f32)
+                got = out.to_numpy().astype(np.float64)
+                tol = (1e-5 if f32 else 8e-3) * np.abs(want).max()
+                np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+        finally:
+            gemv.ENABLED = False
+    g.close()

@@ -85,3 +85,14 @@ def test_text_in_text_out(tmp_path):
         r = m.generate(prompts, GenerationConfig(max_new_tokens=6, stop_tokens=tok.stop_tokens()))
     for ids in r.tokens:
         assert isinstance(tok.decode(ids), str) and 1 <= len(ids) <= 6
+
+
+def test_special_tokens_declared_only_in_the_config_are_added(tmp_path):
+    cfg = {"bos_token": "<s>", "added_tokens_decoder": {
+        "14": {"content": "<|im_end|>", "special": True}, "3": {"content": "<|eot_id|>", "special": True},
+        "15": {"content": "plain", "special": False}}}
+    tok = Tokenizer.from_folder(_write_tokenizer(tmp_path, cfg))
+    end = tok.token_id("<|im_end|>")
+    assert end == len(SPECIAL + WORDS)  # the next id
+    assert tok.encode("cat <|im_end|>", add_special_tokens=False) == [8, end]
+    assert tok.token_id("plain") is None and end in tok.stop_tokens()

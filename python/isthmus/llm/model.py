@@ -23,6 +23,7 @@ from ..errors import ClosedBufferError, InvalidArgumentError
 from ..launch import LaunchConfig
 from .cache import KVCache
 from .config import LlamaConfig
+from .gemv import Gemv
 from .generation import GenerationConfig, GenerationResult
 from .rows import Rows
 from .session import Session
@@ -43,6 +44,7 @@ class LlamaModel:
         self.device, self.config, self.weights, self.cache = dev, cfg, weights, cache
         self.dtype = weights.dtype
         self._decoders: dict = {}  # batch size -> Decoder
+        self._gemv = Gemv(dev)  # x @ W.T
         self._advance = None  # the step-bookkeeping kernel (compiled on first use)
         self._session = None  # the open session (one at a time: they share the decoders' buffers)
         self._lock = threading.Lock()
@@ -160,18 +162,17 @@ class LlamaModel:
             self._linear(r.o, L.o, r.attn, L.o_bias, r)
             ops.rmsnorm(r.attn, L.ln2, eps, residual=r.res, out=r.xn)
             if L.gate_up is not None:
-                ops.gemm(r.xn, L.gate_up, r.gate_up, trans_b=True)
+                self._gemv(r.xn, L.gate_up, r.gate_up)
                 ops.silu_mul(r.gate_up, out=r.act)
             else:
-                ops.gemm(r.xn, L.gate, r.gate, trans_b=True)
-                ops.gemm(r.xn, L.up, r.up, trans_b=True)
+                self._gemv(r.xn, L.gate, r.gate)
+                self._gemv(r.xn, L.up, r.up)
                 ops.silu_mul(r.gate, r.up, out=r.act)
-            ops.gemm(r.act, L.down, r.mlp, trans_b=True)
+            self._gemv(r.act, L.down, r.mlp)
         ops.rmsnorm(r.mlp, w.norm, eps, residual=r.res, out=r.xn)
 
-    @staticmethod
-    def _linear(x: Buffer, w: Buffer, out: Buffer, bias: Buffer | None, r: Rows) -> None:
-        ops.gemm(x, w, out, trans_b=True)
+    def _linear(self, x: Buffer, w: Buffer, out: Buffer, bias: Buffer | None, r: Rows) -> None:
+        self._gemv(x, w, out)
         if bias is not None:  # + ones (n, 1) @ bias (1, N): the bias on every row, as a K = 1 gemm
             ops.gemm(r.ones, bias, out, beta=1.0)
 
@@ -179,8 +180,10 @@ class LlamaModel:
         """Activation buffers for a forward over n rows."""
         return Rows(self.device, self.config, n, self.dtype, gate_up=self.weights.layers[0].gate_up is not None)
 
-    def _logits(self, x: Buffer, out: Buffer) -> Buffer:
-        return ops.gemm(x, self.weights.lm_head, out, trans_b=True, out_dtype="float32")
+    def _logits(self, x: Buffer, out: Buffer | None) -> Buffer:
+        if out is None:
+            out = self.device.empty((x.shape[0], self.config.vocab_size), np.float32)
+        return self._gemv(x, self.weights.lm_head, out, out_f32=True)
 
     def _advance_kernel(self):
         if self._advance is None:
@@ -214,6 +217,7 @@ class LlamaModel:
         for d in self._decoders.values():
             d.close()
         self._decoders = {}
+        self._gemv.close()
         self.cache.close()
         self.weights.close()
 

@@ -62,6 +62,16 @@ class Tokenizer:
                 raise FormatError(f"{cf} is not valid JSON: {exc}") from None
             if not isinstance(config, dict):
                 raise FormatError(f"{cf} must hold a JSON object")
+        # special tokens that tokenizer_config.json declares and tokenizer.json lacks (chat-template
+        # markers): added, so that text holding them encodes to their ids
+        added = (config or {}).get("added_tokens_decoder")
+        if isinstance(added, dict):
+            from tokenizers import AddedToken
+
+            missing = [t for t in (v.get("content") for v in added.values() if isinstance(v, dict) and v.get("special"))
+                       if isinstance(t, str) and tok.token_to_id(t) is None]
+            if missing:
+                tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in missing])
         return cls(tok, config)
 
     # ---- ids ----------------------------------------------------------------------------------

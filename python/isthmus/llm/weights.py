@@ -32,6 +32,7 @@ class Layer:
 # The MLP's gate and up projections as one weight (one gemm a layer, silu_mul of its halves): made at
 # load through the host, a layer at a time. (Module-level so that a measurement can compare.)
 FUSE_GATE_UP = True
+_FLOATS = ("float32", "float16", "bfloat16")
 
 
 class Weights:
@@ -46,7 +47,7 @@ class Weights:
             if dtype is None and "model.embed_tokens.weight" in self._tensors:
                 dtype = self._tensors["model.embed_tokens.weight"].dtype
             self.dtype = lookup(dtype if dtype is not None else cfg.torch_dtype)
-            if self.dtype.name not in ("float32", "float16", "bfloat16"):
+            if self.dtype.name not in _FLOATS:
                 raise FormatError(f"{self._tensors.source}: the model's dtype {self.dtype.name} is not supported; "
                                   f"float32, float16 or bfloat16")
             self._take(cfg)
@@ -94,7 +95,7 @@ class Weights:
         if tuple(b.shape) != shape:
             raise FormatError(f"{t.source}: tensor {name!r} has shape {tuple(b.shape)}, the config gives {shape}")
         if b._dt is not self.dtype:
-            if b.dtype.kind != "f":
+            if b._dt.name not in _FLOATS:
                 raise FormatError(f"{t.source}: tensor {name!r} has dtype {b.dtype}; a model takes float tensors")
             # another float dtype than the model's (norms kept in float32, or dtype= asked): converted
             # through the host one tensor at a time
