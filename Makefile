@@ -11,7 +11,7 @@ VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' python/isthmus/_versi
 JAVA_SRC := $(shell find java/src/main -type f 2>/dev/null) pom.xml
 MVN    := mvn -q -B -ntp
 
-.PHONY: demo test venv jar java-demo bench clean opencl-driver device-bundle
+.PHONY: demo test venv jar java-demo bench clean opencl-driver device-bundle llm-demo
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # An OpenCL CPU device for machines without a GPU: the distribution's PoCL. (PyPI's PoCL build,
@@ -48,9 +48,16 @@ $(JAR_STAMP): $(JAVA_ALL)
 java-demo: venv jar
 	cd examples/java && $(MVN) compile && ../../$(PY) -m isthmus.java -cp target/classes example.Scoring
 
+# the LLM example (issue 30): a standalone Maven app streaming tokens from a tiny random Llama that
+# examples/llm/demo.py writes, checked against the reference, with its speed
+llm-demo: venv jar
+	cd examples/llm && $(MVN) compile
+	$(PY) examples/llm/demo.py
+
 demo: opencl-driver venv jar
 	$(PY) examples/python/demo.py
 	$(MAKE) --no-print-directory java-demo
+	$(MAKE) --no-print-directory llm-demo
 
 # in parallel (pytest-xdist), each worker with its own program cache (tests/conftest.py), its own hosted
 # JVM and Ray cluster where its tests need one
@@ -72,4 +79,4 @@ device-bundle: jar
 	tr ':' '\n' < target/test-classpath.txt | grep '\.jar$$' | xargs -I{} cp {} .devjava/m2jars/
 
 clean:
-	rm -rf $(VENV) target $(JAR_DIR) examples/java/target
+	rm -rf $(VENV) target $(JAR_DIR) examples/java/target examples/llm/target

@@ -42,3 +42,27 @@ def J(jvm):
             return jvm.JClass(pkg + name)
 
     return Classes()
+
+
+# Tiny random checkpoints for the Java tests tagged llama-model (io.isthmus.llm.LlamaModelTest):
+# written once per session, their folders handed over as system properties.
+LLAMA_MODELS = {
+    "bf16": dict(dtype="bfloat16", seed=1),  # the defaults: grouped-query attention, an LM head of its own
+    "f32": dict(dtype="float32", tie_word_embeddings=True, vocab_size=301, hidden_size=64, intermediate_size=96,
+                num_attention_heads=4, num_key_value_heads=2, seed=2,
+                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 64}),
+}
+
+
+@pytest.fixture(scope="session")
+def llama_models(jvm, tmp_path_factory):
+    """name -> folder of each of LLAMA_MODELS, also set as the JVM's isthmus.test.llama.NAME."""
+    from isthmus.llm.testing import write_random_llama
+
+    folders = {}
+    for name, kwargs in LLAMA_MODELS.items():
+        folders[name] = write_random_llama(tmp_path_factory.mktemp(f"llama-{name}"), **kwargs)
+        jvm.JClass("java.lang.System").setProperty(f"isthmus.test.llama.{name}", str(folders[name]))
+    return folders
+

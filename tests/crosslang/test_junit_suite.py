@@ -6,7 +6,9 @@ with JUnit tags:
 - ``tuning-db``: a private, empty tuning database;
 - ``fast-thread-switch``: Python switches threads every microsecond, so Java threads closing
   buffers land between the runtime's checks and its enqueues;
-- ``unattached``: some of its tests run only in a JVM with no runtime (they abort here).
+- ``unattached``: some of its tests run only in a JVM with no runtime (they abort here);
+- ``llama-model``: tiny random Llama checkpoints (conftest.llama_models), their folders as the
+  system properties ``isthmus.test.llama.NAME``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from .conftest import TEST_CLASSES
 from .junit import discover, run_classes, tags
 
 CLASSES = discover(TEST_CLASSES) if TEST_CLASSES.is_dir() else []
-KNOWN_TAGS = {"tuning-db", "fast-thread-switch", "unattached"}
+KNOWN_TAGS = {"tuning-db", "fast-thread-switch", "unattached", "llama-model"}
 
 
 @pytest.mark.parametrize("name", CLASSES)
@@ -29,6 +31,8 @@ def test_junit_class(jvm, request, name):
     assert wanted <= KNOWN_TAGS, f"{name} has tags {sorted(wanted - KNOWN_TAGS)} that this suite does not provide"
     if "tuning-db" in wanted:
         request.getfixturevalue("tuning_db")
+    if "llama-model" in wanted:
+        request.getfixturevalue("llama_models")
     switch = sys.getswitchinterval()
     if "fast-thread-switch" in wanted:
         sys.setswitchinterval(1e-6)

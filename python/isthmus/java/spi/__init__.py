@@ -10,7 +10,8 @@ module per concern.
 - :mod:`.launches`: prepared launches, graphs and fused expressions;
 - :mod:`.runtime`: ``Runtime``, the object attached to the JVM;
 - :mod:`.tuning`: the tuner for ``io.isthmus.Tuner`` and ``TunableKernel`` (``TuneRun``).
-- :mod:`.weights`: safetensors checkpoints loaded for ``io.isthmus.SafeTensors``.
+- :mod:`.weights`: safetensors checkpoints loaded for ``io.isthmus.SafeTensors``;
+- :mod:`.llm`: ``isthmus.llm`` models, generations and tokenizers for ``io.isthmus.llm``.
 
 Nothing here touches the JVM at import: the proxies are declared ``deferred``.
 """

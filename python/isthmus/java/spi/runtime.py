@@ -9,7 +9,7 @@ import numpy as np
 import isthmus
 from isthmus.ops import registry
 
-from . import calls, ops, tuning, weights
+from . import calls, llm, ops, tuning, weights
 from .buffers import host_view
 from .devices import device_handle
 from .proxy import implements
@@ -61,6 +61,12 @@ class Runtime:
 
     def loadSafetensors(self, path, device):
         return weights.load(path, device.device)
+
+    def loadLlama(self, folder, device, options):
+        return llm.load_model(folder, device.device, options)
+
+    def loadTokenizer(self, folder):
+        return llm.load_tokenizer(folder)
 
     def _join_threads(self, timeout: float) -> None:
         for t in self.threads:

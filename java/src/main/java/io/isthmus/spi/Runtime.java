@@ -116,4 +116,25 @@ public interface Runtime {
      * @return each tensor's name to its new buffer's handle, shape and dtype, in the files' order
      */
     Map<String, OpResult> loadSafetensors(String path, DeviceHandle device);
+
+    /**
+     * Loads a Llama-family model from a Hugging Face model folder onto {@code device} (Python's
+     * {@code isthmus.llm.LlamaModel.load}) in one crossing; used by {@link io.isthmus.llm.LlamaModel#load}.
+     *
+     * @param folder the model folder ({@code config.json} and safetensors)
+     * @param device the device
+     * @param options {@code LlamaModel.load}'s keyword arguments under their Python names ({@code dtype,
+     *     max_batch, max_context, kv_cache, page_size}); absent keys take Python's defaults
+     * @return the model
+     */
+    LlamaHandle loadLlama(String folder, DeviceHandle device, Map<String, Object> options);
+
+    /**
+     * Loads a model folder's tokenizer (Python's {@code isthmus.llm.Tokenizer.from_folder}); used by
+     * {@link io.isthmus.llm.Tokenizer#load}.
+     *
+     * @param folder the model folder ({@code tokenizer.json}, {@code tokenizer_config.json})
+     * @return the tokenizer
+     */
+    TokenizerHandle loadTokenizer(String folder);
 }

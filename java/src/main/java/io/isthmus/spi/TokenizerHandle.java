@@ -1,0 +1,25 @@
+package io.isthmus.spi;
+
+/** A model folder's tokenizer (Python's {@code isthmus.llm.Tokenizer}); used by {@link io.isthmus.llm.Tokenizer}. */
+public interface TokenizerHandle {
+    /**
+     * @param text the text
+     * @param addSpecialTokens whether to add the tokenizer's special tokens (BOS...) as its config says
+     * @return the token ids
+     */
+    int[] encode(String text, boolean addSpecialTokens);
+
+    /**
+     * @param ids token ids
+     * @param skipSpecialTokens whether to leave special tokens (BOS, EOS...) out of the text
+     * @return the text
+     */
+    String decode(int[] ids, boolean skipSpecialTokens);
+
+
+    /**
+     * @return the ids that end a generation: the tokenizer config's end token and the chat templates'
+     *     end-of-turn markers the vocabulary has
+     */
+    int[] stopTokens();
+}
