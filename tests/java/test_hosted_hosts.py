@@ -304,3 +304,46 @@ def test_spark_local_job_scores_partitions_in_executor_tasks(work):
     np.testing.assert_allclose([got[i] for i in ids], ref, rtol=1e-4, atol=1e-5)
     assert threads and all(t.startswith("Executor task launch worker") for t in threads), threads
     _no_crash(folder, r)
+
+
+# ---- Gradle ------------------------------------------------------------------------------------------
+def _gradle_version(env) -> tuple[int, ...] | None:
+    gradle = shutil.which("gradle")
+    if gradle is None:
+        return None
+    r = subprocess.run([gradle, "--version", "--no-daemon"], capture_output=True, text=True, env=env, timeout=300)
+    m = re.search(r"^Gradle (\d+)\.(\d+)", r.stdout, re.M)
+    return tuple(map(int, m.groups())) if m else (0,)
+
+
+@needs_jdk
+def test_gradle_test_jvm_with_no_jvm_setting(work):
+    """Gradle runs on the JDK 22+ (JAVA_HOME) and forks its test JVM on it: no toolchain, no executable.
+    Needs a Gradle that runs on that JDK (8.8+ for 22, 9.1+ for 25). The registries this project reaches
+    serve none: Debian's gradle is 4.4.1, which runs on JDK 17 only, and its test worker installs a
+    SecurityManager, which JDK 24+ refuses (UnsupportedOperationException)."""
+    version = _gradle_version(work["env"])
+    if version is None or version < (8, 8):
+        pytest.skip(f"needs Gradle 8.8+ (a Gradle that runs on JDK 22+) on PATH; found "
+                    f"{'none' if version is None else '.'.join(map(str, version))}: Debian serves 4.4.1 only, and "
+                    "Gradle's distributions are not served by the registries reachable here")
+    from isthmus.java import hosted
+
+    folder = _project(work, "gradle", "", ["Check.java"], ["CheckTest.java"])
+    (folder / "pom.xml").unlink()
+    (folder / "settings.gradle").write_text("rootProject.name = 'hosted'\n")
+    (folder / "build.gradle").write_text(f"""plugins {{ id 'java' }}
+repositories {{ maven {{ url = uri('{(Path.home() / '.m2' / 'repository').as_uri()}') }}; mavenCentral() }}
+dependencies {{
+    implementation files('{isthmus_jar()}')
+    runtimeOnly files('{hosted.jpype_jar()}')
+    testImplementation 'org.junit.jupiter:junit-jupiter:{JUNIT}'
+    testRuntimeOnly 'org.junit.platform:junit-platform-launcher'
+}}
+test {{ useJUnitPlatform(); testLogging {{ showStandardStreams = true }} }}
+""")
+    r = _run([shutil.which("gradle"), "--no-daemon", "-q", "--console=plain", "test"], cwd=folder, env=work["env"],
+             timeout=600)
+    assert r.returncode == 0, _fail("gradle test", r)
+    _check(r.stdout, work["x"], "AppClassLoader")
+    _no_crash(folder, r)
