@@ -17,7 +17,7 @@ import java.util.concurrent.FutureTask;
  * ({@code isthmus java}) and started by its own host ({@code java -jar}, the runtime booted in
  * process on the first {@link Isthmus#get()}, JDK 22+). It prints {@code boot} lines (the JVM's
  * start, the first {@code Isthmus.get()}, in epoch milliseconds) and one {@code result} line per
- * (thread, call): host nanoseconds per call, synchronized at the end of each loop.
+ * (thread, call): host nanoseconds per call, the loop's mean and its least chunk's.
  *
  * <p>Arguments: iterations per loop, then the device id (or {@code default}).
  */
@@ -28,49 +28,50 @@ public final class HostedBench {
     private HostedBench() {
     }
 
-    /** The three calls timed on one thread: Ops.sum into a buffer, an eager launch, Plan.launch. */
-    static double[] calls(Device dev, Kernel k, DeviceBuffer x, DeviceBuffer out, int n, int iters) {
+    /**
+     * The three calls timed on one thread: Ops.sum into a buffer, an eager launch, Plan.launch. Each
+     * loop runs in {@link #CHUNKS} chunks, synchronized at the end of each: per call, the mean over the
+     * loop and the least chunk's mean (what other work on a shared machine disturbs least).
+     */
+    static double[][] calls(Device dev, Kernel k, DeviceBuffer x, DeviceBuffer out, int n, int iters) {
         LaunchConfig cfg = LaunchConfig.of(n);
-        double[] ns = new double[3];
-        for (int i = 0; i < Math.min(iters, 100); i++) {
-            Ops.sum(x, out);
-        }
-        dev.synchronize();
-        long t0 = System.nanoTime();
-        for (int i = 0; i < iters; i++) {
-            Ops.sum(x, out);
-        }
-        dev.synchronize();
-        ns[0] = (double) (System.nanoTime() - t0) / iters;
-        for (int i = 0; i < Math.min(iters, 100); i++) {
-            k.launch(cfg, x, 1.0f, n);
-        }
-        dev.synchronize();
-        t0 = System.nanoTime();
-        for (int i = 0; i < iters; i++) {
-            k.launch(cfg, x, 1.0f, n);
-        }
-        dev.synchronize();
-        ns[1] = (double) (System.nanoTime() - t0) / iters;
+        double[][] ns = new double[3][];
+        ns[0] = time(dev, iters, () -> Ops.sum(x, out));
+        ns[1] = time(dev, iters, () -> k.launch(cfg, x, 1.0f, n));
         try (Plan plan = k.prepare(cfg, x, 1.0f, n)) {
-            for (int i = 0; i < Math.min(iters, 100); i++) {
-                plan.launch();
-            }
-            dev.synchronize();
-            t0 = System.nanoTime();
-            for (int i = 0; i < iters; i++) {
-                plan.launch();
-            }
-            dev.synchronize();
-            ns[2] = (double) (System.nanoTime() - t0) / iters;
+            ns[2] = time(dev, iters, plan::launch);
         }
         return ns;
     }
 
-    static void print(String thread, double[] ns) {
+    static final int CHUNKS = 10;
+
+    /** {mean, least chunk mean} ns per call of {@code call}, after 100 warm-up calls. */
+    static double[] time(Device dev, int iters, Runnable call) {
+        for (int i = 0; i < Math.min(iters, 100); i++) {
+            call.run();
+        }
+        dev.synchronize();
+        int per = Math.max(1, iters / CHUNKS);
+        long total = 0;
+        double least = Double.MAX_VALUE;
+        for (int c = 0; c < CHUNKS; c++) {
+            long t0 = System.nanoTime();
+            for (int i = 0; i < per; i++) {
+                call.run();
+            }
+            dev.synchronize();
+            long t = System.nanoTime() - t0;
+            total += t;
+            least = Math.min(least, (double) t / per);
+        }
+        return new double[] {(double) total / (per * CHUNKS), least};
+    }
+
+    static void print(String thread, double[][] ns) {
         String[] names = {"Ops.sum", "kernel launch", "Plan.launch"};
         for (int i = 0; i < ns.length; i++) {
-            System.out.println("result " + thread + "|" + names[i] + " " + ns[i]);
+            System.out.println("result " + thread + "|" + names[i] + " " + ns[i][0] + " " + ns[i][1]);
         }
     }
 
@@ -95,7 +96,7 @@ public final class HostedBench {
             } finally {
                 ex.shutdown();
             }
-            FutureTask<double[]> task = new FutureTask<>((Callable<double[]>) () -> calls(dev, k, x, out, n, iters));
+            FutureTask<double[][]> task = new FutureTask<>((Callable<double[][]>) () -> calls(dev, k, x, out, n, iters));
             Thread t = new Thread(task, "plain-java");
             t.start();
             print("plain", task.get());
