@@ -5,12 +5,14 @@ by Boot's own class loader), Maven surefire with no <jvm> setting, JShell, and a
 whose executor tasks score their DataFrame partition.
 
 Every project is built once per session in one folder (the same Java sources, tests/java/hosts/app);
-Maven builds against a repository of their own where `isthmus maven-install` put io.isthmus (with
-io.isthmus:jpype-support), taking other artifacts from ~/.m2 when there, else from Maven Central.
-Spark comes from the pyspark sdist (its jars and spark-submit), downloaded once into the user's cache.
+Maven builds against a repository of their own (kept in the user's cache, one per checkout) where
+`isthmus maven-install` put io.isthmus (with io.isthmus:jpype-support) this session, taking other
+artifacts from ~/.m2 when there, else from Maven Central. Spark comes from the pyspark sdist (its jars
+and spark-submit), downloaded once into the user's cache.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -34,6 +36,10 @@ SPARK = "4.3.0"  # the first Spark whose jars run on JDK 25 here (hosted mode ne
 SHADE, SUREFIRE, COMPILER, BOOT, JUNIT = "3.6.2", "3.5.2", "3.14.0", "4.0.7", "5.14.1"
 
 
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "isthmus-tests"
+
+
 def _run(cmd, *, cwd, env, timeout=600):
     r = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return r
@@ -52,7 +58,10 @@ def work(tmp_path_factory):
     if isthmus_jar() is None:
         pytest.skip("needs the isthmus jar (make jar)")
     root = tmp_path_factory.mktemp("hosts")
-    repo = root / "m2"
+    # the projects' own Maven repository, kept between sessions (Spring Boot's artifacts are downloaded once),
+    # one per checkout: io.isthmus 0.1.0 is this checkout's, installed anew each session
+    checkout = hashlib.sha256(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:12]
+    repo = _cache() / f"m2-{checkout}"
     home = root / "home"  # maven-install records the interpreter there, not in the user's home
     home.mkdir()
     r = _run([sys.executable, "-m", "isthmus.cli", "maven-install", "--repo", repo], cwd=root,
@@ -241,7 +250,7 @@ def _spark_home() -> Path:
             return home
     except ImportError:
         pass
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "isthmus-tests" / f"spark-{SPARK}"
+    cache = _cache() / f"spark-{SPARK}"
     home = cache / "deps"
     if (home / "bin" / "spark-submit").is_file():
         return home

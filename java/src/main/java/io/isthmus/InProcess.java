@@ -35,7 +35,15 @@ import java.util.concurrent.TimeUnit;
  * FFM library lookup is local); {@code Py_InitializeEx(0)} (no Python signal handlers: the JVM
  * keeps SIGTERM and SIGINT); run {@code isthmus.java.hosted.boot}, which starts JPype on a Python
  * thread against this JVM and attaches the runtime as {@code isthmus.java.start()} does; then
- * {@code PyEval_SaveThread}, so any Java thread can take the GIL.
+ * {@code PyEval_SaveThread}, so any Java thread can take the GIL. Before that, the stand-in opens
+ * {@code java.lang} to unnamed modules through JNI (as the {@code --add-opens} that
+ * {@code isthmus java} passes), so {@link ShutdownOrder} runs the runtime's shutdown step after the
+ * application's hooks.
+ *
+ * <p>Where io.isthmus came from a class loader of the application's host (Spring Boot's nested jars,
+ * Spark's {@code --jars}, a plugin loader), Python looks classes up through that loader, and the
+ * installed JPype's classes, which JPype's native part looks for in the system class loader, are
+ * defined there by the stand-in (JNI {@code DefineClass}) when the class path lacks them.
  *
  * <p>The Foreign Function & Memory API is final in JDK 22, and this artifact targets Java 17: it is
  * reached by reflection here, so one class file serves both (on 17-21 this class is never asked
@@ -95,6 +103,10 @@ final class InProcess {
             }
             Description d = Description.of(python());
             Loaders loaders = checkClassPath(d);
+            // java.lang opened as `isthmus java` opens it (--add-opens): the runtime's shutdown step then runs
+            // after the application's hooks (ShutdownOrder); without, a thread calling the runtime while the JVM
+            // shuts down could enter the bridge after it closed (SIGSEGV in JPype's native part)
+            ffm.openJavaLang(d.one("standin"));
             ShutdownOrder.keepInPlace(ShutdownOrder.applicationHooks());  // the application's own stay put
             Thread self = Thread.currentThread();
             ClassLoader context = self.getContextClassLoader();
@@ -611,6 +623,16 @@ final class InProcess {
                 throw new NotAttachedException("the loaded libpython has no " + name);
             }
             return invoke(fn, result, args);
+        }
+
+        /** The stand-in's {@code isthmus_open_java_lang} (JNI: java.lang opened to unnamed modules); false if not. */
+        boolean openJavaLang(String standin) {
+            try {
+                Object handle = dlopen(standin);
+                return (Integer) call("isthmus_open_java_lang", handle, INT) == 0;
+            } catch (NotAttachedException e) {
+                return false;  // the hooks stay unordered, as with a plain JVM before
+            }
         }
 
         void setenv(String name, String value) {
