@@ -275,6 +275,12 @@ def test_no_python_named_says_how_to_name_one(apps, tmp_path):
     assert "isthmus maven-install" in said and str(tmp_path / ".isthmus" / "python") in said
 
     (tmp_path / ".isthmus").mkdir()
+    (tmp_path / ".isthmus" / "python").write_text(str(tmp_path / "gone" / "python") + "\n")  # a venv removed since
+    said = _probe(apps, tmp_path, env=env)
+    assert said.startswith(f"NotAttachedException: the Python named by {tmp_path / '.isthmus' / 'python'}"), said
+    assert "-Disthmus.python=PATH" in said and "`isthmus maven-install` or `isthmus jvm-home` again" in said
+    assert "isthmus java -cp" in said  # and the other way to run
+
     (tmp_path / ".isthmus" / "python").write_text(sys.executable + "\n")  # what maven-install records
     assert _probe(apps, tmp_path, env=env) == "ATTACHED"
 

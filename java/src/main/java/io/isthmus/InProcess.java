@@ -157,9 +157,12 @@ final class InProcess {
         }
         Path path = Paths.get(named);
         if (!Files.isExecutable(path)) {
+            boolean recorded = !from.equals(ENV) && !from.startsWith("-D");
             throw new NotAttachedException("the Python named by " + from + " (" + named + ") is not an executable "
                     + "file; name the interpreter of the environment that has isthmus installed (e.g. "
-                    + ".venv/bin/python)");
+                    + ".venv/bin/python)" + (recorded ? " with -D" + PROPERTY + "=PATH or " + ENV + "=PATH, or run "
+                    + "`isthmus maven-install` or `isthmus jvm-home` again with it (they record it there); "
+                    + Isthmus.HOW_TO_LAUNCH : ""));
         }
         return path.toAbsolutePath();
     }
