@@ -197,7 +197,7 @@ def boot(standin_path: str, define_from: str = "", caller_loader: bool = False) 
 
     ``define_from``: JPype's support jar, whose classes the system class loader lacks (they are
     defined there first, :func:`define_support_classes`). ``caller_loader``: io.isthmus was loaded by a
-    class loader of the application's host (a nested jar, JShell, Spark), the calling Java thread's
+    class loader of the application's host (a nested jar, Spark's --jars), the calling Java thread's
     context class loader: Python then finds io.isthmus and the application's classes through it, so
     both sides share one io.isthmus. That loader is read on the calling thread, which the JVM knows."""
     import jpype

@@ -156,7 +156,7 @@ def join_host_jvm(standin: str) -> None:
 
 def attach_in_host(loader=None) -> None:
     """Attach the runtime to the JVM :func:`join_host_jvm` joined. ``loader``: the class loader io.isthmus
-    came from when it is not the system class loader (a nested jar, JShell, Spark): Python looks Java
+    came from when it is not the system class loader (a nested jar, Spark's --jars): Python looks Java
     classes up through it (:func:`_look_up_through`), so it shares the application's io.isthmus."""
     with _lock:
         if _runtime is not None:
