@@ -205,8 +205,11 @@ def test_not_attached_names_isthmus_jvm_home(tmp_path):
     jdk = jvm_home.jdk_home()
     if jar is None or jdk is None:
         pytest.skip("needs the packaged jar (make jar) and a JDK")
+    # no Python named or recorded (a home of its own): on JDK 22+ the JVM would otherwise boot the runtime
+    env = {k: v for k, v in os.environ.items() if k not in ("ISTHMUS_PYTHON", "JAVA_TOOL_OPTIONS")}
+    env["HOME"] = str(tmp_path)
     r = subprocess.run([str(jdk / "bin" / "java"), "-cp", str(jar), str(src)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert "isthmus jvm-home" in r.stdout and "isthmus java" in r.stdout
     assert "examples/" not in r.stdout

@@ -32,6 +32,7 @@ import sysconfig
 import tempfile
 import threading
 import zipfile
+from contextlib import suppress
 from pathlib import Path
 
 from isthmus import knobs
@@ -42,6 +43,7 @@ RECORD = Path("~/.isthmus/python")  # the interpreter path `isthmus jvm-home` / 
 _SOURCE = Path(__file__).resolve().parent / "native" / "standin.c"
 # a class of JPype's support jar, compared at boot with the one on the application's class path
 JPYPE_PROBE = "org/jpype/JPypeContext.class"
+_HIDDEN = "META-INF/versions/0/"
 
 
 def record(python: str | None = None) -> Path:
@@ -144,7 +146,8 @@ def describe() -> list[tuple[str, str]]:
     jar = jpype_jar()
     lines = [("python", sys.executable), ("version", platform.python_version()), ("isthmus", __version__),
              ("libpython", str(libpython())), ("home", sys.base_prefix), ("exec_home", sys.base_exec_prefix),
-             ("prefix", sys.prefix), ("standin", str(standin())), ("jpype", jpype_version()),
+             ("prefix", sys.prefix), ("standin", str(standin())), ("standin_source", str(_SOURCE)),
+             ("jpype", jpype_version()),
              ("jpype_jar", str(jar)), ("jpype_sha256", jpype_probe_digest(jar))]
     lines += [("path", p) for p in sys.path if p and os.path.exists(p)]
     lines += [("site", p) for p in _site_folders()]
@@ -157,21 +160,83 @@ def prepare() -> None:
     describe()
 
 
-def boot(standin_path: str) -> None:
+def define_support_classes(standin_path: str, jar: str) -> None:
+    """Define JPype's Java classes (``org.jpype`` in ``jar``) in the JVM's system class loader, through
+    the stand-in's ``isthmus_define_system_classes`` (JNI DefineClass): for an application whose class
+    path lacks org.jpype.jar because its host nests jars (Spring Boot), where JPype's native start,
+    which searches the system class loader, would not find them."""
+    import ctypes
+
+    with zipfile.ZipFile(jar) as z:
+        # META-INF/versions/0/org/jpype: classes JPype's own loader defines from its jar (Reflector0)
+        # (a class in both places: the class path's copy, the top-level one, is what a flat class path gives)
+        found: dict[str, bytes] = {}
+        for n in sorted(z.namelist(), key=lambda n: n.startswith(_HIDDEN)):
+            if n.startswith(("org/jpype/", _HIDDEN + "org/jpype/")) and n.endswith(".class"):
+                found.setdefault(n[:-len(".class")].removeprefix(_HIDDEN), z.read(n))
+        entries = list(found.items())
+    lib = ctypes.CDLL(standin_path)
+    fn = lib.isthmus_define_system_classes
+    fn.restype = ctypes.c_int
+    count = len(entries)
+    names = (ctypes.c_char_p * count)(*[n.encode() for n, _ in entries])
+    blobs = [ctypes.create_string_buffer(b, len(b)) for _, b in entries]
+    data = (ctypes.c_void_p * count)(*[ctypes.addressof(b) for b in blobs])
+    lengths = (ctypes.c_int * count)(*[len(b) for _, b in entries])
+    left = fn(count, names, data, lengths)
+    if left != 0:
+        raise BackendUnavailableError(
+            f"could not define JPype's classes from {jar} in this JVM's system class loader ({left} of {count} "
+            "left undefined); put org.jpype.jar on the JVM's class path (-cp), or run the application with "
+            "`isthmus java`")
+
+
+def boot(standin_path: str, define_from: str = "", caller_loader: bool = False) -> None:
     """Run inside the JVM's process by the Java bootstrap, with the GIL held: start JPype on a
-    Python thread against the running JVM and attach the runtime (see the module's docstring)."""
+    Python thread against the running JVM and attach the runtime (see the module's docstring).
+
+    ``define_from``: JPype's support jar, whose classes the system class loader lacks (they are
+    defined there first, :func:`define_support_classes`). ``caller_loader``: io.isthmus was loaded by a
+    class loader of the application's host (a nested jar, Spark's --jars), the calling Java thread's
+    context class loader: Python then finds io.isthmus and the application's classes through it, so
+    both sides share one io.isthmus. That loader is read on the calling thread, which the JVM knows."""
+    import jpype
+
     from . import jvm
 
     failures: list[BaseException] = []
+    started, go = threading.Event(), threading.Event()
+    box: dict = {}
 
     def run() -> None:
         try:
-            jvm.start_in_host(standin_path)
+            if define_from:
+                define_support_classes(standin_path, define_from)
+            jvm.join_host_jvm(standin_path)
+            started.set()
+            go.wait()
+            if "error" in box:
+                return
+            jvm.attach_in_host(box.get("loader"))
         except BaseException as exc:  # noqa: BLE001 - raised on the bootstrap's thread below
             failures.append(exc)
+        finally:
+            started.set()
+            with suppress(Exception):
+                if jpype.isJVMStarted():
+                    jpype.JClass("java.lang.Thread").detach()  # this thread ends; the JVM keeps no record of it
 
     thread = threading.Thread(target=run, name="isthmus-boot")
     thread.start()
+    started.wait()
+    try:
+        if caller_loader and not failures:
+            box["loader"] = jpype.JClass("java.lang.Thread").currentThread().getContextClassLoader()
+    except BaseException as exc:  # noqa: BLE001
+        box["error"] = exc
+        failures.append(exc)
+    finally:
+        go.set()
     thread.join()
     if failures:
         raise failures[0]

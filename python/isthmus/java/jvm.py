@@ -138,11 +138,11 @@ def _attach(classpath_entries: list[str]) -> None:
     _install_exit_hook()
 
 
-def start_in_host(standin: str) -> None:
-    """Join the JVM that its own host started and that runs this embedded Python (io.isthmus.InProcess,
-    :mod:`.hosted`), through the native stand-in ``standin`` for libjvm, and attach the runtime. Call
-    on a Python thread the JVM has not seen. The process ends when the JVM exits: its exit hook runs
-    Python's exit handlers then, and nothing here shuts the JVM down."""
+def join_host_jvm(standin: str) -> None:
+    """Start JPype against the JVM that its own host started and that runs this embedded Python
+    (io.isthmus.InProcess, :mod:`.hosted`), through the native stand-in ``standin`` for libjvm. Call
+    on a Python thread the JVM has not seen, then :func:`attach_in_host`. The process ends when the JVM
+    exits: its exit hook runs Python's exit handlers then, and nothing here shuts the JVM down."""
     import jpype
 
     with _lock:
@@ -153,10 +153,40 @@ def start_in_host(standin: str) -> None:
         # interrupt=True: JPype leaves the JVM's SIGINT and SIGTERM handling alone (shutdown hooks, exit 130 and
         # 143); False would route both signals into this Python as KeyboardInterrupts
         jpype.startJVM(jvmpath=standin, classpath=[], convertStrings=False, interrupt=True)
-        try:
-            _attach([])
-        finally:
-            jpype.JClass("java.lang.Thread").detach()  # this thread ends; the JVM keeps no record of it
+
+
+def attach_in_host(loader=None) -> None:
+    """Attach the runtime to the JVM :func:`join_host_jvm` joined. ``loader``: the class loader io.isthmus
+    came from when it is not the system class loader (a nested jar, Spark's --jars): Python looks Java
+    classes up through it (:func:`_look_up_through`), so it shares the application's io.isthmus."""
+    with _lock:
+        if _runtime is not None:
+            return
+        if loader is not None:
+            _look_up_through(loader)
+        _attach([])
+
+
+def _look_up_through(loader) -> None:
+    """Make JPype find classes by name through ``loader`` first (which asks the system class loader
+    first, as every Java class loader does), then as JPype does: ``jpype.JClass(name)``, the
+    interfaces of ``jpype.JImplements`` and the rest go through ``_jpype._getClass``."""
+    import _jpype
+    import jpype
+
+    original = _jpype._getClass  # noqa: SLF001
+    for_name = jpype.JClass("java.lang.Class").forName
+    platform = ("java.", "javax.", "jdk.", "sun.", "org.jpype.", "[")
+
+    def get_class(name):
+        if isinstance(name, str) and not name.startswith(platform):
+            try:
+                return original(for_name(name, True, loader))
+            except jpype.JException:
+                pass  # ClassNotFoundException (or a linkage error): JPype's own lookup says what is wrong
+        return original(name)
+
+    _jpype._getClass = get_class  # noqa: SLF001
 
 
 def exiting() -> bool:

@@ -35,7 +35,15 @@ import java.util.concurrent.TimeUnit;
  * FFM library lookup is local); {@code Py_InitializeEx(0)} (no Python signal handlers: the JVM
  * keeps SIGTERM and SIGINT); run {@code isthmus.java.hosted.boot}, which starts JPype on a Python
  * thread against this JVM and attaches the runtime as {@code isthmus.java.start()} does; then
- * {@code PyEval_SaveThread}, so any Java thread can take the GIL.
+ * {@code PyEval_SaveThread}, so any Java thread can take the GIL. Before that, the stand-in opens
+ * {@code java.lang} to unnamed modules through JNI (as the {@code --add-opens} that
+ * {@code isthmus java} passes), so {@link ShutdownOrder} runs the runtime's shutdown step after the
+ * application's hooks.
+ *
+ * <p>Where io.isthmus came from a class loader of the application's host (Spring Boot's nested jars,
+ * Spark's {@code --jars}, a plugin loader), Python looks classes up through that loader, and the
+ * installed JPype's classes, which JPype's native part looks for in the system class loader, are
+ * defined there by the stand-in (JNI {@code DefineClass}) when the class path lacks them.
  *
  * <p>The Foreign Function & Memory API is final in JDK 22, and this artifact targets Java 17: it is
  * reached by reflection here, so one class file serves both (on 17-21 this class is never asked
@@ -94,13 +102,22 @@ final class InProcess {
                         + "isthmus runtime is attached; call isthmus.java.start() in that Python");
             }
             Description d = Description.of(python());
-            checkClassPath(d);
+            Loaders loaders = checkClassPath(d);
+            // java.lang opened as `isthmus java` opens it (--add-opens): the runtime's shutdown step then runs
+            // after the application's hooks (ShutdownOrder); without, a thread calling the runtime while the JVM
+            // shuts down could enter the bridge after it closed (SIGSEGV in JPype's native part)
+            ffm.openJavaLang(d.one("standin"));
             ShutdownOrder.keepInPlace(ShutdownOrder.applicationHooks());  // the application's own stay put
+            Thread self = Thread.currentThread();
+            ClassLoader context = self.getContextClassLoader();
             try {
-                bootPython(ffm, d);
+                self.setContextClassLoader(Isthmus.class.getClassLoader());  // what Python reads (hosted.boot)
+                bootPython(ffm, d, loaders);
             } catch (NotAttachedException e) {
                 failed = e.getMessage();
                 throw e;
+            } finally {
+                self.setContextClassLoader(context);
             }
             booted = true;
             attached = Isthmus.attached();
@@ -140,34 +157,59 @@ final class InProcess {
         }
         Path path = Paths.get(named);
         if (!Files.isExecutable(path)) {
+            boolean recorded = !from.equals(ENV) && !from.startsWith("-D");
             throw new NotAttachedException("the Python named by " + from + " (" + named + ") is not an executable "
                     + "file; name the interpreter of the environment that has isthmus installed (e.g. "
-                    + ".venv/bin/python)");
+                    + ".venv/bin/python)" + (recorded ? " with -D" + PROPERTY + "=PATH or " + ENV + "=PATH, or run "
+                    + "`isthmus maven-install` or `isthmus jvm-home` again with it (they record it there); "
+                    + Isthmus.HOW_TO_LAUNCH : ""));
         }
         return path.toAbsolutePath();
     }
 
+    /** Where the io.isthmus and org.jpype classes of this JVM are, as the boot needs to know. */
+    static final class Loaders {
+        /** io.isthmus came from a loader of the application's host, not the system class loader. */
+        final boolean hostLoader;
+        /** org.jpype is not on the system class loader: the boot defines the installed JPype's there. */
+        final boolean defineJpype;
+
+        Loaders(boolean hostLoader, boolean defineJpype) {
+            this.hostLoader = hostLoader;
+            this.defineJpype = defineJpype;
+        }
+    }
+
     /**
-     * JPype resolves classes through the system class loader: its support classes (org.jpype.jar)
-     * and io.isthmus must both be there, and org.jpype's must be the installed JPype's.
+     * JPype's native start finds its support classes (org.jpype.jar) through the system class loader,
+     * and Python finds io.isthmus there unless told otherwise. On a flat class path both are there.
+     * Where a host nests jars or loads the application with its own loader (Spring Boot's
+     * {@code BOOT-INF/lib}, JShell, Spark's {@code --jars}), io.isthmus is looked up through the
+     * loader that loaded it (the boot thread's context class loader), and the org.jpype classes,
+     * found beside it, are defined in the system class loader from the installed JPype's jar; they
+     * must be that JPype's either way.
      */
-    private static void checkClassPath(Description d) {
+    private static Loaders checkClassPath(Description d) {
         ClassLoader system = ClassLoader.getSystemClassLoader();
+        ClassLoader own = Isthmus.class.getClassLoader();
         Class<?> seen;
         try {
             seen = Class.forName(Isthmus.class.getName(), false, system);
         } catch (ClassNotFoundException e) {
             seen = null;
         }
-        if (seen != Isthmus.class) {
-            throw new NotAttachedException("io.isthmus was loaded by " + Isthmus.class.getClassLoader() + ", not from "
-                    + "this JVM's class path, where JPype finds classes (a nested jar, as in a Spring Boot jar, or a "
-                    + "plugin class loader): put the isthmus jar and org.jpype.jar on the class path too (for a "
-                    + "Spring Boot jar: java -cp APP.jar:isthmus.jar:jpype-support.jar "
-                    + "org.springframework.boot.loader.launch.JarLauncher; for Spark: --driver-class-path and "
-                    + "spark.executor.extraClassPath), or run the application with `isthmus java`");
+        boolean hostLoader = seen != Isthmus.class;
+        if (hostLoader && seen != null) {
+            throw new NotAttachedException("io.isthmus is on this JVM's class path and also in " + own + ", which "
+                    + "loaded the copy this application uses: keep one (remove the isthmus jar from -cp, or from "
+                    + "the application's own jars)");
         }
         URL probe = system.getResource(JPYPE_PROBE);
+        boolean define = false;
+        if (probe == null && hostLoader && own != null) {
+            probe = own.getResource(JPYPE_PROBE);
+            define = probe != null;
+        }
         String jar = d.one("jpype_jar");
         if (probe == null) {
             throw new NotAttachedException("JPype's Java support classes (org.jpype.jar) are not on this JVM's class "
@@ -186,9 +228,10 @@ final class InProcess {
                     + "those of the JPype " + d.one("jpype") + " installed with " + d.one("python") + " (" + jar
                     + "): run `isthmus maven-install` again and rebuild the application, or put " + jar + " on -cp");
         }
+        return new Loaders(hostLoader, define);
     }
 
-    private static void bootPython(Ffm ffm, Description d) {
+    private static void bootPython(Ffm ffm, Description d, Loaders loaders) {
         String lib = d.one("libpython");
         Object handle = ffm.dlopen(lib);
         String version = ffm.string(ffm.call("Py_GetVersion", handle, Ffm.PTR));
@@ -217,7 +260,7 @@ final class InProcess {
             throw new NotAttachedException("cannot create a temporary file for the boot's result: " + e);
         }
         try {
-            int rc = (Integer) ffm.call("PyRun_SimpleString", handle, Ffm.INT, ffm.cString(bootstrap(d, result)));
+            int rc = (Integer) ffm.call("PyRun_SimpleString", handle, Ffm.INT, ffm.cString(bootstrap(d, result, loaders)));
             ffm.call("PyEval_SaveThread", handle, Ffm.PTR);
             String text = Files.readString(result);
             if (rc != 0 || !text.startsWith("ok")) {
@@ -240,7 +283,7 @@ final class InProcess {
     }
 
     /** The Python run in the embedded interpreter: the environment's module path, then the boot. */
-    private static String bootstrap(Description d, Path result) {
+    private static String bootstrap(Description d, Path result, Loaders loaders) {
         StringBuilder paths = new StringBuilder();
         for (String p : d.all("path")) {
             paths.append(py(p)).append(", ");
@@ -258,7 +301,8 @@ final class InProcess {
                 + "    sys.executable = " + py(d.one("python")) + "\n"
                 + "    sys.argv = ['']\n"
                 + "    from isthmus.java import hosted as _hosted\n"
-                + "    _hosted.boot(" + py(d.one("standin")) + ")\n"
+                + "    _hosted.boot(" + py(d.one("standin")) + ", " + (loaders.defineJpype ? py(d.one("jpype_jar")) : "''")
+                + ", " + (loaders.hostLoader ? "True" : "False") + ")\n"
                 + "    _r = 'ok'\n"
                 + "except BaseException as _e:\n"
                 + "    import traceback\n"
@@ -317,11 +361,11 @@ final class InProcess {
 
         /** The stamp a cached description is valid for: the interpreter and its libpython, unchanged. */
         private static String stamp(Path python, Map<String, List<String>> lines) throws IOException {
-            StringBuilder s = new StringBuilder();
+            StringBuilder s = new StringBuilder("2;");  // the format: a cache of an older one is asked again
             Path real = python.toRealPath();
             s.append(real).append('@').append(Files.getLastModifiedTime(real).toMillis());
             if (lines != null) {
-                for (String key : new String[] {"libpython", "standin", "jpype_jar"}) {
+                for (String key : new String[] {"libpython", "standin", "standin_source", "jpype_jar"}) {
                     List<String> v = lines.get(key);
                     Path p = Paths.get(v == null ? "" : v.get(0));
                     s.append(';').append(p).append('@').append(Files.getLastModifiedTime(p).toMillis());
@@ -582,6 +626,16 @@ final class InProcess {
                 throw new NotAttachedException("the loaded libpython has no " + name);
             }
             return invoke(fn, result, args);
+        }
+
+        /** The stand-in's {@code isthmus_open_java_lang} (JNI: java.lang opened to unnamed modules); false if not. */
+        boolean openJavaLang(String standin) {
+            try {
+                Object handle = dlopen(standin);
+                return (Integer) call("isthmus_open_java_lang", handle, INT) == 0;
+            } catch (NotAttachedException e) {
+                return false;  // the hooks stay unordered, as with a plain JVM before
+            }
         }
 
         void setenv(String name, String value) {
