@@ -78,8 +78,8 @@ MMA = OpSpec(
 
 def use_mma(dev, dt, d: int) -> bool:
     """Whether attention runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16
-    (or, in an :func:`emulated_mma` context, any OpenCL device)."""
-    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+    (or, in an :func:`emulated_mma` context, a CPU device: the emulated warp instructions)."""
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.kind == "cpu"))
             and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= MAX_HEAD_DIM)
 
 

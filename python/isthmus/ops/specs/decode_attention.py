@@ -91,7 +91,7 @@ MMA = OpSpec(
 
 def use_mma(dev, dt, d: int) -> bool:
     """Whether decoding runs the tensor-core path: mma.sync, a 16-bit float, head dim a multiple of 16 up to 128."""
-    return ((bool(dev.mma_sync) or (_emulated.get() and dev.backend == "opencl"))
+    return ((bool(dev.mma_sync) or (_emulated.get() and dev.kind == "cpu"))
             and dt.name in ("float16", "bfloat16") and d % 16 == 0 and d <= 128)
 
 
