@@ -40,8 +40,11 @@ def _compile_java(out: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
     tuning_db = tmp_path_factory.mktemp("ray-tuning") / "tuning.sqlite"
+    # TMPDIR: the actors' device claims (isthmus/ray/claim.py: a file per device under the temporary
+    # folder, as a node's clusters share them) are this cluster's own, so that another pytest-xdist
+    # worker's cluster on this machine does not own the two PoCL devices this one's actors claim
     env = {"POCL_DEVICES": "pthread pthread", "ISTHMUS_TUNING_DB": str(tuning_db),
-           "ISTHMUS_CACHE_DIR": os.environ["ISTHMUS_CACHE_DIR"]}
+           "ISTHMUS_CACHE_DIR": os.environ["ISTHMUS_CACHE_DIR"], "TMPDIR": str(tmp_path_factory.mktemp("ray-tmp"))}
     had_faulthandler = faulthandler.is_enabled()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
     if not had_faulthandler:
