@@ -19,8 +19,11 @@ What is at the path decides what happens (nothing isthmus did not write is ever 
 - an isthmus database of a newer schema, a folder, another application's SQLite file or any
   other file: :class:`DatabaseError` naming the path and what to do; the file stays as it is;
 - a database the process cannot write (a read-only file or folder: a ConfigMap, an image layer):
-  opened read-only (SQLite ``mode=ro``, else ``immutable=1`` where no ``-shm`` can be made), so
-  lookups read it; every write is a :class:`DatabaseError` saying how to use a writable copy.
+  opened read-only, so lookups read it and nothing is made beside it: ``immutable=1`` when it has no
+  write-ahead log (every commit is in the file; a ``mode=ro`` reader of a WAL database would leave
+  ``-wal`` and ``-shm`` files in a writable folder), else SQLite ``mode=ro`` (a writer's log is
+  read through its ``-shm``; ``immutable=1`` where no ``-shm`` can be made); every write is a
+  :class:`DatabaseError` saying how to use a writable copy.
 """
 from __future__ import annotations
 
@@ -169,7 +172,11 @@ class Database:
         if self.path is None:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         else:
-            conn = _connect_file(self.path, "ro" if self.readonly else "rw")
+            wal = Path(str(self.path) + "-wal")
+            if self.readonly and not wal.exists():
+                conn = _connect_file(self.path, "ro", immutable=True)
+            else:
+                conn = _connect_file(self.path, "ro" if self.readonly else "rw")
             if self.readonly:
                 try:
                     conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
