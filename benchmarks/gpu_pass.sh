@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
 #   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...
-#   (stages: test ops27 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
+#   (stages: test ops27 round3 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 # Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
@@ -55,6 +55,20 @@ for stage in "$@"; do
     ops27) for m in norms pointwise losses attention; do
              timeout ${OPS_S:-45} python3 -m benchmarks $m --device $cuda --rounds 3 --out "$R" 2>&1 | tail -25; done
            timeout ${OPS_S:-45} python3 -m benchmarks sampling --device $cuda --out "$R" 2>&1 | tail -25 ;;
+    # issues 25 and 27-31 next to torch on CUDA (attention, gemm at Llama shapes, isthmus.llm against
+    # transformers, Llama decode from Java, host time per call against 089fb2e's tree in .overhead-base/old,
+    # norms, sampling, the JVM-hosted app): each benchmark cut to R3_S seconds
+    round3) s=${R3_S:-90}
+            timeout $s python3 -m benchmarks attention_gpu --device $cuda --only prefill,decode --rounds 3 --out "$R" 2>&1 | tail -40
+            timeout $s python3 -m benchmarks gemm_llama --device $cuda --sections squares,skinny,llama --rounds 3 --out "$R" 2>&1 | tail -60
+            timeout $s python3 tests/llm/gpu_check_llm.py correctness --device $cuda --out "$R/llm_correct.jsonl" 2>&1 | tail -12
+            timeout $((s + 20)) python3 -m benchmarks llama --device $cuda --shapes 1b --quick --contexts 512 --batches 1,8,32 \
+              --peers graph,eager --budget $s --dir /tmp --out "$R" 2>&1 | tail -40
+            [ -d .overhead-base/old ] && timeout $s python3 -m benchmarks host_overhead_trees .overhead-base/old "$PWD" \
+              --backend cuda opencl --kind gpu --rounds 2 --reps 3 --calls 4000 --out "$R" 2>&1 | tail -30
+            timeout $s python3 -m benchmarks norms --device $cuda --rounds 3 --out "$R" 2>&1 | tail -25
+            timeout $s python3 -m benchmarks sampling --device $cuda --out "$R" 2>&1 | tail -20
+            timeout $s python3 -m benchmarks hosted_overhead --quick --device $cuda --java-home "$JAVA_HOME" --out "$R" 2>&1 | tail -15 ;;
     quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
