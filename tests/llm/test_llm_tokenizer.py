@@ -176,6 +176,16 @@ def test_template_extras_globals_and_tojson(tmp_path):
                    '{\n  "a": [\n    1,\n    2\n  ]\n}|' + year)
 
 
+def test_generation_tags_and_loop_controls_as_transformers(tmp_path):
+    tpl = ("{% for m in messages %}{% if m['role'] == 'system' %}{% continue %}{% endif %}"
+           "{% if m['role'] == 'assistant' %}{% generation %}[{{ m['content'] }}]{% endgeneration %}"
+           "{% else %}{{ m['content'] }};{% endif %}{% endfor %}")
+    tok = _chat_tokenizer(tmp_path, tpl)
+    msgs = [{"role": "system", "content": "x"}, {"role": "user", "content": "cat"},
+            {"role": "assistant", "content": "dog"}, {"role": "user", "content": "mat"}]
+    assert tok.apply_chat_template(msgs) == "cat;[dog]mat;"
+
+
 def test_chat_template_errors(tmp_path, monkeypatch):
     msgs = [{"role": "user", "content": "cat"}]
     tok = Tokenizer.from_folder(_write_tokenizer(tmp_path / "none", {"bos_token": "<s>"}))

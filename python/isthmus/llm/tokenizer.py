@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal, overload
 
 from ..errors import FormatError, InvalidArgumentError
 
@@ -130,7 +131,16 @@ class Tokenizer:
         return tuple(out)
 
     # ---- chat ---------------------------------------------------------------------------------
-    def apply_chat_template(self, messages, add_generation_prompt: bool = True, tokenize: bool = False, **extra):
+    @overload
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = ...,
+                            tokenize: Literal[False] = ..., **extra: Any) -> str: ...
+
+    @overload
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = ...,
+                            *, tokenize: Literal[True], **extra: Any) -> list[int]: ...
+
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = True,
+                            tokenize: bool = False, **extra: Any) -> str | list[int]:
         """The conversation rendered by the chat template of tokenizer_config.json, as Hugging Face
         transformers' ``tokenizer.apply_chat_template(messages, add_generation_prompt=..., tokenize=False)``
         does it: a sandboxed Jinja environment (trim_blocks, lstrip_blocks), the variables ``messages``,
@@ -179,6 +189,7 @@ class Tokenizer:
         try:
             import jinja2
             import jinja2.ext
+            import jinja2.nodes
             from jinja2.sandbox import ImmutableSandboxedEnvironment
         except ImportError:
             raise InvalidArgumentError("Tokenizer.apply_chat_template needs the `jinja2` package: "
@@ -197,8 +208,21 @@ class Tokenizer:
 
             return datetime.now().strftime(fmt)
 
+        class _Generation(jinja2.ext.Extension):
+            # transformers' {% generation %}...{% endgeneration %} (it marks the assistant's text for
+            # training masks): the body rendered as it is, which is what transformers prints
+            tags = {"generation"}
+
+            def parse(self, parser):
+                lineno = next(parser.stream).lineno
+                body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+                return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+            def _body(self, caller):
+                return caller()
+
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                            extensions=[jinja2.ext.loopcontrols])
+                                            extensions=[_Generation, jinja2.ext.loopcontrols])
         env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
         env.globals["strftime_now"] = strftime_now

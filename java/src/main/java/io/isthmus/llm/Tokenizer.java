@@ -16,10 +16,10 @@ import java.util.Map;
  * <pre>{@code
  * int[] prompt = model.tokenizer().encode("The capital of France is");
  * String text = model.tokenizer().decode(result.tokens(0));
- * String chat = model.tokenizer().applyChatTemplate(List.of(
- *         Map.of("role", "system", "content", "You are terse."),
- *         Map.of("role", "user", "content", "Capital of France?")));
- * int[] chatPrompt = model.tokenizer().encodeChat(messages);   // the ids of that text, BOS written once
+ * List<Map<String, String>> chat = List.of(Map.of("role", "system", "content", "You are terse."),
+ *         Map.of("role", "user", "content", "Capital of France?"));
+ * String chatText = model.tokenizer().applyChatTemplate(chat);   // as transformers renders it
+ * int[] chatPrompt = model.tokenizer().encodeChat(chat);         // the ids of that text, BOS written once
  * }</pre>
  */
 public final class Tokenizer {
