@@ -194,3 +194,65 @@ def test_java_tokenizer_is_pythons(jvm, J, model):
     assert str(tok.decode(jvm.JArray(jvm.JInt)([0, 3, 4, 1]))) == "w3 w4"
     assert str(tok.decode(jvm.JArray(jvm.JInt)([0, 3]), False)) == "<s> w3"
     assert list(tok.stopTokens()) == [1]
+
+
+def test_java_chat_template_is_pythons(jvm, J, model):
+    """io.isthmus.llm.Tokenizer.applyChatTemplate / encodeChat: the Python template's text and ids, one
+    crossing, typed Java errors."""
+    _word_tokenizer(model, 263)
+    cfg = json.loads((model / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = ("{% for m in messages %}{% if loop.first %}{{ bos_token }}{% endif %}"
+                            "{% if m['role'] == 'user' %}w4 {% else %}w3 {% endif %}{{ m['content'] + ' ' + eos_token + ' ' }}"
+                            "{% endfor %}"
+                            "{% if add_generation_prompt %}{{ 'w5' }}{% endif %}")
+    (model / "tokenizer_config.json").write_text(json.dumps(cfg))
+    py = llm.Tokenizer.from_folder(model)
+    tok = jvm.JPackage("io.isthmus.llm").Tokenizer.load(_jpath(jvm, model))
+    rng = np.random.default_rng()
+    words = [" ".join(f"w{i}" for i in rng.integers(2, 263, 3)) for _ in range(3)]
+    roles = ["system", "user", "assistant"]
+    msgs = [{"role": r, "content": c} for r, c in zip(roles, words)]
+    JMap, JList = jvm.JClass("java.util.Map"), jvm.JClass("java.util.ArrayList")
+    jmsgs = JList()
+    for r, c in zip(roles, words):
+        jmsgs.add(JMap.of("role", r, "content", c))
+    want = py.apply_chat_template(msgs)
+    assert want.startswith("<s>") and want.endswith("w5")
+    assert str(tok.applyChatTemplate(jmsgs)) == want
+    assert str(tok.applyChatTemplate(jmsgs, False)) == py.apply_chat_template(msgs, add_generation_prompt=False)
+    ids = list(tok.encodeChat(jmsgs))
+    assert ids == py.apply_chat_template(msgs, tokenize=True) == py.encode(want, add_special_tokens=False)
+    assert ids.count(0) == 1  # one BOS: the template's
+    exc = jvm.JPackage("io.isthmus")
+    with pytest.raises(exc.InvalidArgumentException, match=r"messages\[1\]"):
+        bad = JList()
+        bad.add(JMap.of("role", "user", "content", "w3"))
+        bad.add(JMap.of("role", "user"))
+        tok.applyChatTemplate(bad)
+    cfg.pop("chat_template")
+    (model / "tokenizer_config.json").write_text(json.dumps(cfg))
+    plain = jvm.JPackage("io.isthmus.llm").Tokenizer.load(_jpath(jvm, model))
+    with pytest.raises(exc.InvalidArgumentException, match="no chat template"):
+        plain.encodeChat(jmsgs)
+
+
+@pytest.mark.skipif(not JAR.exists(), reason="the artifact is not built: make jar")
+def test_the_command_line_chat_flag_renders_each_prompt_as_a_user_message(dev, model):
+    _word_tokenizer(model, 263)
+    cfg = json.loads((model / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = ("{{ bos_token }}{% for m in messages %}{{ 'w7 ' + m['content'] + ' w8 ' }}{% endfor %}"
+                            "{% if add_generation_prompt %}{{ 'w9' }}{% endif %}")
+    (model / "tokenizer_config.json").write_text(json.dumps(cfg))
+    tok = llm.Tokenizer.from_folder(model)
+    want = tok.apply_chat_template([{"role": "user", "content": "w5 w33"}], tokenize=True)
+    assert want == [0, 7, 5, 33, 8, 9]
+    r = _cli("--model", model, "--prompt", "w5 w33", "--chat", "--max-new-tokens", 6, "--device", dev.id)
+    assert r.returncode == 0, r.stderr
+    py = _python_generate(model, dev, [want, tok.encode("w5 w33")], max_new_tokens=6, stop_tokens=(1,))
+    assert r.stdout.splitlines()[0].split("\t")[0] == ",".join(map(str, py.tokens[0]))
+    plain = _cli("--model", model, "--prompt", "w5 w33", "--max-new-tokens", 6, "--device", dev.id)  # no flag: as before
+    assert plain.stdout.splitlines()[0].split("\t")[0] == ",".join(map(str, py.tokens[1]))
+    cfg.pop("chat_template")
+    (model / "tokenizer_config.json").write_text(json.dumps(cfg))
+    r = _cli("--model", model, "--prompt", "w5", "--chat", "--device", dev.id)
+    assert r.returncode == 1 and "no chat template" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr

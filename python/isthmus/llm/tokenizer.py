@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal, overload
 
 from ..errors import FormatError, InvalidArgumentError
 
@@ -34,7 +35,11 @@ class Tokenizer:
             text = _token_text(self.config.get(name))
             if text is not None:
                 self.special_tokens[name] = text
-        self.chat_template = self.config.get("chat_template")  # a Jinja template when given (not rendered here)
+        self.chat_template = self.config.get("chat_template")  # a Jinja template when given
+        if isinstance(self.chat_template, list):  # the named-templates form: [{"name": ..., "template": ...}]
+            named = {t.get("name"): t.get("template") for t in self.chat_template if isinstance(t, dict)}
+            self.chat_template = named.get("default")
+        self._compiled_template = None
 
     @classmethod
     def from_folder(cls, path) -> "Tokenizer":
@@ -124,3 +129,110 @@ class Tokenizer:
             if i is not None and i not in out:
                 out.append(i)
         return tuple(out)
+
+    # ---- chat ---------------------------------------------------------------------------------
+    @overload
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = ...,
+                            tokenize: Literal[False] = ..., **extra: Any) -> str: ...
+
+    @overload
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = ...,
+                            *, tokenize: Literal[True], **extra: Any) -> list[int]: ...
+
+    def apply_chat_template(self, messages: list[dict[str, str]], add_generation_prompt: bool = True,
+                            tokenize: bool = False, **extra: Any) -> str | list[int]:
+        """The conversation rendered by the chat template of tokenizer_config.json, as Hugging Face
+        transformers' ``tokenizer.apply_chat_template(messages, add_generation_prompt=..., tokenize=False)``
+        does it: a sandboxed Jinja environment (trim_blocks, lstrip_blocks), the variables ``messages``,
+        ``add_generation_prompt``, the special tokens (``bos_token``, ``eos_token``, ...) and ``extra``
+        (e.g. ``date_string="26 Jul 2024"``, ``tools=None``). With ``tokenize=True`` the token ids of that
+        text, encoded without adding special tokens again (the template writes the BOS itself).
+
+        >>> tok.apply_chat_template([{"role": "user", "content": "Hi"}])
+        '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\\n\\nHi<|eot_id|>...'
+        """
+        if not isinstance(messages, (list, tuple)):
+            raise InvalidArgumentError(f"apply_chat_template: messages must be a list of {{'role': str, "
+                                       f"'content': str}} dicts, got {type(messages).__name__}")
+        for i, m in enumerate(messages):
+            if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                raise InvalidArgumentError(f"apply_chat_template: messages[{i}] must be a dict with a str 'role' "
+                                           f"and a str 'content', got {m!r:.80}")
+        template = self._template()
+        import jinja2
+
+        variables = {name: text for name, text in self.special_tokens.items()}
+        for name in ("sep_token", "cls_token", "mask_token"):
+            text = _token_text(self.config.get(name))
+            if text is not None:
+                variables.setdefault(name, text)
+        variables.update(extra)
+        variables.setdefault("tools", None)
+        variables.setdefault("documents", None)
+        try:
+            text = template.render(messages=[dict(m) for m in messages],
+                                   add_generation_prompt=bool(add_generation_prompt), **variables)
+        except _TemplateRaised as exc:
+            raise InvalidArgumentError(f"the chat template refused the conversation: {exc}") from None
+        except jinja2.TemplateError as exc:
+            raise FormatError(f"the chat template of tokenizer_config.json failed to render: {exc}") from None
+        if tokenize:
+            return self.encode(text, add_special_tokens=False)
+        return text
+
+    def _template(self):
+        if self._compiled_template is not None:
+            return self._compiled_template
+        if not isinstance(self.chat_template, str) or not self.chat_template:
+            raise InvalidArgumentError("this model has no chat template (tokenizer_config.json gives no "
+                                       "chat_template); pass the prompt as plain text or token ids instead")
+        try:
+            import jinja2
+            import jinja2.ext
+            import jinja2.nodes
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+        except ImportError:
+            raise InvalidArgumentError("Tokenizer.apply_chat_template needs the `jinja2` package: "
+                                       "pip install isthmus[llm]") from None
+
+        def raise_exception(message):
+            raise _TemplateRaised(message)
+
+        def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+            # as transformers: json.dumps without HTML escaping and keeping non-ASCII text (Jinja's own
+            # tojson escapes <, >, & and ')
+            return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+        def strftime_now(fmt):
+            from datetime import datetime
+
+            return datetime.now().strftime(fmt)
+
+        class _Generation(jinja2.ext.Extension):
+            # transformers' {% generation %}...{% endgeneration %} (it marks the assistant's text for
+            # training masks): the body rendered as it is, which is what transformers prints
+            tags = {"generation"}
+
+            def parse(self, parser):
+                lineno = next(parser.stream).lineno
+                body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+                return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+            def _body(self, caller):
+                return caller()
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=[_Generation, jinja2.ext.loopcontrols])
+        env.filters["tojson"] = tojson
+        env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = strftime_now
+        try:
+            self._compiled_template = env.from_string(self.chat_template)
+        except jinja2.TemplateSyntaxError as exc:
+            raise FormatError(f"the chat_template of tokenizer_config.json is not a valid Jinja template: "
+                              f"{exc.message} (line {exc.lineno})") from None
+        return self._compiled_template
+
+
+class _TemplateRaised(Exception):
+    """raise_exception(...) called by a chat template."""

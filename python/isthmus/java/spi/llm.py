@@ -165,3 +165,15 @@ class TokenizerHandle:
 
     def stopTokens(self):
         return jpype.JArray(jpype.JInt)([int(t) for t in self.tokenizer.stop_tokens()])
+
+    def applyChatTemplate(self, jroles, jcontents, add_generation_prompt, tokenize):
+        roles = [None if r is None else str(r) for r in jroles]
+        contents = [None if c is None else str(c) for c in jcontents]
+        if len(roles) != len(contents):
+            raise InvalidArgumentError(f"applyChatTemplate: {len(roles)} roles but {len(contents)} contents")
+        messages = [{"role": r, "content": c} for r, c in zip(roles, contents)]
+        out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=bool(add_generation_prompt),
+                                                 tokenize=bool(tokenize))
+        if tokenize:
+            return jpype.JArray(jpype.JInt)(np.asarray(out, dtype=np.int32))
+        return str(out)

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -18,12 +19,15 @@ import java.util.regex.Pattern;
  * <pre>
  * isthmus java -cp ARTIFACT io.isthmus.llm.Generate --model DIR (--prompt-ids 1,2,3 ... | --prompt TEXT ...)
  *     [--max-new-tokens N] [--temperature T --top-k K --top-p P --seed S] [--device ID]
- *     [--batch-file F] [--dump-logits FILE.npy]
+ *     [--batch-file F] [--dump-logits FILE.npy] [--chat]
  * </pre>
  *
  * <p>Every {@code --prompt-ids} or {@code --prompt} is one sequence of the batch, in order, then each
  * non-empty line of {@code --batch-file} (a line of comma-separated ids is ids, any other line text).
- * Text needs the folder's {@code tokenizer.json}. Greedy unless a sampling option is given (then the
+ * Text needs the folder's {@code tokenizer.json}. With {@code --chat} each text prompt is one user message
+ * rendered through the chat template of {@code tokenizer_config.json} (as transformers'
+ * {@code apply_chat_template(..., add_generation_prompt=True)}), for Instruct models; without it the
+ * text is encoded as given. Greedy unless a sampling option is given (then the
  * temperature is 1 unless {@code --temperature} says otherwise; {@code --temperature 0} is greedy). A
  * sequence ends after {@code --max-new-tokens}, or at one of the model's end tokens ({@code config.json}'s
  * {@code eos_token_id}, the tokenizer's end-of-turn tokens), which is printed with it.
@@ -36,7 +40,8 @@ import java.util.regex.Pattern;
 public final class Generate {
     static final String USAGE = "usage: isthmus java -cp ARTIFACT io.isthmus.llm.Generate --model DIR "
             + "(--prompt-ids 1,2,3 ... | --prompt TEXT ...) [--max-new-tokens N] "
-            + "[--temperature T --top-k K --top-p P --seed S] [--device ID] [--batch-file F] [--dump-logits FILE.npy]";
+            + "[--temperature T --top-k K --top-p P --seed S] [--device ID] [--batch-file F] [--dump-logits FILE.npy] "
+            + "[--chat (each text prompt is one user message through the model's chat template)]";
     private static final Pattern IDS = Pattern.compile("\\s*\\d+\\s*(,\\s*\\d+\\s*)*");
 
     private Generate() {
@@ -82,6 +87,7 @@ public final class Generate {
         Long seed;
         String device;
         Path dumpLogits;
+        boolean chat;
         boolean help;
 
         boolean sampling() {
@@ -143,6 +149,10 @@ public final class Generate {
             if (flag.equals("-h") || flag.equals("--help")) {
                 a.help = true;
                 return a;
+            }
+            if (flag.equals("--chat") && value == null) {
+                a.chat = true;
+                continue;
             }
             if (!flag.startsWith("--")) {
                 throw new Failure(2, "unexpected argument '" + flag + "' (every prompt follows --prompt-ids or --prompt; "
@@ -289,7 +299,9 @@ public final class Generate {
                 tok = Tokenizer.load(a.model);
             }
             for (Prompt p : a.prompts) {
-                batch.add(p.ids() != null ? p.ids() : tok.encode(p.text()));
+                batch.add(p.ids() != null ? p.ids()
+                        : a.chat ? tok.encodeChat(List.of(Map.of("role", "user", "content", p.text())))
+                        : tok.encode(p.text()));
             }
         } catch (IsthmusException e) {
             if (text) {

@@ -6,6 +6,8 @@ import io.isthmus.spi.TokenizerHandle;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 /**
  * A model folder's tokenizer ({@code tokenizer.json}, run by the {@code tokenizers} package in the
@@ -14,6 +16,10 @@ import java.nio.file.Path;
  * <pre>{@code
  * int[] prompt = model.tokenizer().encode("The capital of France is");
  * String text = model.tokenizer().decode(result.tokens(0));
+ * List<Map<String, String>> chat = List.of(Map.of("role", "system", "content", "You are terse."),
+ *         Map.of("role", "user", "content", "Capital of France?"));
+ * String chatText = model.tokenizer().applyChatTemplate(chat);   // as transformers renders it
+ * int[] chatPrompt = model.tokenizer().encodeChat(chat);         // the ids of that text, BOS written once
  * }</pre>
  */
 public final class Tokenizer {
@@ -84,5 +90,72 @@ public final class Tokenizer {
      */
     public int[] stopTokens() {
         return handle.stopTokens();
+    }
+
+    /**
+     * The conversation rendered by the model's chat template ({@code chat_template} of
+     * {@code tokenizer_config.json}) exactly as Hugging Face transformers'
+     * {@code apply_chat_template(messages, add_generation_prompt=True, tokenize=False)} does, ending with the
+     * header of the assistant's turn.
+     *
+     * @param messages the conversation: maps with a {@code "role"} ({@code system}, {@code user},
+     *     {@code assistant}) and a {@code "content"}
+     * @return the prompt text, special tokens (BOS, headers) written as text
+     * @throws InvalidArgumentException if a message lacks a role or content, or the model has no chat template
+     * @throws io.isthmus.FormatException if the chat template is not a valid Jinja template
+     */
+    public String applyChatTemplate(List<Map<String, String>> messages) {
+        return applyChatTemplate(messages, true);
+    }
+
+    /**
+     * @param messages the conversation, as {@link #applyChatTemplate(List)}
+     * @param addGenerationPrompt whether to end with the header of the assistant's turn (true to generate
+     *     the reply)
+     * @return the prompt text
+     * @see #applyChatTemplate(List)
+     */
+    public String applyChatTemplate(List<Map<String, String>> messages, boolean addGenerationPrompt) {
+        return (String) chat("applyChatTemplate", messages, addGenerationPrompt, false);
+    }
+
+    /**
+     * @param messages the conversation, as {@link #applyChatTemplate(List)}
+     * @return the token ids of {@link #applyChatTemplate(List)}'s text, no special tokens added again (the
+     *     template writes the BOS itself)
+     */
+    public int[] encodeChat(List<Map<String, String>> messages) {
+        return encodeChat(messages, true);
+    }
+
+    /**
+     * @param messages the conversation, as {@link #applyChatTemplate(List)}
+     * @param addGenerationPrompt whether to end with the header of the assistant's turn
+     * @return the token ids of {@link #applyChatTemplate(List, boolean)}'s text, no special tokens added again
+     */
+    public int[] encodeChat(List<Map<String, String>> messages, boolean addGenerationPrompt) {
+        return (int[]) chat("encodeChat", messages, addGenerationPrompt, true);
+    }
+
+    private Object chat(String method, List<Map<String, String>> messages, boolean addGenerationPrompt,
+            boolean tokenize) {
+        if (messages == null) {
+            throw new InvalidArgumentException("Tokenizer." + method + "(null): pass the conversation as a list of "
+                    + "maps with \"role\" and \"content\"");
+        }
+        String[] roles = new String[messages.size()];
+        String[] contents = new String[messages.size()];
+        for (int i = 0; i < roles.length; i++) {
+            Map<String, String> m = messages.get(i);
+            Object role = m == null ? null : m.get("role");
+            Object content = m == null ? null : m.get("content");
+            if (!(role instanceof String) || !(content instanceof String)) {
+                throw new InvalidArgumentException("Tokenizer." + method + ": messages[" + i + "] must be a map with "
+                        + "a String \"role\" and a String \"content\", got " + m);
+            }
+            roles[i] = (String) role;
+            contents[i] = (String) content;
+        }
+        return handle.applyChatTemplate(roles, contents, addGenerationPrompt, tokenize);
     }
 }

@@ -22,4 +22,17 @@ public interface TokenizerHandle {
      *     end-of-turn markers the vocabulary has
      */
     int[] stopTokens();
+
+    /**
+     * The conversation rendered by the chat template of {@code tokenizer_config.json}, as Hugging Face
+     * transformers' {@code apply_chat_template} does it (one crossing for text or ids).
+     *
+     * @param roles the messages' roles, one a message
+     * @param contents the messages' contents, parallel to {@code roles}
+     * @param addGenerationPrompt whether to end with the header of the assistant's turn
+     * @param tokenize false: the text ({@link String}); true: its token ids ({@code int[]}), no special
+     *     tokens added again
+     * @return a {@link String} or an {@code int[]}
+     */
+    Object applyChatTemplate(String[] roles, String[] contents, boolean addGenerationPrompt, boolean tokenize);
 }

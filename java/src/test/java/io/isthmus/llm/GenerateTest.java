@@ -75,6 +75,15 @@ class GenerateTest {
         Run r = run("--help");
         assertEquals(0, r.status());
         assertTrue(r.out().startsWith("usage: isthmus java -cp ARTIFACT io.isthmus.llm.Generate --model DIR"), r.out());
+        assertTrue(r.out().contains("[--chat"), r.out());
+    }
+
+    @Test
+    void chatIsAnOptInFlagWithoutAValue() throws Exception {
+        Generate.Args a = Generate.parse(new String[] {"--model", "m", "--prompt", "hi", "--chat", "--prompt", "yo"});
+        assertTrue(a.chat);
+        assertEquals(2, a.prompts.size());
+        assertTrue(!Generate.parse(new String[] {"--model", "m", "--prompt", "hi"}).chat);
     }
 
     @Test
