@@ -8,7 +8,7 @@ from typing import Any, Literal, overload
 
 from ..errors import FormatError, InvalidArgumentError
 
-_SPECIAL = ("bos_token", "eos_token", "unk_token", "pad_token")
+_SPECIAL = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 
 
 def _token_text(v):
@@ -161,12 +161,7 @@ class Tokenizer:
         template = self._template()
         import jinja2
 
-        variables = {name: text for name, text in self.special_tokens.items()}
-        for name in ("sep_token", "cls_token", "mask_token"):
-            text = _token_text(self.config.get(name))
-            if text is not None:
-                variables.setdefault(name, text)
-        variables.update(extra)
+        variables = {**self.special_tokens, **extra}
         variables.setdefault("tools", None)
         variables.setdefault("documents", None)
         try:
