@@ -172,12 +172,12 @@ class Database:
         if self.path is None:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         else:
-            wal = Path(str(self.path) + "-wal")
-            if self.readonly and not wal.exists():
+            if not self.readonly:
+                conn = _connect_file(self.path, "rw")
+            elif not Path(str(self.path) + "-wal").exists():
                 conn = _connect_file(self.path, "ro", immutable=True)
             else:
-                conn = _connect_file(self.path, "ro" if self.readonly else "rw")
-            if self.readonly:
+                conn = _connect_file(self.path, "ro")
                 try:
                     conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
                 except sqlite3.OperationalError:  # a WAL file in a folder where no -shm can be made
