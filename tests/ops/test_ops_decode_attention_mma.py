@@ -54,11 +54,13 @@ def _check(dev, rng, dtype, b, n, L, h, kvh, d, lengths, params=None):
                                            (2, 3, 97, 16, 2, 64),     # 3 new tokens x 8 heads: two blocks
                                            (1, 1, 1000, 32, 1, 128),  # MQA, 32 heads: two blocks
                                            (2, 1, 33, 4, 4, 96),      # MHA
-                                           (1, 2, 1, 8, 1, 32)])      # one key, fewer than the new tokens
+                                           (2, 3, 3, 8, 1, 32)])      # a cache as long as the new tokens
 def test_tensor_core_decode_matches_float64(dev, rng, dtype, b, n, L, h, kvh, d):
     _mma_device(dev, dtype, d)
     lengths = rng.integers(0, L + 1, size=b).astype(np.int32)
     lengths[0] = L
+    if L == n:  # the other sequence holds fewer keys than its new tokens: rows that see nothing
+        lengths[1:] = rng.integers(0, n, size=b - 1)
     _check(dev, rng, dtype, b, n, L, h, kvh, d, lengths)
 
 

@@ -16,7 +16,6 @@ in float32, as Hugging Face computes it, so results match its within the dtype's
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -29,8 +28,9 @@ from ..spec import OpSpec, Sizes, Tunable
 
 _POS = {"int32": "int", "int64": "long"}  # positions dtype -> POS (the kernel's type for them)
 _LLAMA3 = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
-_tables: dict = {}  # (device, frequencies) -> the device table (Device._Scratch-like memory)
-_tables_lock = threading.Lock()
+# (device, frequencies) -> the device table (a Device._Scratch): a few hundred bytes each, kept for
+# the next call (a model's every layer) and bounded, like every memo that grows with use
+_tables = BoundedMemo(64)
 
 SIZES = Sizes(gpu={"rows": 16384, "cols": 4096}, cpu={"rows": 1024, "cols": 4096},
               quick={"rows": 256, "cols": 1024}, tiny={"rows": 1, "cols": 4096},
@@ -105,16 +105,18 @@ def inv_freq(rotary_dim: int, theta: float, scaling: tuple) -> np.ndarray:
     return inv
 
 
-def _table(dev, rotary_dim: int, theta: float, scaling: tuple):
-    """The float32 frequency table as a launch argument: made once per device and frequencies;
-    while a graph records, memory the graph keeps (its replays may outlive the cache)."""
+def _table(dev, rotary_dim: int, theta: float, scaling: tuple) -> tuple:
+    """(holder, launch argument) of the float32 frequency table: made once per device and
+    frequencies; while a graph records, memory the graph keeps (its replays may outlive the cache).
+    The caller keeps the holder until its launch is queued (a table evicted meanwhile by another
+    thread stays allocated)."""
     host = None
     rec = dev._recording()
     if rec is not None:
         host = inv_freq(rotary_dim, theta, scaling).astype(np.float32)
         buf = rec.temporary(dev, host.nbytes)
         dev.allocator.upload(buf._handle(), host)  # (a constant: uploaded now, not a recorded step)
-        return buf
+        return buf, buf
     key = (dev, rotary_dim, theta, scaling)
     found = _tables.get(key)
     if found is None:
@@ -123,9 +125,8 @@ def _table(dev, rotary_dim: int, theta: float, scaling: tuple):
         host = inv_freq(rotary_dim, theta, scaling).astype(np.float32)
         found = _Scratch(dev, host.nbytes)
         dev.allocator.upload(found._mem, host)
-        with _tables_lock:
-            found = _tables.setdefault(key, found)
-    return found.arg
+        _tables[key] = found  # (two threads that both make one each launch their own; the last stays)
+    return found, found.arg
 
 
 # ---- the op ------------------------------------------------------------------------------------
@@ -204,8 +205,9 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
     kernel, g, loc, sizes = plan(SPEC, key, lambda: _steps(dev, dt, tokens, npos, hq, hk, head_dim,
                                                            int(rotary_dim) // 2, pos_type, interleaved))
     if tokens and hq + hk and head_dim:
-        table = _table(dev, int(rotary_dim), float(theta), scaling)
+        holder, table = _table(dev, int(rotary_dim), float(theta), scaling)
         dev.launch(kernel, g, loc, [*sizes, positions, table, x, x if k is None else k])
+        del holder
     return x
 
 
