@@ -37,7 +37,8 @@
  * dtypes: float half bfloat16 (ACC float).
  * Tunables (-D): WG, SPLIT (work-groups per row of argmax and top-k); LAYOUT (0: as above, a
  *   group's items striding over its chunk; 1, CPUs only (OpenCL C vectors): argmax's items each
- *   scan a contiguous run in 16-wide vectors, and top-k's selection is the group's first item
+ *   scan a contiguous run in 16-wide vectors, sample_rows' segments are whole 16-vectors summed in
+ *   vectors (max from the best key, then the exps), and top-k's selection is the group's first item
  *   keeping a heap of the k best, 16 keys at a time compared with its worst; the same chunks,
  *   partials and merge); KMAX (the largest k the build holds in local memory: set by the call,
  *   not tuned).  Declared in python/isthmus/ops/specs/sampling.py.
@@ -549,11 +550,35 @@ void sample_rows(const int rows, const int cols, const int kc, const int norm_al
     const int greedy = !(temperature > 0.0f);
     const float inv = greedy ? 1.0f : 1.0f / temperature;
     /* each item: its segment's max, sum of exp(x * inv - max), and best (key, index) */
+#if LAYOUT == 1
+    const int seg = ((cols + WG - 1) / WG + 15) / 16 * 16;   /* (whole 16-vectors) */
+#else
     const int seg = (cols + WG - 1) / WG;
+#endif
     const int s0 = min(cols, lid * seg), s1 = min(cols, s0 + seg);
     const int need_row = kc == 0 || (norm_all && !greedy);
     float m = -INFINITY, s = 0.0f;
     ulong best = 0;
+#if LAYOUT == 1
+    /* CPUs: the best key in 16-wide vectors, the max from it (inv > 0 keeps the order), then the
+     * sum of exps in 16-wide vectors (two passes over the cached run, no branch per value) */
+    if (need_row) {
+        best = best_of_run(xr, s0, s1);
+        m = best ? sampling_value((uint)(best >> 32)) * inv : -INFINITY;
+        if (m > -INFINITY) {
+            int i = s0;
+            float16 acc = (float16)0.0f;
+            for (; i + 16 <= s1; i += 16)
+                acc += exp(VLOAD16F(xr, i) * inv - m);
+            float part[16];
+            vstore16(acc, 0, part);
+            for (int j = 0; j < 16; ++j)
+                s += part[j];
+            for (; i < s1; ++i)
+                s += exp(LOAD(xr, i) * inv - m);
+        }
+    }
+#else
     if (need_row) {
         for (int i = s0; i < s1; ++i) {
             const float v = LOAD(xr, i);
@@ -570,6 +595,7 @@ void sample_rows(const int rows, const int cols, const int kc, const int norm_al
             }
         }
     }
+#endif
     lm[lid] = m;
     ls[lid] = s;
     lb[lid] = best;
