@@ -104,14 +104,15 @@ def grid(rows: int, p: dict) -> tuple[tuple, tuple]:
 
 
 def workspace_nbytes(rows: int, p: dict, dt) -> int:
-    """softmax.cl's ws: a ticket, then each chunk's (max, sum) in 32-bit words of 64-bit slots."""
+    """softmax.cl's ws: a ticket, then each chunk's (max, sum) in 32-bit words of 64-bit slots;
+    0 (no workspace: the kernel does not read it) when each row is one group's."""
     split = p.get("SPLIT", 1)
-    return 8 * (1 + (2 * (8 if dt.acc == "double" else 4) // 4 * rows * split if split > 1 else 0))
+    return 8 * (1 + 2 * (8 if dt.acc == "double" else 4) // 4 * rows * split) if split > 1 else 0
 
 
 def _steps(dev, dt, rows: int, cols: int, in_place: bool = False) -> tuple:
-    """(kernel, global, local, rows, cols, bytes, workspace bytes): the workspace (Device._workspace)
-    stays with the kernel (the split rows' tagged (max, sum) pairs need no reset between launches)."""
+    """(kernel, global, local, rows, cols, bytes, workspace bytes): the workspace (Device._workspace;
+    split rows only) stays with the kernel (the split rows' tagged (max, sum) pairs need no reset between launches)."""
     shfl = (("SHFL", int(dev.mma_sync)),)  # NVIDIA's inline PTX: warp shuffles merge narrow rows' teams
     params, kernels = resolve(SPEC, dev, dt, {"rows": max(rows, 1), "cols": max(cols, 1)}, shfl)
     if in_place and params.get("SPLIT", 1) > 1:
@@ -147,7 +148,7 @@ def softmax(x, out=None):
     else:
         y = checks.output("softmax", out, x, shape, nbytes=nbytes)
     if nbytes:
-        dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes)])
+        dev.launch(k, g, loc, [rows, cols, x, y, dev._workspace(k, ws_nbytes) if ws_nbytes else None])
     return y
 
 
