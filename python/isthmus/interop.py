@@ -2,9 +2,12 @@
 interface producer becomes a Buffer viewing the same memory, keeping its owner alive."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .buffer import Buffer
+from .dtypes import lookup
 from .device import device as lookup_device
 from .errors import InvalidArgumentError
 
@@ -24,9 +27,20 @@ def _dlpack_kind(obj) -> int | None:
         return None
 
 
+def _torch_bfloat16(obj) -> bool:
+    """Whether ``obj`` is a PyTorch tensor of bfloat16, which neither NumPy's DLPack import nor the
+    CUDA array interface carries as bfloat16 (torch gives typestr "<V2", ml_dtypes' str, and torch
+    before 2.6 "<f2", which would read it as float16)."""
+    return type(obj).__module__.startswith("torch") and str(getattr(obj, "dtype", "")) == "torch.bfloat16"
+
+
 def _host_array(obj) -> np.ndarray:
     """Host data as NumPy: a CPU DLPack producer (a torch or JAX CPU tensor, any object with
-    ``__dlpack__``) through ``np.from_dlpack`` (no copy), anything else through ``np.asarray``."""
+    ``__dlpack__``) through ``np.from_dlpack`` (no copy), anything else through ``np.asarray``;
+    a torch bfloat16 tensor through its bits (int16) as ml_dtypes' bfloat16."""
+    if _torch_bfloat16(obj) and _dlpack_kind(obj) in _DL_CPU:
+        bits = obj.detach().contiguous().view(sys.modules["torch"].int16)
+        return np.from_dlpack(bits).view(lookup("bfloat16").np)
     if not isinstance(obj, np.ndarray) and _dlpack_kind(obj) in _DL_CPU:
         try:
             return np.from_dlpack(obj)
@@ -57,14 +71,27 @@ def asarray(obj, device=None) -> Buffer:
     return lookup_device(device).asarray(_host_array(obj))
 
 
+class _Bits:
+    """A CUDA array interface of 16-bit values as uint16: how a bfloat16 producer's memory is
+    wrapped (CuPy has no bfloat16 dtype; the Buffer gets isthmus's bfloat16)."""
+
+    def __init__(self, cai: dict):
+        self.__cuda_array_interface__ = {**cai, "typestr": "<u2", "descr": [("", "<u2")]}
+
+
 def _wrap_cuda(obj, device) -> Buffer:
     import cupy
 
-    arr = cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__") else cupy.from_dlpack(obj)
+    dtype = None
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None and (cai.get("typestr") in ("<V2", "|V2") or _torch_bfloat16(obj)):
+        arr, dtype = cupy.asarray(_Bits(cai)), "bfloat16"  # (the memory as its bits; ml_dtypes' str is "<V2")
+    else:
+        arr = cupy.asarray(obj) if cai is not None else cupy.from_dlpack(obj)
     if not arr.flags.c_contiguous:
         raise InvalidArgumentError(f"cannot wrap a non-contiguous array (strides {arr.strides}) without a copy; "
                                    "pass a contiguous one (e.g. cupy.ascontiguousarray / tensor.contiguous())")
     dev = lookup_device(f"cuda:{arr.device.id}")
     if device is not None and lookup_device(device) is not dev:
         raise InvalidArgumentError(f"the array lives on {dev.id}, not on {device}")
-    return Buffer(dev, arr.data, tuple(arr.shape), dev.check_dtype(arr.dtype), int(arr.nbytes), owner=obj)
+    return Buffer(dev, arr.data, tuple(arr.shape), dev.check_dtype(dtype or arr.dtype), int(arr.nbytes), owner=obj)

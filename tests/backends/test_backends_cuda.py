@@ -61,6 +61,22 @@ def test_torch_tensor_round_trip():
     assert back.data_ptr() == buf.ptr
 
 
+def test_a_torch_bfloat16_tensor_is_wrapped_as_bfloat16():
+    """torch's CUDA array interface says "<V2" for bfloat16 (torch before 2.6: "<f2", float16's):
+    the Buffer must be bfloat16 over the same memory, neither refused nor read as float16."""
+    dev = _cuda()
+    torch = pytest.importorskip("torch")
+    t = torch.randn(257, 3, device="cuda", dtype=torch.bfloat16) * 100
+    buf = isthmus.asarray(t)
+    assert buf.ptr == t.data_ptr() and buf.device is dev and buf.shape == (257, 3)
+    assert buf.dtype == isthmus.dtypes.lookup("bfloat16").np
+    torch.cuda.synchronize()
+    want = t.float().cpu().numpy()
+    np.testing.assert_array_equal(buf.to_numpy().astype(np.float32), want)
+    s = float(isthmus.ops.sum(buf).to_numpy().astype(np.float64).reshape(-1)[0])
+    assert abs(s - float(want.astype(np.float64).sum())) <= 1e-2 * np.abs(want).sum()
+
+
 def test_non_contiguous_foreign_array_is_refused():
     _cuda()
     import cupy

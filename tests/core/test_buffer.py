@@ -185,6 +185,11 @@ def test_asarray_of_a_torch_cpu_tensor(dev, rng):
     host = rng.standard_normal((3, 4)).astype(np.float32)
     buf = isthmus.asarray(torch.from_numpy(host), device=dev)
     np.testing.assert_array_equal(buf.to_numpy(), host)
+    if dev.supports("bfloat16"):  # (NumPy's DLPack import has no bfloat16: read through its bits)
+        t = torch.from_numpy(host).to(torch.bfloat16)
+        buf = isthmus.asarray(t, device=dev)
+        assert buf.dtype == isthmus.dtypes.lookup("bfloat16").np
+        np.testing.assert_array_equal(buf.to_numpy().astype(np.float32), t.float().numpy())
 
 
 def test_opencl_free_buffer_cache_keeps_the_newest_and_drops_the_oldest(dev, monkeypatch):
