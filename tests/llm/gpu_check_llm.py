@@ -39,6 +39,9 @@ def emit(**row) -> None:
 
 
 def pick(kind: str) -> str:
+    """A device: an id as given ("cuda:0", "opencl:1"), or the first GPU of a backend ("cuda", "opencl")."""
+    if ":" in kind:
+        return isthmus.device(kind).id
     for d in isthmus.devices():
         if kind == "cuda" and d.id.startswith("cuda"):
             return d.id
