@@ -47,6 +47,7 @@ def _forward_error(got, ref, a, b, ta, tb, alpha, c0=None, beta=0.0):
     """|got - ref| over the size of the products' terms (|alpha| |op(a)| @ |op(b)| + |beta c|): the
     bound rounding obeys even where the terms cancel (a 1 x 1 result near zero)."""
     mag = _reference(np.abs(a), np.abs(b), None if c0 is None else np.abs(c0), abs(alpha), abs(beta), ta, tb)
+    mag = np.asarray(mag, np.float64)  # (a float16 norm's sum of squares overflows)
     return float(np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(mag), 1e-300))
 
 
