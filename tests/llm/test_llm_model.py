@@ -5,6 +5,7 @@ stop tokens, the session API, every bad argument's error, and close() freeing th
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -99,6 +100,26 @@ def test_prompt_logits_and_greedy_tokens_match_the_reference(device, folders, na
     assert [len(t) for t in r.tokens] == [STEPS] * len(prompts)
     _check_against_reference(ref, prompts, r, dtype)
     assert r.prompt_tokens_per_s > 0 and r.decode_tokens_per_s > 0
+
+
+def test_decode_speed_leaves_out_the_step_graphs_capture(device, folders, monkeypatch):
+    """A generation's decode tokens/s is the steps' time: the decode step's capture as a graph (once
+    per model, batch and sampling mode; kernels built on first use) is set-up, counted apart."""
+    from isthmus.llm.model import Decoder
+
+    capture = Decoder._capture
+
+    def slow(self, cfg):
+        time.sleep(0.5)
+        return capture(self, cfg)
+
+    monkeypatch.setattr(Decoder, "_capture", slow)
+    with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=2, max_context=32) as m:
+        first = m.generate([[1, 2, 3]], GenerationConfig(max_new_tokens=3))
+        again = m.generate([[4, 5]], GenerationConfig(max_new_tokens=3))  # the graph is the model's: no capture
+    assert first.stats["graph_seconds"] >= 0.5 and first.stats["decode_seconds"] < 0.5
+    assert again.stats["graph_seconds"] < 0.5 and again.stats["decode_seconds"] > 0
+    assert first.decode_tokens_per_s == first.stats["decode_tokens"] / first.stats["decode_seconds"]
 
 
 def test_paged_and_contiguous_caches_give_the_same_tokens(device, folders, bf16):

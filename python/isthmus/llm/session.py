@@ -72,6 +72,7 @@ class Session:
         self._stops = np.array(sorted(set(config.stop_tokens)), np.int32)
         self._decode_tokens = 0
         self._decode_seconds = 0.0
+        self._graph_seconds = 0.0
         self._launched_at = None  # when the pending decode step was launched (None: none pending)
         dec = model._decoder(b)
         self._decoder = dec
@@ -166,15 +167,21 @@ class Session:
 
     def _launch(self) -> None:
         replay = self._replay
-        self._launched_at = time.perf_counter()
         if replay is None:
             # the first replay through Graph.launch (it checks the buffers and instantiates after a
             # rebind); later ones call the instantiated graph directly: the buffers are the model's
-            # and the decoder's, which outlive this session
+            # and the decoder's, which outlive this session. The step's capture (once per model,
+            # batch and sampling mode: kernels built on first use) and instantiation are counted
+            # apart (graph_seconds), not as decode time: a short generation would report them as
+            # its speed. The step's own device time is still decode time (the launch is queued).
+            t0 = time.perf_counter()
             graph = self._decoder.graph(self.config)
             graph.launch()
+            self._launched_at = time.perf_counter()
+            self._graph_seconds += self._launched_at - t0
             self._replay = graph._native
         else:
+            self._launched_at = time.perf_counter()
             replay()
 
     def last_logits(self) -> np.ndarray:
@@ -188,9 +195,12 @@ class Session:
 
     def stats(self) -> dict:
         """prompt_tokens, prompt_seconds (the prefill and its first token), decode_tokens (tokens of
-        sequences still running), decode_seconds (launch of each decode step to its tokens on the host)."""
+        sequences still running), decode_seconds (launch of each decode step to its tokens on the host),
+        graph_seconds (capturing the decode step as a graph where this session was the first to need
+        it, and instantiating it: set-up, not in decode_seconds)."""
         return {"prompt_tokens": self._prompt_tokens, "prompt_seconds": self._prompt_seconds,
-                "decode_tokens": self._decode_tokens, "decode_seconds": self._decode_seconds}
+                "decode_tokens": self._decode_tokens, "decode_seconds": self._decode_seconds,
+                "graph_seconds": self._graph_seconds}
 
     def close(self) -> None:
         """End the session (idempotent); a pending step is waited for."""
