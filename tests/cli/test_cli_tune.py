@@ -83,9 +83,9 @@ def test_tune_figure_names_what_was_tuned_and_shows_default_and_best():
 
 # ---- checked before anything runs; Ctrl-C; resuming (issue 26, items 10, 11) ----------------------
 @pytest.mark.parametrize("argv, says", [
-    (["gemm", "--size", "m=0", "n=64", "k=64"], "size m must be at least 1, got --size m=0; e.g. --size m=1024 n=64 k=64"),
+    (["gemm", "--size", "m=0", "n=64", "k=64"], "size m must be at least 1, got --size m=0; e.g. --size m=4096 n=64 k=64"),
     (["gemm", "--size", "m=-8", "n=64", "k=64"], "size m must be at least 1"),
-    (["gemm", "--size", "m=64", "n=64"], "missing size k; gemm's sizes are m, n, k, e.g. --size m=64 n=64 k=1024"),
+    (["gemm", "--size", "m=64", "n=64"], "missing size k; gemm's sizes are m, n, k, e.g. --size m=64 n=64 k=4096"),
     (["softmax", "--size", "rows=8", "colz=8"], "unknown size 'colz'"),
     (["axpy", "--size", "n=1000", "--budget", "0"], "got --budget 0 (leave it out for 50, or e.g. --budget 200)"),
     (["axpy", "--size", "n=1000", "--budget", "-2"], "at least 1; got --budget -2"),

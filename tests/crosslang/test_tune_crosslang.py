@@ -65,7 +65,7 @@ def test_java_tuner_refuses_bad_sizes_and_budgets_with_hints_in_java(jvm, J, dev
     def softmax(rows_name="rows", rows=5):
         return J.Tuner.of("softmax").device(jdev).size(rows_name, rows).size("cols", 70)
 
-    cases = [(lambda: softmax(rows=0).run(), 'got .size("rows", 0); e.g. .size("rows", 1024).size("cols", 70)'),
+    cases = [(lambda: softmax(rows=0).run(), 'got .size("rows", 0); e.g. .size("rows", 8192).size("cols", 70)'),
              (lambda: softmax(rows=-4).run(), "size rows must be at least 1"),
              (lambda: softmax(rows_name="rowz").run(), "unknown size 'rowz'"),
              (lambda: J.Tuner.of("softmax").device(jdev).size("rows", 5).run(), 'missing size cols'),
@@ -73,7 +73,7 @@ def test_java_tuner_refuses_bad_sizes_and_budgets_with_hints_in_java(jvm, J, dev
              (lambda: softmax().seconds(-1).run(), "got .seconds(-1) (leave it out for none"),
              (lambda: J.Tuner.config("softmax", jdev, jvm.JClass("java.util.Map").of("rows", jvm.JLong(0), "cols",
                                                                                       jvm.JLong(7)),
-                                     J.DType.FLOAT32), '.size("rows", 1024).size("cols", 7)')]
+                                     J.DType.FLOAT32), '.size("rows", 8192).size("cols", 7)')]
     for call, says in cases:
         with pytest.raises(J.InvalidArgumentException) as info:
             call()

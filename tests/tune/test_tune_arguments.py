@@ -42,10 +42,14 @@ def test_a_bad_problem_is_refused_with_a_hint_in_the_callers_syntax(given, says,
 def test_the_hint_keeps_the_sizes_the_user_gave():
     with pytest.raises(InvalidArgumentError) as caught:
         arguments.problem(GEMM, {"m": 0, "n": 96, "k": 40}, CLI)
-    assert "got --size m=0" in str(caught.value) and "e.g. --size m=1024 n=96 k=40" in str(caught.value)
+    assert "got --size m=0" in str(caught.value) and "e.g. --size m=4096 n=96 k=40" in str(caught.value)
     with pytest.raises(InvalidArgumentError) as caught:
         arguments.problem(OPS["softmax"], {"rows": 7}, JAVA)
-    assert '.size("rows", 7).size("cols", 1024)' in str(caught.value)
+    assert '.size("rows", 7).size("cols", 8192)' in str(caught.value)
+    # the example's other sizes are the op's standard problem, not a placeholder (attention's heads=32 head_dim=128)
+    with pytest.raises(InvalidArgumentError) as caught:
+        arguments.problem(OPS["attention"], {"batch": 2, "seq_q": 0}, CLI)
+    assert "e.g. --size batch=2 seq_q=4096 seq_k=4096 heads=32 kv_heads=32 head_dim=128" in str(caught.value)
 
 
 @pytest.mark.parametrize("evaluations, seconds, says", [

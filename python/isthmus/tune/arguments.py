@@ -50,31 +50,42 @@ JAVA = Syntax("java", size='.size("{name}", {value})', sizes="{sizes}", join="",
               text='"{value}"', strategy=".strategy(Strategy.{upper})")
 
 
+def _example(family, given=None) -> dict:
+    """The sizes an error's example shows: what the user gave that is usable, the rest from the
+    family's standard problem (its GPU sample: attention's heads=32 head_dim=128, not 1024 each),
+    1024 where a declared kernel has none."""
+    standard = getattr(getattr(family, "sizes", None), "gpu", None)
+    out = dict(standard) if isinstance(standard, dict) else {}
+    for name, value in (given or {}).items():
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+            out[name] = int(value)
+    return out
+
+
 def problem(family, given, syntax: Syntax = PYTHON) -> dict:
     """``given`` as {size name: int} in the family's order, or InvalidArgumentError: not a mapping,
     an unknown or missing name, a value that is not an integer of at least 1."""
     what = f"tune {family.name}"
-    example = syntax.problem(family.problem)
+    example = syntax.problem(family.problem, _example(family))
     names = ", ".join(family.problem)
     if given is None or not hasattr(given, "items"):
         raise InvalidArgumentError(f"{what}: give the problem sizes {names}, e.g. {example}")
     unknown = [str(k) for k in given if k not in family.problem]
     if unknown:
         raise InvalidArgumentError(f"{what}: unknown size {', '.join(map(repr, unknown))}; {family.name}'s sizes are "
-                                   f"{names}, e.g. {syntax.problem(family.problem, dict(given))}")
+                                   f"{names}, e.g. {syntax.problem(family.problem, _example(family, given))}")
     missing = [p for p in family.problem if p not in given]
     if missing:
         raise InvalidArgumentError(f"{what}: missing size {', '.join(missing)}; {family.name}'s sizes are {names}, "
-                                   f"e.g. {syntax.problem(family.problem, dict(given))}")
+                                   f"e.g. {syntax.problem(family.problem, _example(family, given))}")
     out = {}
     for p in family.problem:
         v = given[p]
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise InvalidArgumentError(f"{what}: size {p} must be an integer, got {v!r}; e.g. {example}")
         if v < 1:
-            fixed = {**{q: given[q] for q in family.problem}, p: 1024}
             raise InvalidArgumentError(f"{what}: size {p} must be at least 1, got {syntax.problem((p,), {p: v})}; "
-                                       f"e.g. {syntax.problem(family.problem, fixed)}")
+                                       f"e.g. {syntax.problem(family.problem, _example(family, given))}")
         out[p] = int(v)
     return out
 
