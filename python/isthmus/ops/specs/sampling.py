@@ -393,13 +393,27 @@ class _TopK(OpSpec):
         return reference_top_k(xp, x, min(SAMPLE_K, x.shape[-1]))[0]
 
 
+class _Sample(_Indices):
+    """sample's spec: its sample calls (tests, tuner, bench) draw with top_p = 0.9, Llama's
+    generation default: the top-k select of 1024 candidates, then sample_rows, so every kernel and
+    tunable of the op runs (plain sampling is sample_rows alone, where SPLIT does nothing: a config
+    tuned on it would pick SPLIT by noise for the calls that use it)."""
+
+    def sample_call(self, *tensors, out=None, **flags):
+        return super().sample_call(*tensors, out=out, **{"top_p": SAMPLE_TOP_P, **flags})
+
+    def sample_expect(self, *tensors, xp=np, exact: bool = False, **flags):
+        return super().sample_expect(*tensors, xp=xp, exact=exact, **{"top_p": SAMPLE_TOP_P, **flags})
+
+
 SAMPLE_K = 50
+SAMPLE_TOP_P = 0.9
 
 ARGMAX = _spec(_Indices, "argmax", ("argmax_partial", "argmax_final"), run=argmax, reference=reference_argmax,
                inputs=_inputs, summary="index of the largest value of each row (int32)")
 TOP_K = _spec(_TopK, "top_k", ("topk_chunk", "topk_merge"), run=top_k, reference=reference_top_k, inputs=_inputs,
               summary="the k largest values of each row, sorted, and their int32 indices")
-SAMPLE = _spec(_Indices, "sample", ("topk_chunk", "topk_merge", "sample_rows"), run=sample, reference=reference_sample,
+SAMPLE = _spec(_Sample, "sample", ("topk_chunk", "topk_merge", "sample_rows"), run=sample, reference=reference_sample,
                inputs=_inputs, summary="one token per row drawn on the device (Philox), after temperature, "
                                        "top-k and top-p")
 SPECS = (ARGMAX, TOP_K, SAMPLE)
