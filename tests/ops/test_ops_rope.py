@@ -220,6 +220,8 @@ def test_rope_errors_name_what_is_wrong(dev):
         (lambda: ops.rope(x, pos, theta="1e4"), "theta must be a positive number"),
         (lambda: ops.rope(x, pos, rotary_dim=3), "rotary_dim must be an even integer"),
         (lambda: ops.rope(x, pos, rotary_dim=10), "rotary_dim must be an even integer"),
+        (lambda: ops.rope(dev.zeros((3, 2, 7), np.float32), pos), "head_dim .its last dimension. is 7, odd; .*pass "
+                                                                  "rotary_dim"),
         (lambda: ops.rope(x, pos, interleaved=1), "interleaved must be True or False"),
         (lambda: ops.rope(x, dev.zeros((3,), np.float32)), "positions must be int32 or int64"),
         (lambda: ops.rope(x, dev.zeros((4,), np.int32)), r"positions has shape \(4,\); it must be x.shape\[:-2\]"),

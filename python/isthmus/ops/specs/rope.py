@@ -180,6 +180,10 @@ def rope(x, positions, theta=10000.0, interleaved=False, rope_scaling=None, rota
     npos = _positions(x, positions)
     head_dim = shape[-1]
     if rotary_dim is None:
+        if head_dim % 2:
+            raise InvalidArgumentError(f"rope: x's head_dim (its last dimension) is {head_dim}, odd; rope turns pairs "
+                                       f"of values: pass rotary_dim (an even number <= {head_dim}) to turn that many "
+                                       f"and leave the rest as they are")
         rotary_dim = head_dim
     if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, (int, np.integer)) or not (
             0 < rotary_dim <= head_dim and rotary_dim % 2 == 0):
