@@ -66,9 +66,20 @@ def asarray(obj, device=None) -> Buffer:
         if device is not None and lookup_device(device) is not obj.device:
             raise InvalidArgumentError(f"buffer lives on {obj.device.id}; use buf.to({device!r}) to copy it")
         return obj
-    if hasattr(obj, "__cuda_array_interface__") or _dlpack_kind(obj) in _DL_CUDA:
+    if _cuda_interface(obj) is not None or _dlpack_kind(obj) in _DL_CUDA:
         return _wrap_cuda(obj, device)
     return lookup_device(device).asarray(_host_array(obj))
+
+
+def _cuda_interface(obj) -> dict | None:
+    """``obj.__cuda_array_interface__``, or None where it has none; a producer that refuses to give
+    it (a torch tensor that requires grad raises RuntimeError) is an InvalidArgumentError."""
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)
+    except Exception as exc:  # noqa: BLE001 - the producer's own refusal, of whatever type
+        raise InvalidArgumentError(f"cannot wrap the {type(obj).__name__}: its CUDA array interface says "
+                                   f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (a torch "
+                                   f"tensor that requires grad: pass tensor.detach())") from None
 
 
 class _Bits:
@@ -83,7 +94,7 @@ def _wrap_cuda(obj, device) -> Buffer:
     import cupy
 
     dtype = None
-    cai = getattr(obj, "__cuda_array_interface__", None)
+    cai = _cuda_interface(obj)
     if cai is not None and (cai.get("typestr") in ("<V2", "|V2") or _torch_bfloat16(obj)):
         arr, dtype = cupy.asarray(_Bits(cai)), "bfloat16"  # (the memory as its bits; ml_dtypes' str is "<V2")
     else:

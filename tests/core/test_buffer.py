@@ -180,6 +180,18 @@ def test_asarray_of_a_cpu_dlpack_producer_copies_it_to_the_device(dev, rng, dtyp
         isthmus.asarray(_CpuTensor(host.astype(np.complex64)), device=dev)
 
 
+def test_asarray_of_a_producer_that_refuses_its_cuda_interface_is_a_typed_error():
+    """A torch CUDA tensor that requires grad raises RuntimeError from __cuda_array_interface__:
+    asarray says so as an InvalidArgumentError (with what to do), not the producer's RuntimeError."""
+    class Refusing:
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad.")
+
+    with pytest.raises(isthmus.InvalidArgumentError, match="requires grad.*detach"):
+        isthmus.asarray(Refusing())
+
+
 def test_asarray_of_a_torch_cpu_tensor(dev, rng):
     torch = pytest.importorskip("torch")
     host = rng.standard_normal((3, 4)).astype(np.float32)
