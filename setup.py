@@ -96,6 +96,6 @@ class BuildPy(build_py):
 
 if __name__ == "__main__":  # setuptools' build backend runs this file as __main__; tests import it
     setup(
-        packages=[*find_packages("python"), "isthmus.tune.bundled", "isthmus.opencl"],
+        packages=[*find_packages("python"), "isthmus.tune.bundled", "isthmus.java.native", "isthmus.opencl"],
         cmdclass={"build_py": BuildPy},
     )
