@@ -94,7 +94,7 @@ def test_wheel_and_sdist_carry_everything(dist):
     lib = {f"isthmus/java/lib/isthmus-{V}{s}" for s in (".jar", ".pom", "-sources.jar", "-javadoc.jar")}
     assert lib <= names
     assert {"isthmus/py.typed", "isthmus/ops/__init__.pyi", f"isthmus-{V}.dist-info/licenses/LICENSE",
-            "isthmus/__main__.py"} <= names
+            "isthmus/__main__.py", "isthmus/java/native/standin.c"} <= names  # (the hosted JVM's stand-in source)
     assert not any(n.startswith(("tests/", "benchmarks/", "examples/")) for n in names)
     with zipfile.ZipFile(wheel) as z:
         metadata = z.read(f"isthmus-{V}.dist-info/METADATA").decode()
