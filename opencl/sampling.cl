@@ -638,7 +638,9 @@ void sample_rows(const int rows, const int cols, const int kc, const int norm_al
                 }
                 lm[0] = mx;
                 left = rest;
-                token = -2 - chosen;
+                /* no segment with mass: x / temperature overflowed float (a temperature so small
+                 * that the draw's limit is the argmax): the argmax, never an unwritten token */
+                token = chosen < 0 ? UNPACK_INDEX(bb) : -2 - chosen;
             }
         } else {
             __global const uint* ck = ws + cand_at + (long)row * kc;

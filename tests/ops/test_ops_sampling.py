@@ -360,6 +360,19 @@ def test_a_row_with_nan_or_inf_samples_its_argmax(dev):
         np.testing.assert_array_equal(isthmus.ops.sample(dev.asarray(x), seed=1, **kw).to_numpy(), [40, 30, 0])
 
 
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_a_temperature_that_overflows_the_logits_draws_the_argmax(dev, rng, config):
+    """x / temperature past float32's range (temperature 1e-38, logits near 100): the draw's limit,
+    the argmax, written in every row (every segment's mass was NaN: no token was written)."""
+    _layout(dev, config)
+    x = (rng.standard_normal((3, 1000)) * 50).astype(np.float32)
+    for kw in (dict(), dict(top_k=5), dict(top_p=0.9)):
+        out = dev.asarray(np.full(3, -7, np.int32))
+        with forced(SAMPLE, config):
+            isthmus.ops.sample(dev.asarray(x), temperature=1e-38, seed=1, out=out, **kw)
+        np.testing.assert_array_equal(out.to_numpy(), x.argmax(-1))
+
+
 # ---- errors ---------------------------------------------------------------------------------
 def test_bad_arguments_raise_typed_errors_naming_them(dev):
     x = dev.asarray(np.zeros((3, 10), np.float32))
