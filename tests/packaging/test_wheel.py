@@ -44,10 +44,29 @@ def _run(cmd, *, cwd, env=None, timeout=600, check=True) -> subprocess.Completed
     return r
 
 
+def _snapshot(dest: Path) -> Path:
+    """A copy of the checkout's sources (git's tracked and untracked-but-not-ignored files; without
+    git, the tree less what .gitignore names here): the build reads a tree no concurrent test writes
+    into (bytecode caches, egg-info, jars), as a user's build of a clean checkout does."""
+    r = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                       capture_output=True)
+    if r.returncode == 0 and r.stdout:
+        for name in r.stdout.decode().split("\0"):
+            if name and (REPO / name).is_file():
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / name, dest / name)
+        return dest
+    ignore = shutil.ignore_patterns(".git", ".venv", "target", "__pycache__", "*.egg-info", ".device", ".devjava")
+    shutil.copytree(REPO, dest, ignore=ignore, dirs_exist_ok=True)
+    shutil.rmtree(dest / "python" / "isthmus" / "java" / "lib", ignore_errors=True)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--outdir", out, REPO], cwd=out, timeout=900)
+    src = _snapshot(tmp_path_factory.mktemp("src"))
+    _run([sys.executable, "-m", "build", "--outdir", out, src], cwd=out, timeout=900)
     sdist, wheel = out / f"isthmus-{V}.tar.gz", out / f"isthmus-{V}-py3-none-any.whl"
     assert sdist.is_file() and wheel.is_file(), sorted(p.name for p in out.iterdir())
     return sdist, wheel
