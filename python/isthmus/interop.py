@@ -38,16 +38,16 @@ def _host_array(obj) -> np.ndarray:
     """Host data as NumPy: a CPU DLPack producer (a torch or JAX CPU tensor, any object with
     ``__dlpack__``) through ``np.from_dlpack`` (no copy), anything else through ``np.asarray``;
     a torch bfloat16 tensor through its bits (int16) as ml_dtypes' bfloat16."""
-    if _torch_bfloat16(obj) and _dlpack_kind(obj) in _DL_CPU:
+    if isinstance(obj, np.ndarray) or _dlpack_kind(obj) not in _DL_CPU:
+        return np.asarray(obj)
+    if _torch_bfloat16(obj):
         bits = obj.detach().contiguous().view(sys.modules["torch"].int16)
         return np.from_dlpack(bits).view(lookup("bfloat16").np)
-    if not isinstance(obj, np.ndarray) and _dlpack_kind(obj) in _DL_CPU:
-        try:
-            return np.from_dlpack(obj)
-        except (BufferError, TypeError, ValueError, RuntimeError) as exc:
-            raise InvalidArgumentError(f"cannot read the {type(obj).__name__} through DLPack: {exc} (pass a NumPy "
-                                       f"array of one of isthmus's dtypes instead)") from exc
-    return np.asarray(obj)
+    try:
+        return np.from_dlpack(obj)
+    except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+        raise InvalidArgumentError(f"cannot read the {type(obj).__name__} through DLPack: {exc} (pass a NumPy "
+                                   f"array of one of isthmus's dtypes instead)") from exc
 
 
 def asarray(obj, device=None) -> Buffer:
@@ -66,8 +66,9 @@ def asarray(obj, device=None) -> Buffer:
         if device is not None and lookup_device(device) is not obj.device:
             raise InvalidArgumentError(f"buffer lives on {obj.device.id}; use buf.to({device!r}) to copy it")
         return obj
-    if _cuda_interface(obj) is not None or _dlpack_kind(obj) in _DL_CUDA:
-        return _wrap_cuda(obj, device)
+    cai = _cuda_interface(obj)
+    if cai is not None or _dlpack_kind(obj) in _DL_CUDA:
+        return _wrap_cuda(obj, cai, device)
     return lookup_device(device).asarray(_host_array(obj))
 
 
@@ -90,11 +91,12 @@ class _Bits:
         self.__cuda_array_interface__ = {**cai, "typestr": "<u2", "descr": [("", "<u2")]}
 
 
-def _wrap_cuda(obj, device) -> Buffer:
+def _wrap_cuda(obj, cai: dict | None, device) -> Buffer:
+    """``obj`` wrapped with no copy: through ``cai`` (its CUDA array interface, as asarray read it)
+    where it has one, else DLPack."""
     import cupy
 
     dtype = None
-    cai = _cuda_interface(obj)
     if cai is not None and (cai.get("typestr") in ("<V2", "|V2") or _torch_bfloat16(obj)):
         arr, dtype = cupy.asarray(_Bits(cai)), "bfloat16"  # (the memory as its bits; ml_dtypes' str is "<V2")
     else:
