@@ -52,8 +52,9 @@ def dev(request):
 
 @pytest.fixture
 def rng():
-    # Fresh inputs on every run; the seed is printed on failure so a case can be replayed.
-    seed = int.from_bytes(os.urandom(4), "little")
+    # Fresh inputs on every run; the seed is printed on failure so a case can be replayed:
+    # ISTHMUS_TEST_SEED=<seed> pytest <the test> (-p no:randomly where pytest-randomly is installed)
+    seed = int(os.environ.get("ISTHMUS_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
     print(f"rng seed {seed}")
     return np.random.default_rng(seed)
 

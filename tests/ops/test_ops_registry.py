@@ -41,8 +41,8 @@ def _check_sample(dev, rng, spec, dtype, problem):
         results.append(spec.sample_call(*[dev.asarray(h) for h in host], out=out).to_numpy())
     for out in results:
         assert out.shape == ref.shape and out.dtype == ref.dtype
-        if ref.dtype.kind in "iu":
-            np.testing.assert_array_equal(out, ref)
+        if ref.dtype.kind in "iu":  # (equal, as the spec judges it: sample's token at a boundary either neighbour)
+            assert spec.result_error(out, ref, tuple(host)) == 0, (out, ref)
             continue
         w = workload(spec, p, ref.dtype, host=tuple(host))
         wide = ref.dtype.itemsize == 2  # float16/bfloat16: judged in float16's units

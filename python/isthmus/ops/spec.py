@@ -235,6 +235,21 @@ class OpSpec:
             return xp.asarray(self.reference(xp, *self._sample_args(tensors), **flags)).astype(dtype)
         return self.reference(xp, *self._sample_args(tensors), **flags)
 
+    def result_error(self, got, ref, host=(), **flags) -> float:
+        """The error of a result ``got`` (host array) against the reference's ``ref`` for the host
+        inputs ``host`` (of a call with the variant ``flags``), of the spec's ``error`` kind:
+        "relative" (the norm of the difference over the reference's), "magnitude" (over the sum of
+        the inputs' magnitudes: a sum of mixed signs can cancel to near zero, and its rounding error
+        scales with the magnitudes; relative where no inputs are given). 0 for a result equal to the
+        reference. Every checker judges a result by it (the tests, ``Workload.error``, the tuner's
+        check), so an op whose kernel may rightly differ from its reference (sample, at a boundary
+        of the distribution) says where, once."""
+        got64, ref64 = np.asarray(got).astype(np.float64), np.asarray(ref).astype(np.float64)
+        if self.error == "magnitude" and len(host):
+            scale = sum(float(np.abs(np.asarray(h).astype(np.float64)).sum()) for h in host) or 1.0
+            return float(np.linalg.norm((got64 - ref64).ravel())) / scale
+        return rel_error(got64, ref64)
+
     @property
     def has_out(self) -> bool:
         """The op takes ``out=`` (a declared op's output rule, or a run with an ``out`` parameter)."""
@@ -315,6 +330,13 @@ class OpSpec:
             program = Program.build(device, self.source_text(), defines, self.entries[0])
             found = device._kernels[key] = {name: program.kernel(name) for name in self.entries}
         return found
+
+
+def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """||out - ref|| / ||ref|| in float64 (over 1 where the reference is all zeros)."""
+    ref64 = np.asarray(ref).astype(np.float64)
+    denom = np.linalg.norm(ref64.ravel()) or 1.0
+    return float(np.linalg.norm((np.asarray(out).astype(np.float64) - ref64).ravel()) / denom)
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([A-Za-z0-9_.]+)"[ \t]*$', re.M)

@@ -157,7 +157,7 @@ class Bench:
                 b.close()
         if self.expected is None:
             self.expected = np.asarray(self.target.expect(*self.host))
-        return self.target.check(got, self.expected, self.dtype, int(self.problem.get("k", 1)))
+        return self.target.check(got, self.expected, self.dtype, int(self.problem.get("k", 1)), host=self.host)
 
 
 def _short(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ from ..ops import registry
 from ..ops.registry import OPS
 from ..ops.resolve import forced, plan, resolve
 from ..ops.spec import OpSpec, Tunable
-from ..ops.workloads import rel_error, tolerance
+from ..ops.workloads import tolerance
 from .space import register
 
 
@@ -30,7 +30,9 @@ class Target:
     """What one tuning run measures: ``family`` (the kernels whose config is tuned and stored: the
     op's family for the dtype, its variant for the flags); ``inputs(problem, dtype, rng)`` -> host
     arrays; ``call(device args)`` -> the result Buffer (the op's own call, run with the config in
-    force); ``expect(host arrays)`` -> the reference; ``op``: the op's name (its tolerance)."""
+    force); ``expect(host arrays)`` -> the reference; ``op``: the op's name (its tolerance);
+    ``judge(out, expected, host arrays)`` -> the error of a result (the op's
+    :meth:`~isthmus.ops.spec.OpSpec.result_error` with the run's flags; None: the family's)."""
 
     family: OpSpec
     inputs: Callable
@@ -38,6 +40,7 @@ class Target:
     expect: Callable
     in_place: tuple[int, ...] = ()  # indices of inputs the call overwrites (re-uploaded before checking)
     op: str = ""
+    judge: Callable | None = None
 
     @property
     def name(self) -> str:
@@ -47,18 +50,22 @@ class Target:
         with forced(self.family, params):
             return self.call(*args)
 
-    def check(self, out: np.ndarray, expected: np.ndarray, dtype, k: int = 1) -> bool:
+    def check(self, out: np.ndarray, expected: np.ndarray, dtype, k: int = 1, host: tuple = ()) -> bool:
+        """Whether a config's result ``out`` matches the reference's ``expected`` for the host inputs
+        ``host`` (the run's first input set; without them a result is judged against ``expected``
+        alone: a sample op's token at a boundary of its distribution must then be the reference's)."""
         if out.shape != expected.shape:
             return False
         dtype = np.dtype(dtype)
+        error = (self.judge or self.family.result_error)(out, expected, host)
         if dtype.kind in "iub":
-            return bool(np.array_equal(out, expected))
+            return error == 0
         if not np.all(np.isfinite(out)):
             return False
         # 16-bit floats are judged in float16's units, bfloat16 (8 bits of mantissa, not 11) with 8 of them
         wide = dtype.itemsize == 2
         bound = tolerance(self.op or self.name, np.float16 if wide else dtype, k) * (8 if dtype.name == "bfloat16" else 1)
-        return rel_error(out, expected) <= bound * 4
+        return error <= bound * 4
 
 
 def target(kernel, dtype=None, problem: dict | None = None, **flags) -> Target:
@@ -82,7 +89,7 @@ def target(kernel, dtype=None, problem: dict | None = None, **flags) -> Target:
     else:
         call, expect = functools.partial(spec.sample_call, **flags), functools.partial(spec.sample_expect, **flags)
     return Target(family, functools.partial(spec.inputs, **flags), call, expect,
-                  in_place=spec.in_place, op=spec.name)
+                  in_place=spec.in_place, op=spec.name, judge=functools.partial(spec.result_error, **flags))
 
 
 def _spec(name: str) -> OpSpec:
