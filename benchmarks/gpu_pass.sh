@@ -55,20 +55,27 @@ for stage in "$@"; do
     ops27) for m in norms pointwise losses attention; do
              timeout ${OPS_S:-45} python3 -m benchmarks $m --device $cuda --rounds 3 --out "$R" 2>&1 | tail -25; done
            timeout ${OPS_S:-45} python3 -m benchmarks sampling --device $cuda --out "$R" 2>&1 | tail -25 ;;
-    # issues 25 and 27-31 next to torch on CUDA (attention, gemm at Llama shapes, isthmus.llm against
-    # transformers, Llama decode from Java, host time per call against 089fb2e's tree in .overhead-base/old,
-    # norms, sampling, the JVM-hosted app): each benchmark cut to R3_S seconds
-    round3) s=${R3_S:-90}
-            timeout $s python3 -m benchmarks attention_gpu --device $cuda --only prefill,decode --rounds 3 --out "$R" 2>&1 | tail -40
-            timeout $s python3 -m benchmarks gemm_llama --device $cuda --sections squares,skinny,llama --rounds 3 --out "$R" 2>&1 | tail -60
-            timeout $s python3 tests/llm/gpu_check_llm.py correctness --device $cuda --out "$R/llm_correct.jsonl" 2>&1 | tail -12
-            timeout $((s + 20)) python3 -m benchmarks llama --device $cuda --shapes 1b --quick --contexts 512 --batches 1,8,32 \
-              --peers graph,eager --budget $s --dir /tmp --out "$R" 2>&1 | tail -40
-            [ -d .overhead-base/old ] && timeout $s python3 -m benchmarks host_overhead_trees .overhead-base/old "$PWD" \
-              --backend cuda opencl --kind gpu --rounds 2 --reps 3 --calls 4000 --out "$R" 2>&1 | tail -30
-            timeout $s python3 -m benchmarks norms --device $cuda --rounds 3 --out "$R" 2>&1 | tail -25
-            timeout $s python3 -m benchmarks sampling --device $cuda --out "$R" 2>&1 | tail -20
-            timeout $s python3 -m benchmarks hosted_overhead --quick --device $cuda --java-home "$JAVA_HOME" --out "$R" 2>&1 | tail -15 ;;
+    # issues 25 and 27-31 next to torch on CUDA (attention, isthmus.llm against transformers, gemm at Llama
+    # shapes, Llama decode from Java, bf16 norms, sampling, losses, bf16 pointwise, host time per call against
+    # 089fb2e's tree in .overhead-base/old, the JVM-hosted app): each benchmark a process of its own, cut to
+    # its share or to what is left of R3_LIMIT seconds (default 560), $R packed after each
+    round3) t0=$(date +%s)
+            b() { local s=$1 name=$2; shift 2; local left=$(( ${R3_LIMIT:-560} - ($(date +%s) - t0) - 8 ))
+                  [ $left -lt 15 ] && { echo "=== $name: skipped (no time left)"; return; }
+                  [ $s -gt $left ] && s=$left
+                  echo "=== $name ($s s) $(date +%T)"; timeout $s "$@" 2>&1 | tail -45; pack; }
+            b 70 attention python3 -m benchmarks attention_gpu --device $cuda --only prefill,decode --rounds 3 --out "$R"
+            b 50 llm-correct python3 tests/llm/gpu_check_llm.py correctness --device $cuda --out "$R/llm_correct.jsonl"
+            b 80 gemm python3 -m benchmarks gemm_llama --device $cuda --sections squares,skinny,llama --rounds 3 --out "$R"
+            b 100 llama python3 -m benchmarks llama --device $cuda --shapes 1b --quick --contexts 512 --batches 1,8,32 \
+              --peers graph,eager --budget 85 --dir /tmp --out "$R"
+            b 35 norms python3 -m benchmarks norms --device $cuda --dtypes bfloat16 --rounds 3 --out "$R"
+            b 30 sampling python3 -m benchmarks sampling --device $cuda --out "$R"
+            b 35 losses python3 -m benchmarks losses --device $cuda --rounds 3 --out "$R"
+            b 35 pointwise python3 -m benchmarks pointwise --device $cuda --dtype bfloat16 --rounds 3 --out "$R"
+            [ -d .overhead-base/old ] && b 70 overhead python3 -m benchmarks host_overhead_trees .overhead-base/old "$PWD" \
+              --backend cuda opencl --kind gpu --rounds 2 --reps 3 --calls 4000 --out "$R"
+            b 35 hosted python3 -m benchmarks hosted_overhead --quick --device $cuda --java-home "$JAVA_HOME" --out "$R" ;;
     quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
