@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
 #   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...
-#   (stages: test ops27 round3 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
+#   (stages: test cudatest ops27 round3 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 # Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
@@ -35,6 +35,11 @@ for stage in "$@"; do
           echo "GPU PASS SUMMARY ($(python3 -c 'import isthmus; print("; ".join(f"{d.id} {d.name} [{d.platform[:40]}]" for d in isthmus.devices()))')):" \
                "$(grep -E '(passed|failed|errors?)\b.* in [0-9.]+s' "$R/pytest-gpu.log" | tail -1 | tr -d '=' | xargs || true)" \
             | tee -a "$R/pytest-gpu.log" ;;
+    # the CUDA tests of ops, llm and plans alone (a short call: the new kernels' correctness on the GPU)
+    cudatest) ISTHMUS_SKIP_PACKAGING="no network on the GPU machine to build a wheel" timeout -s INT -k 15 ${CUDA_TEST_S:-120} python3 -m pytest \
+                tests/ops tests/llm tests/core/test_plan.py -k cuda -q -p no:cacheprovider -p no:benchmark -n ${TEST_WORKERS:-16} \
+                --timeout 120 -rfE --junitxml="$R/junit-cuda.xml" 2>&1 | tee "$R/pytest-cuda.log" | grep -v -E '^\[gw[0-9]+\]' | tail -40
+              echo "CUDA TESTS: $(grep -E '(passed|failed|errors?)\b.* in [0-9.]+s' "$R/pytest-cuda.log" | tail -1)" ;;
     bench) for d in $cuda $ocl; do timeout 150 python3 -m isthmus.cli bench --device $d --out "$R" 2>&1 | tail -30; done ;;
     java) for d in $cuda $ocl; do timeout 90 python3 -m benchmarks java_overhead --device $d --out "$R" 2>&1 | tail -12
           timeout 60 python3 -m benchmarks java_bandwidth --device $d --out "$R" 2>&1 | tail -10; done ;;
@@ -66,9 +71,9 @@ for stage in "$@"; do
                   echo "=== $name ($s s) $(date +%T)"; timeout $s "$@" 2>&1 | tail -45; pack; }
             b 70 attention python3 -m benchmarks attention_gpu --device $cuda --only prefill,decode --rounds 3 --out "$R"
             b 50 llm-correct python3 tests/llm/gpu_check_llm.py correctness --device $cuda --out "$R/llm_correct.jsonl"
-            b 80 gemm python3 -m benchmarks gemm_llama --device $cuda --sections squares,skinny,llama --rounds 3 --out "$R"
             b 100 llama python3 -m benchmarks llama --device $cuda --shapes 1b --quick --contexts 512 --batches 1,8,32 \
               --peers graph,eager --budget 85 --dir /tmp --out "$R"
+            b 80 gemm python3 -m benchmarks gemm_llama --device $cuda --sections squares,skinny,llama --rounds 3 --out "$R"
             b 35 norms python3 -m benchmarks norms --device $cuda --dtypes bfloat16 --rounds 3 --out "$R"
             b 30 sampling python3 -m benchmarks sampling --device $cuda --out "$R"
             b 35 losses python3 -m benchmarks losses --device $cuda --rounds 3 --out "$R"
