@@ -122,6 +122,27 @@ def test_decode_speed_leaves_out_the_step_graphs_capture(device, folders, monkey
     assert first.decode_tokens_per_s == first.stats["decode_tokens"] / first.stats["decode_seconds"]
 
 
+def test_host_seconds_count_the_steps_own_work_not_the_wait_for_the_tokens(device, folders, monkeypatch):
+    """stats' host_seconds is step()'s time less its waits for the tokens (and the graph's capture):
+    a readback made to take 50 ms per step lands in decode_seconds, not in host_seconds."""
+    from isthmus.llm.model import Decoder
+
+    download = Decoder.download
+
+    def slow(self):
+        time.sleep(0.05)
+        return download(self)
+
+    with LlamaModel.load(folders["f32-untied-mqa"], device, max_batch=2, max_context=32) as m:
+        m.generate([[1, 2, 3]], GenerationConfig(max_new_tokens=3))  # the step's graph captured
+        monkeypatch.setattr(Decoder, "download", slow)
+        r = m.generate([[4, 5, 6], [7, 8]], GenerationConfig(max_new_tokens=6))
+    st = r.stats
+    assert st["host_steps"] == 5  # the decode steps: the first token is the prefill's
+    assert st["decode_seconds"] >= 5 * 0.05
+    assert 0 < st["host_seconds"] < 0.05 * st["host_steps"] / 2, st
+
+
 def test_paged_and_contiguous_caches_give_the_same_tokens(device, folders, bf16):
     rng = np.random.default_rng(_seed())
     prompts = _prompts(rng, 389, (5, 13, 2))

@@ -73,6 +73,7 @@ class Session:
         self._decode_tokens = 0
         self._decode_seconds = 0.0
         self._graph_seconds = 0.0
+        self._host_seconds, self._host_steps = 0.0, 0  # step()'s own work on the calling thread (stats)
         self._launched_at = None  # when the pending decode step was launched (None: none pending)
         dec = model._decoder(b)
         self._decoder = dec
@@ -140,16 +141,24 @@ class Session:
             raise InvalidArgumentError("this session was closed")
         if self._remaining <= 0 or not self._any_active:
             return []
+        t_in = time.perf_counter()
         host = self._tokens_host
+        idle = 0.0  # the wait for the step's tokens and the graph's capture: not the host's work
         if self._first:
             self._first = False
         else:
             if self._launched_at is None:
+                g0 = self._graph_seconds
                 self._launch()
+                idle = self._graph_seconds - g0
+            w0 = time.perf_counter()
             self._download()  # waits for the step
-            self._decode_seconds += time.perf_counter() - self._launched_at
+            w1 = time.perf_counter()
+            self._decode_seconds += w1 - self._launched_at
             self._launched_at = None
             self._decode_tokens += self._n_active
+            idle += w1 - w0
+            self._host_steps += 1
         self._remaining -= 1
         if self._n_active == self.batch:
             out = host.tolist()
@@ -162,7 +171,11 @@ class Session:
                 self._n_active = int(self._active.sum())
                 self._any_active = self._n_active > 0
         if self._remaining > 0 and self._any_active:
+            g0 = self._graph_seconds
             self._launch()  # the next step runs while the caller handles this one's tokens
+            idle += self._graph_seconds - g0
+        if self._host_steps:
+            self._host_seconds += time.perf_counter() - t_in - idle
         return out
 
     def _launch(self) -> None:
@@ -197,10 +210,14 @@ class Session:
         """prompt_tokens, prompt_seconds (the prefill and its first token), decode_tokens (tokens of
         sequences still running), decode_seconds (launch of each decode step to its tokens on the host),
         graph_seconds (capturing the decode step as a graph where this session was the first to need
-        it, and instantiating it: set-up, not in decode_seconds)."""
+        it, and instantiating it: set-up, not in decode_seconds), host_seconds and host_steps (the
+        calling thread's time inside step() over the decode steps, less the waits for their tokens and
+        any graph capture: the host's own work per step, launch and bookkeeping, whatever the device
+        takes)."""
         return {"prompt_tokens": self._prompt_tokens, "prompt_seconds": self._prompt_seconds,
                 "decode_tokens": self._decode_tokens, "decode_seconds": self._decode_seconds,
-                "graph_seconds": self._graph_seconds}
+                "graph_seconds": self._graph_seconds, "host_seconds": self._host_seconds,
+                "host_steps": self._host_steps}
 
     def close(self) -> None:
         """End the session (idempotent); a pending step is waited for."""
