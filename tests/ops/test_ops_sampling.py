@@ -369,6 +369,38 @@ def test_the_librarys_admissible_tokens_hold_the_tests_ones(rng, kw):
             assert b <= set(a.tolist()) and ref[r] in a, (r, sorted(a.tolist()), sorted(b))
 
 
+def test_the_tuners_check_takes_samples_other_token_at_a_boundary_of_the_distribution(dev):
+    """A config whose sampled token is the neighbour across a boundary of the row's distribution
+    (within float32 rounding of the draw) is right, not wrong: the runner's check hands the target
+    its host inputs, and the op's spec judges the result (OpSpec.result_error); any other token is
+    still wrong."""
+    import dataclasses
+
+    from isthmus.tune.runner import Bench, Measure
+    from isthmus.tune.targets import target
+
+    rows = 128
+    x, on = _on_the_boundary(rows)
+    tgt = target("sample")
+    ref = np.asarray(tgt.expect(x))
+    assert SM.SAMPLE_TOP_P < 1 and set(ref[on].tolist()) <= {2, 3} and on.any()
+    neighbour = np.where(on, 5 - ref, ref).astype(np.int32)
+    far = neighbour.copy()
+    far[np.argmax(on)] = 4
+    assert tgt.check(neighbour, ref, np.float32, host=(x,))
+    assert not tgt.check(far, ref, np.float32, host=(x,))
+    assert not tgt.check(neighbour, ref, np.float32)  # (without the inputs: the reference's tokens only)
+    problem = {"rows": rows, "cols": 5}
+    for result, right in [(neighbour, True), (far, False), (ref, True)]:
+        fake = dataclasses.replace(tgt, inputs=lambda p, dt, rng: (x,), call=lambda *args, r=result: dev.asarray(r))
+        bench = Bench(fake, dev, problem, np.dtype(np.float32), Measure(input_sets=1))
+        try:
+            assert bench._check(tgt.family.defaults(dev, problem)) is right
+            assert bench.evaluate(tgt.family.defaults(dev, problem), None).status == ("ok" if right else "wrong")
+        finally:
+            bench.close()
+
+
 def _chi_square(counts: np.ndarray, p: np.ndarray) -> float:
     n = counts.sum()
     keep = p > 0

@@ -141,23 +141,21 @@ class Session:
             raise InvalidArgumentError("this session was closed")
         if self._remaining <= 0 or not self._any_active:
             return []
-        t_in = time.perf_counter()
+        t_in, graph_in = time.perf_counter(), self._graph_seconds  # (host_seconds: less the wait and any capture)
         host = self._tokens_host
-        idle = 0.0  # the wait for the step's tokens and the graph's capture: not the host's work
+        wait = 0.0
         if self._first:
             self._first = False
         else:
             if self._launched_at is None:
-                g0 = self._graph_seconds
                 self._launch()
-                idle = self._graph_seconds - g0
             w0 = time.perf_counter()
             self._download()  # waits for the step
             w1 = time.perf_counter()
             self._decode_seconds += w1 - self._launched_at
             self._launched_at = None
             self._decode_tokens += self._n_active
-            idle += w1 - w0
+            wait = w1 - w0
             self._host_steps += 1
         self._remaining -= 1
         if self._n_active == self.batch:
@@ -171,11 +169,9 @@ class Session:
                 self._n_active = int(self._active.sum())
                 self._any_active = self._n_active > 0
         if self._remaining > 0 and self._any_active:
-            g0 = self._graph_seconds
             self._launch()  # the next step runs while the caller handles this one's tokens
-            idle += self._graph_seconds - g0
         if self._host_steps:
-            self._host_seconds += time.perf_counter() - t_in - idle
+            self._host_seconds += time.perf_counter() - t_in - wait - (self._graph_seconds - graph_in)
         return out
 
     def _launch(self) -> None:

@@ -244,11 +244,11 @@ class OpSpec:
         reference. Every checker judges a result by it (the tests, ``Workload.error``, the tuner's
         check), so an op whose kernel may rightly differ from its reference (sample, at a boundary
         of the distribution) says where, once."""
-        got64, ref64 = np.asarray(got).astype(np.float64), np.asarray(ref).astype(np.float64)
         if self.error == "magnitude" and len(host):
             scale = sum(float(np.abs(np.asarray(h).astype(np.float64)).sum()) for h in host) or 1.0
-            return float(np.linalg.norm((got64 - ref64).ravel())) / scale
-        return rel_error(got64, ref64)
+            diff = np.asarray(got).astype(np.float64) - np.asarray(ref).astype(np.float64)
+            return float(np.linalg.norm(diff.ravel())) / scale
+        return rel_error(got, ref)
 
     @property
     def has_out(self) -> bool:
