@@ -71,12 +71,16 @@ bench: venv jar
 # For the lent GPU machine: .device/ (JRE, wheels, jar; ../shared/device/prepare.sh) and .devjava/
 # (the JUnit classes and jars: that machine has no Maven). Then, with the device tool:
 #   run(carry=[".device", ".devjava"], command="source .device/setup.sh && bash benchmarks/gpu_pass.sh test bench ...")
+# The JRE from DEVICE_JDK (a 22+ JDK: tests/java's hosted JVMs), Liger as a peer of the benchmarks.
+DEVICE_JDK ?= $(firstword $(wildcard /usr/lib/jvm/temurin-25-jdk-amd64) $(JAVA_HOME))
 device-bundle: jar
 	# jdk.compiler: the JRE runs single-file source programs (tests/java: java Probe.java)
-	JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,jdk.zipfs,java.sql,java.xml,jdk.compiler \
-	  bash ../shared/device/prepare.sh
-	rm -rf .devjava && mkdir -p .devjava/m2jars && cp -r target/test-classes .devjava/
+	JDK=$(DEVICE_JDK) JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,jdk.zipfs,java.sql,java.xml,jdk.compiler \
+	  bash ../shared/device/prepare.sh liger-kernel==0.8.5
+	rm -rf .devjava && mkdir -p .devjava/m2jars .devjava/lib && cp -r target/test-classes .devjava/
 	tr ':' '\n' < target/test-classpath.txt | grep '\.jar$$' | xargs -I{} cp {} .devjava/m2jars/
+	# the whole artifact (pom, sources, javadoc) for `isthmus maven-install` there
+	cp $(JAR_DIR)/isthmus-*.pom $(JAR_DIR)/isthmus-*.jar .devjava/lib/
 
 clean:
 	rm -rf $(VENV) target $(JAR_DIR) examples/java/target examples/llm/target

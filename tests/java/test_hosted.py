@@ -49,12 +49,22 @@ public class App {
         String mode = args[0];
         if (mode.equals("race")) {  // many threads ask at once: one boot, one runtime
             ExecutorService pool = Executors.newFixedThreadPool(6);
-            List<Future<Isthmus>> got = new ArrayList<>();
-            for (int i = 0; i < 6; i++) got.add(pool.submit(Isthmus::get));
-            Set<Isthmus> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
-            for (Future<Isthmus> f : got) distinct.add(f.get());
-            pool.shutdown();
-            System.out.println("runtimes " + distinct.size());
+            try {
+                List<Future<Isthmus>> got = new ArrayList<>();
+                for (int i = 0; i < 6; i++) got.add(pool.submit(Isthmus::get));
+                Set<Isthmus> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+                Set<String> errors = new TreeSet<>();
+                for (Future<Isthmus> f : got) {
+                    try {
+                        distinct.add(f.get(240, TimeUnit.SECONDS));
+                    } catch (ExecutionException e) {
+                        errors.add(e.getCause().getClass().getSimpleName());
+                    }
+                }
+                System.out.println("runtimes " + distinct.size() + " errors " + errors);
+            } finally {
+                pool.shutdownNow();
+            }
             return;
         }
         float[] x = read(args[1]);
@@ -142,7 +152,9 @@ def apps(tmp_path_factory):
 
 def _env(apps, tmp_path, **extra):
     env = {k: v for k, v in os.environ.items() if k not in ("ISTHMUS_PYTHON", "PYTHONHOME", "JAVA_TOOL_OPTIONS")}
-    env.update(ISTHMUS_PYTHON=sys.executable, PYTHONPATH=str(apps["site"]), ISTHMUS_TEST_ATEXIT_DIR=str(tmp_path))
+    # the sitecustomize first, then whatever finds isthmus here (the GPU machine runs the source tree: PYTHONPATH)
+    path = os.pathsep.join(p for p in (str(apps["site"]), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(ISTHMUS_PYTHON=sys.executable, PYTHONPATH=path, ISTHMUS_TEST_ATEXIT_DIR=str(tmp_path))
     env.update(extra)
     return env
 
@@ -211,7 +223,16 @@ def test_plain_java_boots_the_runtime_and_exits_as_java_does(apps, tmp_path, mod
 def test_concurrent_first_calls_boot_one_runtime(apps, tmp_path):
     r = _java(apps, tmp_path, ["App", "race"])
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "runtimes 1" in r.stdout
+    assert "runtimes 1 errors []" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+@needs_new
+def test_concurrent_first_calls_of_a_boot_that_fails_each_get_the_typed_error(apps, tmp_path):
+    """Six threads ask while the runtime cannot boot (the named Python is gone): every one gets
+    NotAttachedException, none waits for ever on a boot that will not come."""
+    r = _java(apps, tmp_path, ["App", "race"], env=_env(apps, tmp_path, ISTHMUS_PYTHON=str(tmp_path / "gone")))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "runtimes 0 errors [NotAttachedException]" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 @needs_new

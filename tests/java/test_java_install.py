@@ -17,6 +17,8 @@ from isthmus.errors import BackendUnavailableError
 from isthmus.cli.java import maven_install
 from isthmus.java import jvm, jvm_home, maven
 
+from _hosted_support import java_homes
+
 
 # ---- maven-install ---------------------------------------------------------------------------
 def test_local_repository_follows_mavens_order(tmp_path, monkeypatch):
@@ -170,6 +172,29 @@ def test_launcher_without_the_jar_says_so_in_one_line(tmp_path):
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.startswith("isthmus java: BackendUnavailableError: the isthmus Java classes are missing")
+
+
+def _libjvm(home: Path) -> Path | None:
+    return next((p for p in (home / "lib" / "server" / "libjvm.so", home / "lib" / "server" / "libjvm.dylib")
+                 if p.is_file()), None)
+
+
+@pytest.mark.skipif(jvm.packaged_jar() is None, reason="needs the packaged jar (make jar)")
+@pytest.mark.parametrize("home", [h for _, h in java_homes()], ids=lambda h: h.name)
+def test_isthmus_java_prints_only_the_applications_output_on_every_jdk(tmp_path, home):
+    """`isthmus java` on each JDK here (17 and 22+): JPype loads its native library with System.load, a
+    restricted method that JDK 24+ reports in four WARNING lines unless the JVM grants native access: the
+    launcher grants it, so an application's stderr holds only what the application wrote."""
+    lib = _libjvm(home)
+    if lib is None:
+        pytest.skip(f"{home} has no libjvm")
+    env = {**os.environ, "ISTHMUS_JVM": str(lib)}
+    r = subprocess.run([sys.executable, "-m", "isthmus", "java", "io.isthmus.llm.Generate", "--model",
+                        str(tmp_path / "absent"), "--prompt-ids", "1"], capture_output=True, text=True,
+                       timeout=300, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [f"Generate: --model {tmp_path / 'absent'} is not a folder "
+                                     "(a Hugging Face model folder: config.json and safetensors)"], r.stderr
 
 
 # ---- jvm-home's bin/java as tools probe it ---------------------------------------------------

@@ -45,6 +45,10 @@ _exiting = threading.Event()  # set once the JVM has started to shut down by its
 _exit_thread: int | None = None  # the thread running that shutdown's Python part
 # java.lang opened to the classpath: what io.isthmus.Interop.orderShutdown needs (see start)
 _OPEN_JAVA_LANG = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+# JPype loads its native library with System.load from org.jpype (the class path's unnamed module): a restricted
+# method, which JDK 24+ reports with four WARNING lines on stderr unless native access is granted; every JDK
+# from 17 accepts the option
+_NATIVE_ACCESS = "--enable-native-access=ALL-UNNAMED"
 # How long a JVM shutdown waits for calls from Java into Python that are under way.
 DRAIN_SECONDS = 10.0
 _after_application_hooks = False  # whether JPype's hook, and so the runtime's step, runs after the application's
@@ -112,7 +116,7 @@ def start(classpath_entries=None, jvm_args=()) -> None:
         if jpype.isJVMStarted():
             raise BackendUnavailableError("a JVM was started outside isthmus.java.start(); isthmus must start it "
                                           "(with its own classpath) to attach the runtime")
-        jpype.startJVM(_OPEN_JAVA_LANG, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
+        jpype.startJVM(_OPEN_JAVA_LANG, _NATIVE_ACCESS, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
                        classpath=wanted, convertStrings=False)
         # a JVM whose runtime Python started: io.isthmus never boots a second one into it (InProcess)
         jpype.JClass("java.lang.System").setProperty("isthmus.host", "python")

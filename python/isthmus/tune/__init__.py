@@ -209,7 +209,9 @@ def run(job: Job, *, measure=None, on_evaluation=None) -> TuneResult:
         k = Space.key(e.params)
         if k not in measured and (k not in earlier or e.cost < earlier[k].cost):
             earlier[k] = e
-    ok = [e for e in history + ([base] if base is not None else []) + list(earlier.values()) if e.status == "ok"]
+    # in the order the database received them (earlier runs, the default, this run's): among equal times the
+    # first one is the best, as the database keeps it (a later row replaces the best only when faster)
+    ok = [e for e in list(earlier.values()) + ([base] if base is not None else []) + history if e.status == "ok"]
     best = min(ok, key=lambda e: e.time_ms) if ok else None
     result = TuneResult(fam.name, dev.id, problem, dt.name, job.strategy, job.seed, len(job.space),
                         best.params if best else Config(), best.time_ms if best else math.inf, default,
