@@ -73,6 +73,17 @@ def recipe(device: "Device", source: str, options: list[str]) -> dict:
             "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
 
 
+# what a compiler says of every kernel, whatever its source: NVIDIA's OpenCL (CUDA 13) notes on each __kernel
+# that it overrides a noinline attribute no source gave
+_BOILERPLATE = re.compile(r"^\(\): Warning: Function \w+ is a kernel, so overriding noinline attribute\. "
+                          r"The function may be inlined when called\.$")
+
+
+def compiler_messages(log: str) -> str:
+    """The lines of a build log that say something of this source (the log less the compiler's boilerplate)."""
+    return "\n".join(line for line in log.strip().splitlines() if not _BOILERPLATE.match(line.strip())).strip()
+
+
 class CompileWarning(UserWarning):
     """A user's kernel compiled, and the compiler had something to say (``Program.build_log``)."""
 
@@ -126,10 +137,11 @@ class Program:
                 found = cls(device, native, source, defines, key, from_disk, options, log)
                 memo[("program", key)] = found
         memo[seen] = found
-        if user and found.build_log.strip() and not found._warned:
+        said = compiler_messages(found.build_log) if user else ""
+        if said and not found._warned:
             found._warned = True
             warnings.warn(f"kernel {name_hint!r} compiled on {device.id} with messages (Program.build_log):\n"
-                          f"{found.build_log.strip()}", CompileWarning, stacklevel=3)
+                          f"{said}", CompileWarning, stacklevel=3)
         return found
 
     _warned = False  # (the compiler's messages of a user's program are a warning once)

@@ -8,6 +8,7 @@ import sys
 import uuid
 import warnings
 
+import numpy as np
 import pytest
 
 import isthmus
@@ -93,3 +94,32 @@ def test_every_library_op_builds_without_a_word(dev, tmp_path):
     assert len(lines) == 1
     done = json.loads(lines[0])
     assert "softmax:float32" in done and "gemm:float32" in done and "sum:int32" in done
+
+
+def test_a_compilers_note_on_every_kernel_is_no_message_of_the_source():
+    """NVIDIA's OpenCL (CUDA 13) logs, for every __kernel, that it overrides a noinline attribute: without
+    more, a user's kernel warns nothing (the full log stays on Program.build_log); anything else still warns."""
+    from isthmus.program import compiler_messages
+
+    note = "(): Warning: Function twice is a kernel, so overriding noinline attribute. The function may be inlined when called."
+    assert compiler_messages(note + "\n") == ""
+    assert compiler_messages(f"{note}\n{note.replace('twice', 'other')}") == ""
+    real = '<kernel>:1:2: warning: "isthmus-test-message" [-W#warnings]'
+    assert compiler_messages(f"{note}\n{real}") == real
+    assert compiler_messages("  \n") == ""
+
+
+def test_a_fused_expression_builds_without_a_word(dev, monkeypatch, capfd):
+    """isthmus.fuse generates its kernel: the library's own, built as every op's (warnings off)."""
+    monkeypatch.setenv("ISTHMUS_DISK_CACHE", "0")
+    capfd.readouterr()
+    c = uuid.uuid4().int % 1000  # a source no cache has seen
+    x = dev.asarray(np.arange(5, dtype=np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = dev.fuse(f"out = x * 3 + {c}")
+        y = f(x)
+    (variant,) = [v for k, v in f._variants.items() if k[0] == dev.id]
+    assert variant.kernel.program.options[-1] == "-w"
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(5, dtype=np.float32) * 3 + c)
+    assert capfd.readouterr() == ("", "")

@@ -25,6 +25,7 @@ from .. import knobs
 from ..kernel import convert_scalar
 from ..launch import LaunchConfig
 from ..memo import BoundedMemo
+from ..program import Program
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..device import Device
@@ -173,7 +174,8 @@ class _Variant:
         self.out_dtype = out_dtype
         self._check_device(dev, types, out_dtype)
         self.source = _source(expr, types, kinds, out_dtype)
-        self.kernel = dev.compile(self.source, "fused")
+        # the library's own kernel: built with warnings off, as every op's (Program.build, not Device.compile)
+        self.kernel = Program.build(dev, self.source, {}, "fused").kernel("fused")
         # (a kernel may allow smaller work-groups than its device; its local memory is checked too)
         self.lsize = (min(256, dev.max_work_group_size, self.kernel._resource_limits().max_work_group_size),)
         self.kernel._check_config(LaunchConfig(self.lsize, self.lsize))
