@@ -219,6 +219,8 @@ def test_maven_surefire_with_no_jvm_setting(work):
 
 # ---- JShell ------------------------------------------------------------------------------------------
 @needs_jdk
+@pytest.mark.skipif(JDK is None or not (JDK / "bin" / "jshell").is_file(),
+                    reason="this Java runtime has no jshell (a JRE linked without jdk.jshell: the GPU machine's)")
 def test_jshell_script(work):
     from isthmus.java import hosted
 
