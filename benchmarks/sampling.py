@@ -156,6 +156,10 @@ def main(argv=None) -> int:
                 if "peer_ms" in row:
                     row["vs_peer"] = row["peer_ms"] / ms
                 rows_out.append(row)
+                # (as it goes: a run cut short by its time limit still shows its rows)
+                print(f"{op} {dtype} {rows}x{cols}: {ms:.4f} ms, {row['of_copy']:.0%} of copy"
+                      + (f", {row['peer']} {row['vs_peer']:.2f}x" if "vs_peer" in row else "")
+                      + ("" if row["ok"] else " WRONG"), file=sys.stderr, flush=True)
             x.close()
             for b in out.values():
                 b.close()
