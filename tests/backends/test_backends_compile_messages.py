@@ -103,7 +103,8 @@ def test_every_library_op_builds_without_a_word(dev, tmp_path):
 def test_a_compilers_note_on_every_kernel_is_no_message_of_the_source():
     """NVIDIA's OpenCL (CUDA 13) logs, for every __kernel, that it overrides a noinline attribute: without
     more, a user's kernel warns nothing (the full log stays on Program.build_log); anything else still warns."""
-    note = "(): Warning: Function twice is a kernel, so overriding noinline attribute. The function may be inlined when called."
+    note = ("(): Warning: Function twice is a kernel, so overriding noinline attribute. "
+            "The function may be inlined when called.")
     assert compiler_messages(note + "\n") == ""
     assert compiler_messages(f"{note}\n{note.replace('twice', 'other')}") == ""
     real = '<kernel>:1:2: warning: "isthmus-test-message" [-W#warnings]'

@@ -116,8 +116,8 @@ def start(classpath_entries=None, jvm_args=()) -> None:
         if jpype.isJVMStarted():
             raise BackendUnavailableError("a JVM was started outside isthmus.java.start(); isthmus must start it "
                                           "(with its own classpath) to attach the runtime")
-        jpype.startJVM(_OPEN_JAVA_LANG, _NATIVE_ACCESS, *jvm_args, jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(),
-                       classpath=wanted, convertStrings=False)
+        jpype.startJVM(_OPEN_JAVA_LANG, _NATIVE_ACCESS, *jvm_args,
+                       jvmpath=knobs.jvm_path() or jpype.getDefaultJVMPath(), classpath=wanted, convertStrings=False)
         # a JVM whose runtime Python started: io.isthmus never boots a second one into it (InProcess)
         jpype.JClass("java.lang.System").setProperty("isthmus.host", "python")
         _attach(wanted)
