@@ -90,7 +90,11 @@ for stage in "$@"; do
             # over the rule's config (default_ms against best_ms in the JSON)
             for n in rmsnorm layernorm; do
               b 45 tune-$n python3 -m isthmus.cli tune $n --device $cuda --dtype bfloat16 --size rows=16384 cols=8192 \
-                --strategy anneal --seconds 35 --no-db --json "$R/tune-$n-bf16-16384x8192.json"; done ;;
+                --strategy anneal --seconds 35 --no-db --json "$R/tune-$n-bf16-16384x8192.json"; done
+            # the skinny x @ W.T with few work-groups (Llama-3.1-8B's down projection at one token: N 4096 over K
+            # 14336, 256 groups of the rows kernel at 59% of copy against torch's 83%): what split-K and the rest buy
+            b 45 tune-down python3 -m isthmus.cli tune gemm --device $cuda --dtype bfloat16 --trans-b \
+              --size m=1 n=4096 k=14336 --strategy anneal --seconds 35 --no-db --json "$R/tune-gemm-bf16-1x4096x14336-tb.json" ;;
     quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
