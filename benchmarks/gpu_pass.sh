@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU pass in one command on the lent GPU machine (see README "On the GPU machine"):
 #   source .device/setup.sh && bash benchmarks/gpu_pass.sh STAGE...
-#   (stages: test cudatest ops27 round3 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
+#   (stages: test cudatest ops27 round3 llama30 quicktest bench java launch tune tuneocl softmax strategies multi shapes gemm mma diag)
 # Every stage writes into $R (default /tmp/r); the folder is packed into $OUT/r.tgz after each
 # stage, so a stage cut off by the time limit still returns what the earlier ones wrote.
 # Benchmarks run as modules of the suite (python -m benchmarks NAME, from the repository root);
@@ -95,6 +95,11 @@ for stage in "$@"; do
             # 14336, 256 groups of the rows kernel at 59% of copy against torch's 83%): what split-K and the rest buy
             b 45 tune-down python3 -m isthmus.cli tune gemm --device $cuda --dtype bfloat16 --trans-b \
               --size m=1 n=4096 k=14336 --strategy anneal --seconds 35 --no-db --json "$R/tune-gemm-bf16-1x4096x14336-tb.json" ;;
+    # issue 30's peers left out of round3 for time: Hugging Face generate and torch.compile next to the CUDA graphs,
+    # Llama-3.1-8B's shapes (16 GB of random bf16 weights written to /tmp first); one call of its own
+    llama30) timeout ${LLAMA_S:-560} python3 -m benchmarks llama --device $cuda --shapes 1b,8b --contexts 512 \
+               --batches 1,8,32 --peers graph,hf,compile --budget $(( ${LLAMA_S:-560} - 60 )) --no-host --dir /tmp \
+               --out "$R" 2>&1 | tail -40 ;;
     quicktest) timeout 200 python3 -m pytest tests/core/test_plan.py tests/core/test_graph.py tests/backends/test_backends_cuda.py tests/ops/test_ops_library.py \
                  tests/crosslang/test_junit_suite.py tests/crosslang/test_shared.py -q -p no:cacheprovider -rfE -x 2>&1 | tail -15 ;;
     strategies) timeout 120 python3 -m benchmarks tune_strategies --record --device $cuda --kernel sum --size n=16777216 \
