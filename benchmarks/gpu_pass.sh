@@ -94,7 +94,11 @@ for stage in "$@"; do
             # the skinny x @ W.T with few work-groups (Llama-3.1-8B's down projection at one token: N 4096 over K
             # 14336, 256 groups of the rows kernel at 59% of copy against torch's 83%): what split-K and the rest buy
             b 45 tune-down python3 -m isthmus.cli tune gemm --device $cuda --dtype bfloat16 --trans-b \
-              --size m=1 n=4096 k=14336 --strategy anneal --seconds 35 --no-db --json "$R/tune-gemm-bf16-1x4096x14336-tb.json" ;;
+              --size m=1 n=4096 k=14336 --strategy anneal --seconds 35 --no-db --json "$R/tune-gemm-bf16-1x4096x14336-tb.json"
+            # decode over one long sequence (B1 L32768, GQA 8, head dim 128: 41% of copy, 0.60x SDPA): the split
+            b 45 tune-decode python3 -m isthmus.cli tune decode_attention --device $cuda --dtype bfloat16 --size batch=1 \
+              new=1 keys=32768 heads=32 kv_heads=8 head_dim=128 --strategy anneal --seconds 35 --no-db \
+              --json "$R/tune-decode-bf16-b1-l32768.json" ;;
     # issue 30's peers left out of round3 for time: Hugging Face generate and torch.compile next to the CUDA graphs,
     # Llama-3.1-8B's shapes (16 GB of random bf16 weights written to /tmp first); one call of its own
     llama30) timeout ${LLAMA_S:-560} python3 -m benchmarks llama --device $cuda --shapes 1b,8b --contexts 512 \
