@@ -241,7 +241,14 @@ ATTN_UNROLL
             CP_ASYNC_COMMIT();
             ws = ws + 1 == STAGES ? 0 : ws + 1;
         }
+#if MMA_EMU
+        /* every tile: the emulation's barriers stay out of a data-dependent branch inside the loop, which PoCL
+         * 5.0 compiles wrong or not at all (gemm.cl's rows kernel; pocl issue 1435); a tile no row sees adds
+         * nothing (its scores are masked to -inf, the rows' sums and outputs are unchanged) */
+        {
+#else
         if (wa < lq && t0 < whi && t0 + BKV > wlo) {   /* some row of the warp sees some key of the tile */
+#endif
             const uint kb = sbase + 2u * (uint)(KV_BASE + rs * STAGE_ELEMS);
             const uint vb = kb + 2u * (uint)KV_ELEMS;
             float s[MI][NJ][4];
