@@ -86,6 +86,9 @@ for stage in "$@"; do
             [ -d .overhead-base/old ] && b 70 overhead python3 -m benchmarks host_overhead_trees .overhead-base/old "$PWD" \
               --backend cuda opencl --kind gpu --rounds 2 --reps 3 --calls 4000 --out "$R"
             b 35 hosted python3 -m benchmarks hosted_overhead --quick --device $cuda --java-home "$JAVA_HOME" --out "$R"
+            # issue 28's cascade and linear attention (left out of the first share for time), reports in $R/cl
+            b 60 attention-cl python3 -m benchmarks attention_gpu --device $cuda --only cascade,linear --rounds 3 \
+              --out "$R/cl"
             # bf16 norms ran at 59-88% of copy under the rule (H100, 2026-12-06; f32 98-101%): what the tuner finds
             # over the rule's config (default_ms against best_ms in the JSON)
             for n in rmsnorm layernorm; do
