@@ -86,6 +86,9 @@ for stage in "$@"; do
             [ -d .overhead-base/old ] && b 70 overhead python3 -m benchmarks host_overhead_trees .overhead-base/old "$PWD" \
               --backend cuda opencl --kind gpu --rounds 2 --reps 3 --calls 4000 --out "$R"
             b 35 hosted python3 -m benchmarks hosted_overhead --quick --device $cuda --java-home "$JAVA_HOME" --out "$R"
+            # issue 29's f32 batched small gemms on CUDA, and the 16-bit squares on NVIDIA OpenCL (against torch on CUDA)
+            b 50 gemm-bmm python3 -m benchmarks gemm_llama --device $cuda --sections bmm --rounds 3 --out "$R/bmm"
+            b 60 gemm-ocl python3 -m benchmarks gemm_llama --device $ocl --sections squares --rounds 3 --out "$R/ocl"
             # issue 28's cascade and linear attention (left out of the first share for time), reports in $R/cl
             b 60 attention-cl python3 -m benchmarks attention_gpu --device $cuda --only cascade,linear --rounds 3 \
               --out "$R/cl"
