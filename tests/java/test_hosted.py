@@ -170,7 +170,8 @@ def _java(apps, tmp_path, args, *, home=None, jpype=True, opts=(), env=None, tim
     cmd = [str((home or NEW) / "bin" / "java"), "--enable-native-access=ALL-UNNAMED", *opts, "-cp",
            _cp(apps, jpype=jpype), *args]
     if home is not None and home != NEW:
-        cmd.remove("--enable-native-access=ALL-UNNAMED")  # JDK 17 has no such option
+        # an older JDK runs as its users start it, without the option (17 accepts it; only 22+ needs it here)
+        cmd.remove("--enable-native-access=ALL-UNNAMED")
     return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
                           env=env or _env(apps, tmp_path))
 

@@ -7,7 +7,7 @@ import pytest
 import isthmus
 from isthmus.ops.specs import gemm as G
 from isthmus.ops.resolve import forced, forget_resolved
-from isthmus.ops.workloads import rel_error
+from isthmus.ops.spec import rel_error
 
 
 def _reference(a, b, *args, **kw):

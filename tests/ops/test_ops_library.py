@@ -7,7 +7,7 @@ import pytest
 
 import isthmus
 from isthmus.ops.registry import OPS
-from isthmus.ops.workloads import rel_error
+from isthmus.ops.spec import rel_error
 
 FLOATS = ("float32", "float64", "float16")
 ALL = FLOATS + ("int32", "int64", "uint8")

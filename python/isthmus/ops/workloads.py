@@ -11,7 +11,7 @@ from typing import Iterable
 import numpy as np
 
 from .registry import OPS
-from .spec import OpSpec, rel_error  # noqa: F401 - rel_error: imported from here too
+from .spec import OpSpec
 
 
 @dataclass
